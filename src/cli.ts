@@ -1,0 +1,83 @@
+#!/usr/bin/env node
+import { startDaemon } from './daemon/daemon.js';
+import type { ServeFlags } from './daemon/options.js';
+import { loadSoftwareInfo } from './system/software-info.js';
+
+const USAGE = `usage: tunnelward [command] [flags]
+
+commands:
+  serve      run the daemon (the default)
+  version    print the version
+  help       print this text
+
+flags of serve (each overrides its environment variable, which overrides settings.toml):
+  --data-dir DIR   data directory, created if missing (TUNNELWARD_DATA_DIR, default ./data)
+  --host HOST      address to listen on (TUNNELWARD_HOST, default 127.0.0.1)
+  --port PORT      port to listen on, 0 for a free one (TUNNELWARD_PORT, default 7600)
+`;
+
+class UsageError extends Error {}
+
+const FLAGS: Record<string, keyof ServeFlags> = { '--data-dir': 'dataDir', '--host': 'host', '--port': 'port' };
+
+function parseServeFlags(args: string[]): ServeFlags {
+  const flags: ServeFlags = {};
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const eq = arg.indexOf('=');
+    const name = eq > 0 ? arg.slice(0, eq) : arg;
+    const key = FLAGS[name];
+    if (!key) throw new UsageError(`unknown flag ${name}`);
+    const value = eq > 0 ? arg.slice(eq + 1) : args[++i];
+    if (value === undefined || value === '') throw new UsageError(`${name} needs a value`);
+    flags[key] = value;
+  }
+  return flags;
+}
+
+async function serve(args: string[]): Promise<void> {
+  const daemon = await startDaemon(parseServeFlags(args));
+  const stop = (signal: string) => {
+    daemon.stop(signal).then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+  process.on('uncaughtException', (err) => {
+    daemon.log.fatal({ err }, 'uncaught exception, stopping');
+    daemon.stop('uncaught exception').finally(() => process.exit(1));
+  });
+  process.on('unhandledRejection', (err) => {
+    daemon.log.error({ err }, 'unhandled promise rejection');
+  });
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [first, ...rest] = argv;
+  const command = first === undefined || first.startsWith('-') ? 'serve' : first;
+  const args = command === first ? rest : argv;
+  switch (command) {
+    case 'serve':
+      return serve(args);
+    case 'version':
+      process.stdout.write(`tunnelward ${loadSoftwareInfo().Version}\n`);
+      return;
+    case 'help':
+    case '--help':
+      process.stdout.write(USAGE);
+      return;
+    default:
+      throw new UsageError(`unknown command ${command}`);
+  }
+}
+
+main(process.argv.slice(2)).catch((err: Error) => {
+  if (err instanceof UsageError) {
+    process.stderr.write(`tunnelward: ${err.message}\n\n${USAGE}`);
+    process.exit(2);
+  }
+  process.stderr.write(`tunnelward: ${err.message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,185 @@
+import { spawn } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { AccountService } from '../accounts/account-service.js';
+import { PasswordHasher } from '../accounts/password-hasher.js';
+import { writeFileAtomic } from '../fs/atomic.js';
+import { createApp } from '../http/app.js';
+import { RateLimiter } from '../http/rate-limiter.js';
+import { createLogger, flushLogger, type Logger } from '../log/logger.js';
+import { DEFAULTS } from '../settings/defaults.js';
+import { SettingsStore } from '../settings/settings-store.js';
+import { Database } from '../storage/database.js';
+import { loadSoftwareInfo } from '../system/software-info.js';
+import { DataDirLock } from './data-dir-lock.js';
+import { resolveDataDir, resolveOptions, type DaemonOptions, type ServeFlags } from './options.js';
+
+export interface RunningDaemon {
+  url: string;
+  options: DaemonOptions;
+  log: Logger;
+  /** Closes connections, flushes the database, releases the data dir. Safe to call more than once. */
+  stop(reason: string): Promise<void>;
+}
+
+/** Starts everything and listens; resolves once the URL is printed. Throws with a clear message when it cannot. */
+export async function startDaemon(flags: ServeFlags, env: NodeJS.ProcessEnv = process.env): Promise<RunningDaemon> {
+  const dataDir = resolveDataDir(flags, env);
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const lock = await DataDirLock.acquire(dataDir);
+  const cleanups: Array<() => Promise<void> | void> = [() => lock.release()];
+  const undo = async () => {
+    for (const fn of cleanups.reverse()) await Promise.resolve(fn()).catch(() => {});
+  };
+  try {
+    return await startLocked(dataDir, flags, env, cleanups);
+  } catch (err) {
+    await undo();
+    throw err;
+  }
+}
+
+async function startLocked(
+  dataDir: string,
+  flags: ServeFlags,
+  env: NodeJS.ProcessEnv,
+  cleanups: Array<() => Promise<void> | void>,
+): Promise<RunningDaemon> {
+  const { store: settings, unknownKeys } = await SettingsStore.load(dataDir);
+  const options = resolveOptions(flags, env, settings.get());
+  const log = createLogger({ debug: settings.value('Debug') });
+  if (unknownKeys.length > 0) log.warn({ keys: unknownKeys }, 'settings.toml has keys tunnelward does not know; kept as they are');
+  const settingsSub = settings.changes$.subscribe(({ changed, settings: s }) => {
+    if (changed.includes('Debug')) log.level = s.Debug ? 'debug' : 'info';
+  });
+  cleanups.push(() => settingsSub.unsubscribe());
+
+  const db = await Database.open(join(dataDir, 'tunnelward.db'));
+  cleanups.push(() => db.close());
+  const hasher = new PasswordHasher(DEFAULTS.passwordHashConcurrency, DEFAULTS.passwordHashQueue);
+  const accounts = new AccountService(db, hasher, DEFAULTS.tokenTtlMs);
+  await createFirstSuperuser(accounts, options, dataDir, log);
+
+  const window = DEFAULTS.rateLimitWindowMs;
+  const limits = {
+    login: new RateLimiter(() => settings.value('RateLimit.Login'), window),
+    register: new RateLimiter(() => settings.value('RateLimit.Login'), window),
+    perToken: new RateLimiter(() => settings.value('RateLimit.PerToken'), window),
+  };
+  let restartRequested = false;
+  const app = createApp({
+    accounts,
+    settings,
+    limits,
+    info: loadSoftwareInfo(),
+    dataDir,
+    timestampWindowMs: DEFAULTS.timestampWindowMs,
+    jsonLimit: DEFAULTS.jsonLimit,
+    log,
+    restart: () => {
+      if (restartRequested) return;
+      restartRequested = true;
+      void restartInPlace(daemon);
+    },
+  });
+
+  const server = createServer(app.callback());
+  server.keepAliveTimeout = 65_000;
+  await listen(server, options.port, options.host);
+  cleanups.push(() => closeServer(server));
+  const { port } = server.address() as AddressInfo;
+  const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+  const url = `http://${host}:${port}`;
+
+  const sweep = setInterval(() => {
+    accounts.sweepExpiredSessions().catch((err) => log.error({ err }, 'sweeping expired sessions failed'));
+    for (const limiter of Object.values(limits)) limiter.sweep();
+  }, DEFAULTS.sweepIntervalMs);
+  sweep.unref();
+  cleanups.push(() => clearInterval(sweep));
+
+  const pidFile = join(dataDir, 'tunnelward.pid');
+  await writeFileAtomic(pidFile, `${process.pid}\n`, { mode: 0o644 });
+  cleanups.push(() => rm(pidFile, { force: true }));
+
+  let stopping: Promise<void> | undefined;
+  const daemon: RunningDaemon = {
+    url,
+    options,
+    log,
+    stop(reason) {
+      stopping ??= (async () => {
+        log.info({ reason }, 'stopping');
+        for (const fn of cleanups.reverse()) {
+          await Promise.resolve(fn()).catch((err) => log.error({ err }, 'error while stopping'));
+        }
+        log.info('stopped');
+        flushLogger(log);
+      })();
+      return stopping;
+    },
+  };
+  log.info({ url, dataDir }, 'listening');
+  process.stdout.write(`tunnelward listening on ${url}\n`);
+  return daemon;
+}
+
+async function createFirstSuperuser(
+  accounts: AccountService,
+  options: DaemonOptions,
+  dataDir: string,
+  log: Logger,
+): Promise<void> {
+  let created;
+  try {
+    created = await accounts.ensureFirstSuperuser(options.adminUser, options.adminPassword);
+  } catch (err) {
+    throw new Error(`cannot create the first superuser from TUNNELWARD_ADMIN_USER/PASSWORD: ${(err as Error).message}`);
+  }
+  if (!created) return;
+  log.info({ username: created.user.username }, 'created the first superuser');
+  if (created.generatedPassword) {
+    const file = join(dataDir, 'initial-admin-password');
+    await writeFile(file, `${created.generatedPassword}\n`, { mode: 0o600 });
+    // Printed once, on standard output only: it never enters the log stream.
+    process.stdout.write(
+      `first superuser: ${created.user.username}, password: ${created.generatedPassword} (also in ${file})\n`,
+    );
+  }
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      const why = err.code === 'EADDRINUSE' ? 'the address is in use' : err.code === 'EACCES' ? 'permission denied' : err.message;
+      reject(new Error(`cannot listen on ${host}:${port}: ${why}`));
+    });
+    server.listen(port, host, () => resolve());
+  });
+}
+
+/** Stops accepting, lets open requests finish for a grace period, then closes what is left. */
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    const force = setTimeout(() => server.closeAllConnections(), DEFAULTS.shutdownGraceMs);
+    force.unref();
+    server.close(() => {
+      clearTimeout(force);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}
+
+/** Stops this daemon, then starts a new one with the same arguments and environment, and exits. */
+async function restartInPlace(daemon: RunningDaemon): Promise<void> {
+  await daemon.stop('restart requested');
+  const child = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], {
+    stdio: 'inherit',
+    env: process.env,
+  });
+  child.unref();
+  process.exit(0);
+}

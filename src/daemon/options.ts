@@ -1,0 +1,50 @@
+import { resolve } from 'node:path';
+import { DEFAULTS } from '../settings/defaults.js';
+
+/** What the daemon runs with, resolved from flags, then the environment, then settings.toml, then defaults. */
+export interface DaemonOptions {
+  dataDir: string;
+  host: string;
+  port: number;
+  adminUser: string;
+  adminPassword: string | undefined;
+}
+
+/** Flags of `serve`, as given on the command line. */
+export interface ServeFlags {
+  dataDir?: string;
+  host?: string;
+  port?: string;
+}
+
+export function parsePort(value: string, from: string): number {
+  if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) {
+    throw new Error(`${from} must be a port number from 0 to 65535 (0 picks a free port), not ${JSON.stringify(value)}`);
+  }
+  return Number(value);
+}
+
+/** The data dir comes from flags or the environment only: settings.toml lives inside it. */
+export function resolveDataDir(flags: ServeFlags, env: NodeJS.ProcessEnv): string {
+  return resolve(flags.dataDir ?? env.TUNNELWARD_DATA_DIR ?? DEFAULTS.dataDir);
+}
+
+export function resolveOptions(
+  flags: ServeFlags,
+  env: NodeJS.ProcessEnv,
+  settings: { ListenAddr: string; ListenPort: string },
+): DaemonOptions {
+  const port =
+    flags.port !== undefined
+      ? parsePort(flags.port, '--port')
+      : env.TUNNELWARD_PORT
+        ? parsePort(env.TUNNELWARD_PORT, 'TUNNELWARD_PORT')
+        : parsePort(settings.ListenPort, 'ListenPort');
+  return {
+    dataDir: resolveDataDir(flags, env),
+    host: flags.host ?? (env.TUNNELWARD_HOST || settings.ListenAddr),
+    port,
+    adminUser: env.TUNNELWARD_ADMIN_USER || 'admin',
+    adminPassword: env.TUNNELWARD_ADMIN_PASSWORD || undefined,
+  };
+}

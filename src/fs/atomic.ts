@@ -1,0 +1,51 @@
+import { randomBytes } from 'node:crypto';
+import { open, rename, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+
+export interface AtomicWriteOptions {
+  /** File mode of the new file; defaults to 0o600 because what we write often holds secrets. */
+  mode?: number;
+}
+
+/**
+ * Replaces `path` with `data` so that a reader or a crash sees either the old file whole or the new one whole:
+ * write a temp file in the same directory, fsync it, rename it over the target, fsync the directory.
+ */
+export async function writeFileAtomic(
+  path: string,
+  data: string | Uint8Array,
+  options: AtomicWriteOptions = {},
+): Promise<void> {
+  const dir = dirname(path);
+  const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  const handle = await open(tmp, 'wx', options.mode ?? 0o600);
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } catch (err) {
+    await handle.close().catch(() => {});
+    await unlink(tmp).catch(() => {});
+    throw err;
+  }
+  await handle.close();
+  try {
+    await rename(tmp, path);
+  } catch (err) {
+    await unlink(tmp).catch(() => {});
+    throw err;
+  }
+  await syncDirectory(dir);
+}
+
+/** Makes a rename durable: without it a power cut can forget the new directory entry. */
+async function syncDirectory(dir: string): Promise<void> {
+  let handle;
+  try {
+    handle = await open(dir, 'r');
+    await handle.sync();
+  } catch {
+    // Some filesystems refuse fsync on a directory; the rename is still atomic there.
+  } finally {
+    await handle?.close().catch(() => {});
+  }
+}

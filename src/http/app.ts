@@ -1,0 +1,82 @@
+import Koa, { type Middleware } from 'koa';
+import { HttpMethodEnum, koaBody } from 'koa-body';
+import type { Logger } from 'pino';
+import type { AccountService } from '../accounts/account-service.js';
+import { AppError } from '../errors.js';
+import type { SettingsStore } from '../settings/settings-store.js';
+import type { SoftwareInfo } from '../system/software-info.js';
+import { envelope } from './envelope.js';
+import type { RateLimiter } from './rate-limiter.js';
+import { accountRoutes } from './routes/accounts.js';
+import { sessionRoutes } from './routes/sessions.js';
+import { settingsRoutes } from './routes/settings.js';
+import { systemRoutes } from './routes/system.js';
+import { userRoutes } from './routes/users.js';
+import { authenticate, requireTimestamp, type AppState } from './auth.js';
+
+export interface RateLimits {
+  login: RateLimiter;
+  register: RateLimiter;
+  perToken: RateLimiter;
+}
+
+export interface AppDeps {
+  accounts: AccountService;
+  settings: SettingsStore;
+  limits: RateLimits;
+  info: SoftwareInfo;
+  dataDir: string;
+  timestampWindowMs: number;
+  jsonLimit: string;
+  log: Logger;
+  /** Restarts the daemon in place; called after the reply to /system/restart has been sent. */
+  restart: () => void;
+}
+
+/** What every route module receives: the app's dependencies and the shared authentication middleware. */
+export interface RouteDeps extends AppDeps {
+  /** X-Timestamp window, X-Token session and the per-token rate limit, in that order. */
+  authenticated: Middleware<AppState>[];
+}
+
+/** A POST that carries a body must carry JSON: anything else would silently read as an empty request. */
+const requireJsonBody: Middleware = async (ctx, next) => {
+  if (ctx.method !== 'GET' && ctx.method !== 'HEAD' && ctx.request.length && !ctx.request.is('json')) {
+    throw new AppError(415, 'request body must be JSON (Content-Type: application/json)');
+  }
+  await next();
+};
+
+/** Builds the Koa app from its dependencies; the caller owns the HTTP server. */
+export function createApp(deps: AppDeps): Koa<AppState> {
+  const app = new Koa<AppState>();
+  const httpLog = deps.log.child({ component: 'http' });
+
+  app.on('error', (err: Error, ctx?: Koa.Context) => {
+    httpLog.error({ err, method: ctx?.method, path: ctx?.path }, 'request failed');
+  });
+
+  app.use(envelope());
+  app.use(requireJsonBody);
+  app.use(
+    koaBody({
+      json: true,
+      jsonStrict: true,
+      jsonLimit: deps.jsonLimit,
+      urlencoded: false,
+      text: false,
+      multipart: false,
+      parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
+    }),
+  );
+
+  const routeDeps: RouteDeps = {
+    ...deps,
+    authenticated: [requireTimestamp(deps.timestampWindowMs), authenticate(deps.accounts, deps.limits.perToken)],
+  };
+  for (const routes of [systemRoutes, accountRoutes, userRoutes, sessionRoutes, settingsRoutes]) {
+    const router = routes(routeDeps);
+    app.use(router.routes()).use(router.allowedMethods());
+  }
+  return app;
+}

@@ -1,0 +1,52 @@
+import type { Middleware } from 'koa';
+import type { AccountService, Authenticated } from '../accounts/account-service.js';
+import { hasRole, type UserType } from '../accounts/rules.js';
+import { forbidden, tooManyRequests, unauthorized } from '../errors.js';
+import type { RateLimiter } from './rate-limiter.js';
+
+export interface AppState {
+  auth: Authenticated;
+}
+
+/** `X-Timestamp` (Unix ms) must be within `windowMs` of the server clock: a replayed request is refused. */
+export function requireTimestamp(windowMs: number, now: () => number = Date.now): Middleware {
+  return async (ctx, next) => {
+    const raw = ctx.get('X-Timestamp');
+    if (!raw) throw unauthorized('X-Timestamp is required');
+    if (!/^-?\d{1,16}$/.test(raw)) throw unauthorized('X-Timestamp must be Unix time in milliseconds (an integer)');
+    if (Math.abs(Number(raw) - now()) > windowMs) {
+      throw unauthorized(`X-Timestamp is outside the allowed window of ${windowMs} ms`);
+    }
+    await next();
+  };
+}
+
+/** Resolves `X-Token` to a live session in `ctx.state.auth`, then counts the request against the token's limit. */
+export function authenticate(accounts: AccountService, perToken: RateLimiter): Middleware<AppState> {
+  return async (ctx, next) => {
+    const token = ctx.get('X-Token');
+    if (!token) throw unauthorized('X-Token is required');
+    ctx.state.auth = accounts.authenticate(token);
+    const wait = perToken.hit(ctx.state.auth.session.id);
+    if (wait > 0) throw tooManyRequests('too many requests for this token, slow down', wait / 1000);
+    await next();
+  };
+}
+
+export function requireRole(minimum: UserType): Middleware<AppState> {
+  return async (ctx, next) => {
+    if (!hasRole(ctx.state.auth.user.type, minimum)) {
+      throw forbidden(`this needs the ${minimum} role${minimum === 'superuser' ? '' : ' or higher'}`);
+    }
+    await next();
+  };
+}
+
+/** Counts every request from the client's IP; past the limit the IP gets 429 until its window ends. */
+export function limitByIp(limiter: RateLimiter, what: string): Middleware {
+  return async (ctx, next) => {
+    const wait = limiter.hit(ctx.ip);
+    if (wait > 0) throw tooManyRequests(`too many ${what} attempts from this address, try again later`, wait / 1000);
+    await next();
+  };
+}

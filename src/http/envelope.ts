@@ -1,0 +1,52 @@
+import type { Context, Middleware } from 'koa';
+import { AppError } from '../errors.js';
+
+/** The success envelope; `data` is left out when the operation has none. */
+export function reply(ctx: Context, message: string, data?: unknown): void {
+  ctx.status = 200;
+  ctx.body = data === undefined ? { success: true, message } : { success: true, message, data };
+}
+
+/** Errors thrown by koa-body and other libraries carry a status but a message we did not write. */
+function libraryErrorMessage(err: { status?: number; type?: string }): string | undefined {
+  if (err.status === 413) return 'request body is too large';
+  if (err.status === 415) return 'request body must be application/json';
+  if (err.status === 400) return 'request body is not valid JSON';
+  return undefined;
+}
+
+/**
+ * The first middleware: every response, error or not, leaves in the envelope. Errors that are not AppErrors
+ * become a 500 with a generic message and are handed to `app.on('error')`, the one place they are logged.
+ */
+export function envelope(): Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.body === undefined && ctx.status === 404) {
+        ctx.status = 404;
+        ctx.body = { success: false, message: `no such endpoint: ${ctx.method} ${ctx.path}` };
+      } else if (ctx.body === undefined && ctx.status === 405) {
+        ctx.body = { success: false, message: `${ctx.method} is not allowed on ${ctx.path}` };
+      }
+    } catch (err) {
+      const e = err as Error & { status?: number; expose?: boolean };
+      let status = 500;
+      let message = 'internal error';
+      if (e instanceof AppError) {
+        status = e.status;
+        message = e.message;
+        ctx.set(e.headers);
+      } else {
+        const known = typeof e.status === 'number' && e.status < 500 ? libraryErrorMessage(e) : undefined;
+        if (known) {
+          status = e.status!;
+          message = known;
+        }
+      }
+      ctx.status = status;
+      ctx.body = { success: false, message };
+      if (status >= 500) ctx.app.emit('error', err, ctx);
+    }
+  };
+}

@@ -1,0 +1,52 @@
+import type { Context } from 'koa';
+import { badRequest } from '../errors.js';
+
+export type Fields = Record<string, unknown>;
+
+/** The JSON body as an object; anything else is a 400. */
+export function body(ctx: Context): Fields {
+  const b = (ctx.request as { body?: unknown }).body;
+  if (b === undefined || b === null) return {};
+  if (typeof b !== 'object' || Array.isArray(b)) throw badRequest('request body must be a JSON object');
+  return b as Fields;
+}
+
+export function requiredString(fields: Fields, name: string): string {
+  const v = fields[name];
+  if (v === undefined || v === null || v === '') throw badRequest(`${name} is required`);
+  if (typeof v !== 'string') throw badRequest(`${name} must be a string`);
+  return v;
+}
+
+export function optionalString(fields: Fields, name: string): string | undefined {
+  const v = fields[name];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string') throw badRequest(`${name} must be a string`);
+  return v;
+}
+
+export function optionalBool(fields: Fields, name: string): boolean | undefined {
+  const v = fields[name];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'boolean') throw badRequest(`${name} must be a boolean (true or false)`);
+  return v;
+}
+
+/** An id: an integer, or a string holding one (the contract sends ids both ways). */
+export function requiredId(fields: Fields, name: string): number {
+  const v = fields[name];
+  if (v === undefined || v === null || v === '') throw badRequest(`${name} is required`);
+  const n = typeof v === 'string' && /^\d{1,15}$/.test(v) ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1) {
+    throw badRequest(`${name} must be a positive integer`);
+  }
+  return n;
+}
+
+/** A GET parameter: the query string first, then an `X-<Name>` header. */
+export function queryParam(ctx: Context, name: string): string | undefined {
+  const q = ctx.query[name];
+  if (typeof q === 'string') return q;
+  if (Array.isArray(q)) throw badRequest(`${name} is given more than once`);
+  return ctx.get(`X-${name}`) || undefined;
+}

@@ -1,0 +1,42 @@
+import Router from '@koa/router';
+import { isUserType } from '../../accounts/rules.js';
+import { badRequest } from '../../errors.js';
+import { limitByIp, requireTimestamp, type AppState } from '../auth.js';
+import { reply } from '../envelope.js';
+import { body, optionalString, requiredString } from '../params.js';
+import type { RouteDeps } from '../app.js';
+
+/** /register, /login and /logout. */
+export function accountRoutes({ accounts, limits, timestampWindowMs, authenticated }: RouteDeps): Router<AppState> {
+  const router = new Router<AppState>();
+  const timestamp = requireTimestamp(timestampWindowMs);
+
+  router.post('/register', limitByIp(limits.register, 'registration'), timestamp, async (ctx) => {
+    const fields = body(ctx);
+    const username = requiredString(fields, 'username');
+    const passwd = requiredString(fields, 'passwd');
+    const type = optionalString(fields, 'type');
+    if (type !== undefined && !isUserType(type)) throw badRequest('type must be superuser, admin or visitor');
+    const { user, downgraded } = await accounts.register(username, passwd, type);
+    reply(ctx, downgraded ? 'registered as visitor: only visitors can register themselves' : 'registered', {
+      userID: user.id,
+      username: user.username,
+      type: user.type,
+    });
+  });
+
+  router.post('/login', limitByIp(limits.login, 'login'), timestamp, async (ctx) => {
+    const fields = body(ctx);
+    const username = requiredString(fields, 'username');
+    const passwd = requiredString(fields, 'passwd');
+    const { token, user } = await accounts.login(username, passwd);
+    reply(ctx, 'logged in', { token, userID: user.id, username: user.username, type: user.type });
+  });
+
+  router.get('/logout', ...authenticated, async (ctx) => {
+    await accounts.logout(ctx.state.auth.session);
+    reply(ctx, 'logged out');
+  });
+
+  return router;
+}

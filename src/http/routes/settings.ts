@@ -1,0 +1,57 @@
+import Router from '@koa/router';
+import type { Settings } from '../../settings/defaults.js';
+import { isSettingKey } from '../../settings/schema.js';
+import { notFound } from '../../errors.js';
+import { requireRole, type AppState } from '../auth.js';
+import { reply } from '../envelope.js';
+import { body, queryParam } from '../params.js';
+import type { RouteDeps } from '../app.js';
+
+/** Shown in place of each webhook header value: headers often carry credentials. */
+export const MASK = '********';
+
+const maskHeaders = (headers: Record<string, string>) =>
+  Object.fromEntries(Object.keys(headers).map((name) => [name, MASK]));
+
+function shown(settings: Readonly<Settings>, key: keyof Settings): unknown {
+  return key === 'Webhook.Headers' ? maskHeaders(settings[key]) : settings[key];
+}
+
+/** /settings/*: mounted behind authentication. */
+export function settingsRoutes({ settings, log, authenticated }: RouteDeps): Router<AppState> {
+  const router = new Router<AppState>({ prefix: '/settings' });
+  router.use(...authenticated, requireRole('admin'));
+
+  router.get('/get', async (ctx) => {
+    const key = queryParam(ctx, 'key');
+    const current = settings.get();
+    if (key === undefined || key === '') {
+      const all = Object.fromEntries(Object.keys(current).map((k) => [k, shown(current, k as keyof Settings)]));
+      reply(ctx, 'settings', all);
+      return;
+    }
+    if (!isSettingKey(key)) throw notFound(`Unknown setting key: ${key}`);
+    reply(ctx, key, { key, value: shown(current, key) });
+  });
+
+  router.post('/set', async (ctx) => {
+    const patch = { ...body(ctx) };
+    // A header sent back masked, as /settings/get shows it, keeps its current value.
+    const headers = patch['Webhook.Headers'];
+    if (headers && typeof headers === 'object' && !Array.isArray(headers)) {
+      const current = settings.value('Webhook.Headers');
+      patch['Webhook.Headers'] = Object.fromEntries(
+        Object.entries(headers).map(([name, value]) => [name, value === MASK && name in current ? current[name] : value]),
+      );
+    }
+    const result = await settings.set(patch);
+    if (result.ignored.length > 0) log.warn({ keys: result.ignored }, 'ignored unknown setting keys');
+    if (result.changed.length > 0) log.info({ keys: result.changed }, 'settings changed');
+    const parts = [result.changed.length > 0 ? `settings saved: ${result.changed.join(', ')}` : 'no setting changed'];
+    if (result.ignored.length > 0) parts.push(`unknown keys ignored: ${result.ignored.join(', ')}`);
+    if (result.atNextStart.length > 0) parts.push(`${result.atNextStart.join(', ')} take effect at the next start`);
+    reply(ctx, parts.join('; '));
+  });
+
+  return router;
+}

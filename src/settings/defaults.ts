@@ -1,0 +1,46 @@
+import { join } from 'node:path';
+
+/** Every default of tunnelward, in one place. */
+export const DEFAULTS = {
+  host: '127.0.0.1',
+  port: 7600,
+  dataDir: './data',
+  /** How long a login token stays valid. */
+  tokenTtlMs: 60 * 60 * 1000,
+  /** Accepted distance between X-Timestamp and the server clock. */
+  timestampWindowMs: 3000,
+  rateLimitWindowMs: 60 * 1000,
+  /** At most this many argon2 computations at once (each takes 64 MiB); more wait in a bounded queue. */
+  passwordHashConcurrency: 2,
+  passwordHashQueue: 32,
+  /** Largest JSON body accepted by the HTTP API. */
+  jsonLimit: '256kb',
+  /** How often expired sessions and idle rate-limit windows are swept. */
+  sweepIntervalMs: 60 * 1000,
+  /** How long shutdown waits for open HTTP requests before closing their sockets. */
+  shutdownGraceMs: 5000,
+} as const;
+
+/** Defaults of the persisted settings (`settings.toml`); the keys are the contract's flat names. */
+export function defaultSettings(dataDir: string) {
+  return {
+    ListenAddr: DEFAULTS.host,
+    ListenPort: String(DEFAULTS.port),
+    TunnelPath: 'frpc',
+    InstancePath: join(dataDir, 'instances'),
+    Debug: false,
+    'Watchdog.Enabled': true,
+    'Watchdog.Port': 0,
+    'Notification.Enabled': false,
+    'Notification.Method': 'webhook',
+    'Webhook.Method': 'POST',
+    'Webhook.URL': '',
+    'Webhook.Headers': {} as Record<string, string>,
+    'Webhook.Body': {} as Record<string, unknown>,
+    'RateLimit.Login': 5,
+    'RateLimit.PerToken': 100,
+  };
+}
+
+export type Settings = ReturnType<typeof defaultSettings>;
+export type SettingKey = keyof Settings;

@@ -1,0 +1,84 @@
+import type { SettingKey, Settings } from './defaults.js';
+
+/** Checks one setting's value; returns the reason it is invalid, or undefined when it is fine. */
+type Check = (value: unknown) => string | undefined;
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const nonEmptyString: Check = (v) =>
+  typeof v === 'string' && v.trim() !== '' && !v.includes('\0') ? undefined : 'must be a non-empty string';
+const boolean: Check = (v) => (typeof v === 'boolean' ? undefined : 'must be a boolean (true or false)');
+const intRange =
+  (min: number, max: number): Check =>
+  (v) =>
+    Number.isInteger(v) && (v as number) >= min && (v as number) <= max
+      ? undefined
+      : `must be an integer from ${min} to ${max}`;
+const portString: Check = (v) =>
+  typeof v === 'string' && /^\d{1,5}$/.test(v) && Number(v) >= 1 && Number(v) <= 65535
+    ? undefined
+    : 'must be a string holding a port from 1 to 65535';
+const oneOf =
+  (...allowed: string[]): Check =>
+  (v) =>
+    typeof v === 'string' && allowed.includes(v) ? undefined : `must be one of: ${allowed.join(', ')}`;
+const url: Check = (v) => {
+  if (typeof v !== 'string') return 'must be a string';
+  if (v === '') return undefined;
+  try {
+    const parsed = new URL(v);
+    return parsed.protocol === 'http:' || parsed.protocol === 'https:' ? undefined : 'must be an http or https URL';
+  } catch {
+    return 'must be an http or https URL';
+  }
+};
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const headers: Check = (v) => {
+  if (!isPlainObject(v)) return 'must be an object of header names to string values';
+  for (const [name, value] of Object.entries(v)) {
+    if (!HEADER_NAME.test(name)) return `has an invalid header name: ${JSON.stringify(name)}`;
+    if (typeof value !== 'string' || /[\r\n\0]/.test(value)) return `header ${name} must be a single-line string`;
+  }
+  return undefined;
+};
+const object: Check = (v) => (isPlainObject(v) ? undefined : 'must be an object');
+
+/** The type check of every known setting. */
+const CHECKS: Record<SettingKey, Check> = {
+  ListenAddr: nonEmptyString,
+  ListenPort: portString,
+  TunnelPath: nonEmptyString,
+  InstancePath: nonEmptyString,
+  Debug: boolean,
+  'Watchdog.Enabled': boolean,
+  'Watchdog.Port': intRange(0, 65535),
+  'Notification.Enabled': boolean,
+  'Notification.Method': oneOf('webhook'),
+  'Webhook.Method': oneOf('GET', 'POST', 'PUT', 'PATCH', 'DELETE'),
+  'Webhook.URL': url,
+  'Webhook.Headers': headers,
+  'Webhook.Body': object,
+  'RateLimit.Login': intRange(1, 1_000_000),
+  'RateLimit.PerToken': intRange(1, 1_000_000),
+};
+
+/** Settings that only take effect when the daemon next starts. */
+export const APPLY_AT_NEXT_START: ReadonlySet<SettingKey> = new Set<SettingKey>(['ListenAddr', 'ListenPort']);
+
+/** Keys whose values are secrets and never appear in logs. */
+export const SECRET_KEYS: ReadonlySet<SettingKey> = new Set<SettingKey>(['Webhook.Headers']);
+
+export function isSettingKey(key: string): key is SettingKey {
+  return Object.hasOwn(CHECKS, key);
+}
+
+export const SETTING_KEYS = Object.keys(CHECKS) as SettingKey[];
+
+/** Returns `"<key> <reason>"` when `value` is not valid for `key`. */
+export function checkSetting(key: SettingKey, value: unknown): string | undefined {
+  const reason = CHECKS[key](value);
+  return reason === undefined ? undefined : `${key} ${reason}`;
+}
+
+export type SettingsPatch = Partial<Settings>;

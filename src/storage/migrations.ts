@@ -1,0 +1,29 @@
+/**
+ * Schema migrations, applied in order; `PRAGMA user_version` records the last one applied.
+ * Append new migrations; never edit one that has shipped.
+ */
+export const MIGRATIONS: readonly string[] = [
+  // 1: accounts and sessions
+  `
+  CREATE TABLE users (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    username    TEXT    NOT NULL UNIQUE COLLATE NOCASE,
+    passwd_hash TEXT    NOT NULL,
+    type        TEXT    NOT NULL CHECK (type IN ('superuser', 'admin', 'visitor')),
+    created_at  INTEGER NOT NULL
+  );
+  CREATE TABLE sessions (
+    id         TEXT    PRIMARY KEY,
+    user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    token_hash TEXT    NOT NULL UNIQUE,
+    created_at INTEGER NOT NULL,
+    expire_at  INTEGER NOT NULL
+  );
+  CREATE INDEX sessions_user ON sessions(user_id);
+  CREATE INDEX sessions_expire ON sessions(expire_at);
+  CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+  );
+  `,
+];
