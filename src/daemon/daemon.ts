@@ -59,10 +59,10 @@ async function startLocked(
   const db = await Database.open(join(dataDir, 'tunnelward.db'));
   cleanups.push(() => db.close());
   const hasher = new PasswordHasher(DEFAULTS.passwordHashConcurrency, DEFAULTS.passwordHashQueue);
-  const accounts = new AccountService(db, hasher, DEFAULTS.tokenTtlMs);
+  const accounts = new AccountService(db, hasher, options.tokenTtlMs);
   await createFirstSuperuser(accounts, options, dataDir, log);
 
-  const window = DEFAULTS.rateLimitWindowMs;
+  const window = options.rateWindowMs;
   const limits = {
     login: new RateLimiter(() => settings.value('RateLimit.Login'), window),
     register: new RateLimiter(() => settings.value('RateLimit.Login'), window),

@@ -8,6 +8,10 @@ export interface DaemonOptions {
   port: number;
   adminUser: string;
   adminPassword: string | undefined;
+  /** Token lifetime (the contract's 1 hour); TUNNELWARD_TOKEN_TTL_MS shortens it for tests. */
+  tokenTtlMs: number;
+  /** Rate-limit window (the contract's 1 minute); TUNNELWARD_RATE_WINDOW_MS shortens it for tests. */
+  rateWindowMs: number;
 }
 
 /** Flags of `serve`, as given on the command line. */
@@ -29,6 +33,12 @@ export function resolveDataDir(flags: ServeFlags, env: NodeJS.ProcessEnv): strin
   return resolve(flags.dataDir ?? env.TUNNELWARD_DATA_DIR ?? DEFAULTS.dataDir);
 }
 
+function positiveMs(value: string | undefined, name: string, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  if (!/^\d{1,10}$/.test(value) || Number(value) < 1) throw new Error(`${name} must be a positive number of milliseconds`);
+  return Number(value);
+}
+
 export function resolveOptions(
   flags: ServeFlags,
   env: NodeJS.ProcessEnv,
@@ -46,5 +56,7 @@ export function resolveOptions(
     port,
     adminUser: env.TUNNELWARD_ADMIN_USER || 'admin',
     adminPassword: env.TUNNELWARD_ADMIN_PASSWORD || undefined,
+    tokenTtlMs: positiveMs(env.TUNNELWARD_TOKEN_TTL_MS, 'TUNNELWARD_TOKEN_TTL_MS', DEFAULTS.tokenTtlMs),
+    rateWindowMs: positiveMs(env.TUNNELWARD_RATE_WINDOW_MS, 'TUNNELWARD_RATE_WINDOW_MS', DEFAULTS.rateLimitWindowMs),
   };
 }

@@ -1,0 +1,149 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PACKAGE_ROOT } from '../../src/paths.js';
+
+export const CLI = join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
+export const ADMIN = { username: 'admin', passwd: 'Admin123!x' };
+
+export interface StartOptions {
+  /** Reuse a data dir (e.g. to restart on the same data); a new temp dir otherwise. */
+  dataDir?: string;
+  /** Written to `<data dir>/settings.toml` before the start. */
+  settingsToml?: string;
+  env?: Record<string, string | undefined>;
+  /** Extra CLI arguments after `serve`. */
+  args?: string[];
+}
+
+export interface Response<T = any> {
+  status: number;
+  headers: Headers;
+  body: { success: boolean; message: string; data?: T };
+}
+
+export interface RequestOptions {
+  token?: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** X-Timestamp to send; `null` sends none. Defaults to now. */
+  timestamp?: number | string | null;
+}
+
+/** A real tunnelward process on an ephemeral loopback port with its own data dir. */
+export class Daemon {
+  readonly output: string[] = [];
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  url = '';
+
+  constructor(
+    readonly proc: ChildProcess,
+    readonly dataDir: string,
+  ) {
+    this.exited = new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
+  }
+
+  get pid(): number {
+    return this.proc.pid!;
+  }
+
+  async request<T = any>(method: string, path: string, options: RequestOptions = {}): Promise<Response<T>> {
+    const headers: Record<string, string> = { ...options.headers };
+    const timestamp = options.timestamp === undefined ? Date.now() : options.timestamp;
+    if (timestamp !== null) headers['X-Timestamp'] = String(timestamp);
+    if (options.token) headers['X-Token'] = options.token;
+    let body: string | undefined;
+    if (options.body !== undefined) {
+      headers['Content-Type'] ??= 'application/json';
+      body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+    }
+    const res = await fetch(this.url + path, { method, headers, body });
+    return { status: res.status, headers: res.headers, body: (await res.json()) as Response<T>['body'] };
+  }
+
+  get<T = any>(path: string, options?: RequestOptions) {
+    return this.request<T>('GET', path, options);
+  }
+
+  post<T = any>(path: string, body: unknown, options: RequestOptions = {}) {
+    return this.request<T>('POST', path, { ...options, body });
+  }
+
+  /** Logs in and returns the token; fails the test on a refused login. */
+  async login(username = ADMIN.username, passwd = ADMIN.passwd): Promise<string> {
+    const res = await this.post('/login', { username, passwd });
+    if (!res.body.success) throw new Error(`login of ${username} failed: ${res.status} ${res.body.message}`);
+    return res.body.data.token;
+  }
+
+  /** Creates a user as the given superuser and logs it in. */
+  async userWithToken(adminToken: string, username: string, type: string, passwd = 'Passw0rd!x') {
+    const res = await this.post('/userMgr/create', { username, passwd, type }, { token: adminToken });
+    if (!res.body.success) throw new Error(`creating ${username} failed: ${res.body.message}`);
+    return { userID: res.body.data.userID as number, token: await this.login(username, passwd), passwd };
+  }
+
+  /** Waits until a line of standard output or error matches. */
+  async waitForOutput(pattern: RegExp, timeoutMs = 10_000): Promise<RegExpMatchArray> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      for (const line of this.output) {
+        const m = line.match(pattern);
+        if (m) return m;
+      }
+      if (Date.now() > deadline) throw new Error(`no output matched ${pattern}; got:\n${this.output.join('\n')}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  async stop(signal: NodeJS.Signals = 'SIGTERM') {
+    if (this.proc.exitCode === null && this.proc.signalCode === null) this.proc.kill(signal);
+    return this.exited;
+  }
+}
+
+export async function tempDir(prefix = 'tunnelward-test-'): Promise<string> {
+  return mkdtemp(join(tmpdir(), prefix));
+}
+
+/** Spawns the CLI with arguments, without waiting for anything. */
+export function spawnCli(args: string[], env: Record<string, string | undefined> = {}): ChildProcess {
+  return spawn(process.execPath, [CLI, ...args], {
+    env: { ...process.env, TUNNELWARD_ADMIN_USER: ADMIN.username, TUNNELWARD_ADMIN_PASSWORD: ADMIN.passwd, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+export async function startDaemon(options: StartOptions = {}): Promise<Daemon> {
+  const dataDir = options.dataDir ?? (await tempDir());
+  if (options.settingsToml !== undefined) await writeFile(join(dataDir, 'settings.toml'), options.settingsToml);
+  const proc = spawnCli(['serve', '--data-dir', dataDir, '--port', '0', ...(options.args ?? [])], options.env);
+  const daemon = new Daemon(proc, dataDir);
+  collectLines(proc, daemon.output);
+  const started = daemon.waitForOutput(/tunnelward listening on (http:\/\/\S+)/, 20_000);
+  const failed = daemon.exited.then(({ code }) => {
+    throw new Error(`daemon exited (${code}) before listening:\n${daemon.output.join('\n')}`);
+  });
+  const match = await Promise.race([started, failed]);
+  daemon.url = match[1]!;
+  return daemon;
+}
+
+export function collectLines(proc: ChildProcess, into: string[]): void {
+  for (const stream of [proc.stdout, proc.stderr]) {
+    let rest = '';
+    stream?.setEncoding('utf8');
+    stream?.on('data', (chunk: string) => {
+      const lines = (rest + chunk).split('\n');
+      rest = lines.pop()!;
+      into.push(...lines);
+    });
+  }
+}
+
+/** Stops the daemon and removes its data dir. */
+export async function dispose(daemon: Daemon): Promise<void> {
+  await daemon.stop('SIGKILL');
+  await rm(daemon.dataDir, { recursive: true, force: true });
+}
