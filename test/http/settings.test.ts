@@ -1,0 +1,128 @@
+import { mkdir, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import test from 'ava';
+import { parse } from 'smol-toml';
+import { dispose, startDaemon } from '../helpers/daemon.js';
+
+const CONTRACT_KEYS = [
+  'ListenAddr',
+  'ListenPort',
+  'TunnelPath',
+  'InstancePath',
+  'Debug',
+  'Watchdog.Enabled',
+  'Watchdog.Port',
+  'Notification.Enabled',
+  'Notification.Method',
+  'Webhook.Method',
+  'Webhook.URL',
+  'Webhook.Headers',
+  'Webhook.Body',
+];
+
+test('get and set: roles, types, unknown keys, persistence across a restart', async (t) => {
+  const daemon = await startDaemon({ settingsToml: '[RateLimit]\nLogin = 1000\n' });
+  t.teardown(() => dispose(daemon));
+  const root = await daemon.login();
+  const visitor = await daemon.userWithToken(root, 'st_visitor', 'visitor');
+  const admin = await daemon.userWithToken(root, 'st_admin', 'admin');
+  t.is((await daemon.get('/settings/get', { token: visitor.token })).status, 403);
+  t.is((await daemon.post('/settings/set', { Debug: true }, { token: visitor.token })).status, 403);
+
+  const all = await daemon.get('/settings/get', { token: admin.token });
+  for (const key of CONTRACT_KEYS) t.true(key in all.body.data, key);
+  t.like(all.body.data, { ListenAddr: '127.0.0.1', ListenPort: '7600', Debug: false, 'Notification.Method': 'webhook' });
+  const one = await daemon.get('/settings/get?key=Watchdog.Enabled', { token: admin.token });
+  t.deepEqual(one.body.data, { key: 'Watchdog.Enabled', value: true });
+  const viaHeader = await daemon.get('/settings/get', { token: admin.token, headers: { 'X-key': 'Debug' } });
+  t.deepEqual(viaHeader.body.data, { key: 'Debug', value: false });
+  const unknown = await daemon.get('/settings/get?key=Nope', { token: admin.token });
+  t.is(unknown.status, 404);
+  t.is(unknown.body.message, 'Unknown setting key: Nope');
+
+  const badTypes: Array<[string, unknown]> = [
+    ['Debug', 'yes'],
+    ['ListenPort', 7700],
+    ['ListenPort', '99999'],
+    ['Watchdog.Port', 'x'],
+    ['Webhook.URL', 'ftp://x'],
+    ['Webhook.Headers', { 'bad header': 'x' }],
+    ['Notification.Method', 'email'],
+    ['Webhook.Body', [1]],
+  ];
+  for (const [key, value] of badTypes) {
+    const res = await daemon.post('/settings/set', { 'Watchdog.Enabled': false, [key]: value }, { token: admin.token });
+    t.is(res.status, 400, key);
+    t.true(res.body.message.startsWith(key), res.body.message);
+  }
+  const unchanged = await daemon.get('/settings/get?key=Watchdog.Enabled', { token: admin.token });
+  t.is(unchanged.body.data.value, true, 'a request with one bad value applies nothing');
+
+  const set = await daemon.post(
+    '/settings/set',
+    {
+      Debug: true,
+      'Watchdog.Enabled': false,
+      ListenPort: '7701',
+      'Webhook.Headers': { Authorization: 'Bearer s3cret' },
+      'Webhook.Body': { text: 'instance {{name}} is {{to}}' },
+      Mystery: 1,
+    },
+    { token: admin.token },
+  );
+  t.true(set.body.success);
+  t.is(set.body.data, undefined);
+  t.regex(set.body.message, /unknown keys ignored: Mystery/);
+  t.regex(set.body.message, /ListenPort take effect at the next start/);
+  t.true(daemon.output.some((l) => l.includes('ignored unknown setting keys') && l.includes('Mystery')));
+  t.false(daemon.output.some((l) => l.includes('s3cret')), 'header values never logged');
+
+  const file = parse(await readFile(join(daemon.dataDir, 'settings.toml'), 'utf8')) as any;
+  t.is(file.Debug, true);
+  t.is(file.Watchdog.Enabled, false);
+  t.is(file.ListenPort, '7701');
+  t.is(file.Webhook.Body.text, 'instance {{name}} is {{to}}');
+
+  const headers = await daemon.get('/settings/get?key=Webhook.Headers', { token: admin.token });
+  t.deepEqual(headers.body.data.value, { Authorization: '********' }, 'secrets are masked');
+  // Sending the masked value back keeps the secret.
+  await daemon.post('/settings/set', { 'Webhook.Headers': headers.body.data.value }, { token: admin.token });
+  t.regex(await readFile(join(daemon.dataDir, 'settings.toml'), 'utf8'), /Bearer s3cret/);
+
+  await daemon.stop();
+  const again = await startDaemon({ dataDir: daemon.dataDir });
+  t.teardown(() => again.stop('SIGKILL'));
+  const token = await again.login();
+  const after = await again.get('/settings/get', { token });
+  t.like(after.body.data, { Debug: true, 'Watchdog.Enabled': false, ListenPort: '7701' });
+});
+
+test('a settings write that fails answers "Failed to save config" and changes nothing', async (t) => {
+  const daemon = await startDaemon();
+  t.teardown(() => dispose(daemon));
+  const token = await daemon.login();
+  // A directory where the file should be makes the rename fail, even for root.
+  const path = join(daemon.dataDir, 'settings.toml');
+  await rm(path, { force: true });
+  await mkdir(path);
+  const res = await daemon.post('/settings/set', { Debug: true }, { token });
+  t.is(res.status, 500);
+  t.deepEqual(res.body, { success: false, message: 'Failed to save config' });
+  t.is((await daemon.get('/settings/get?key=Debug', { token })).body.data.value, false);
+  const { readdir } = await import('node:fs/promises');
+  t.false((await readdir(daemon.dataDir)).some((f) => f.endsWith('.tmp')), 'no temp file left behind');
+});
+
+test('a settings.toml with a bad value stops the start with a message naming the key', async (t) => {
+  const { spawnCli, tempDir, collectLines } = await import('../helpers/daemon.js');
+  const { writeFile } = await import('node:fs/promises');
+  const dir = await tempDir();
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await writeFile(join(dir, 'settings.toml'), '[Watchdog]\nEnabled = "maybe"\n');
+  const proc = spawnCli(['--data-dir', dir, '--port', '0']);
+  const out: string[] = [];
+  collectLines(proc, out);
+  const code = await new Promise((r) => proc.once('exit', r));
+  t.is(code, 1);
+  t.regex(out.join('\n'), /Watchdog\.Enabled must be a boolean/);
+});
