@@ -26,6 +26,8 @@ export class Database {
   private writing: Promise<void> | null = null;
   private waiters: Waiter[] = [];
   private closed = false;
+  /** Snapshots written so far, and the size and duration of the last one. */
+  readonly stats = { snapshots: 0, lastBytes: 0, lastMs: 0 };
 
   private constructor(
     private readonly db: SqlJsDatabase,
@@ -147,10 +149,14 @@ export class Database {
     try {
       while (this.waiters.length > 0) {
         const generation = this.generation;
+        const started = performance.now();
         const snapshot = this.db.export();
         try {
           await writeFileAtomic(this.path, snapshot, { mode: 0o600 });
           this.durableGeneration = generation;
+          this.stats.snapshots++;
+          this.stats.lastBytes = snapshot.length;
+          this.stats.lastMs = performance.now() - started;
           this.settle((w) => w.generation <= generation, (w) => w.resolve());
         } catch (err) {
           // Everyone waiting on this snapshot learns it failed; later changes get a fresh attempt.

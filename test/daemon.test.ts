@@ -1,0 +1,172 @@
+import { readFile, stat, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import test from 'ava';
+import initSqlJs from 'sql.js';
+import { collectLines, dispose, spawnCli, startDaemon, tempDir, type Daemon } from './helpers/daemon.js';
+
+const exitOf = (proc: ReturnType<typeof spawnCli>) =>
+  new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as { port: number };
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+test('prints its URL, writes its pid file, and a second daemon on the same data dir refuses to start', async (t) => {
+  const daemon = await startDaemon();
+  t.teardown(() => dispose(daemon));
+  t.regex(daemon.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+  t.not(daemon.url, 'http://127.0.0.1:0');
+  t.is((await readFile(join(daemon.dataDir, 'tunnelward.pid'), 'utf8')).trim(), String(daemon.pid));
+
+  const second = spawnCli(['serve', '--data-dir', daemon.dataDir, '--port', '0']);
+  const out: string[] = [];
+  collectLines(second, out);
+  t.is(await exitOf(second), 1);
+  t.regex(out.join('\n'), new RegExp(`in use by another tunnelward \\(pid ${daemon.pid}\\)`));
+  t.is((await daemon.get('/system/getStatus')).status, 200, 'the first one is untouched');
+  t.is((await readFile(join(daemon.dataDir, 'tunnelward.pid'), 'utf8')).trim(), String(daemon.pid));
+});
+
+test('SIGTERM closes, flushes and exits 0; a kill -9 loses nothing that was acknowledged', async (t) => {
+  const daemon = await startDaemon();
+  t.teardown(() => dispose(daemon));
+  const token = await daemon.login();
+  const created = await Promise.all(
+    Array.from({ length: 12 }, (_, i) =>
+      daemon.post('/userMgr/create', { username: `flush_${i}`, passwd: 'Passw0rd!x' }, { token }),
+    ),
+  );
+  t.true(created.every((r) => r.body.success));
+  // kill -9 right after the replies: every acknowledged user must be in the file already.
+  await daemon.stop('SIGKILL');
+  const SQL = await initSqlJs();
+  const db = new SQL.Database(await readFile(join(daemon.dataDir, 'tunnelward.db')));
+  t.is(db.exec("SELECT COUNT(*) FROM users WHERE username LIKE 'flush_%'")[0]!.values[0]![0], 12);
+  db.close();
+
+  const again = await startDaemon({ dataDir: daemon.dataDir });
+  const token2 = await again.login();
+  await again.post('/userMgr/create', { username: 'flush_last', passwd: 'Passw0rd!x' }, { token: token2 });
+  const { code, signal } = await again.stop('SIGTERM');
+  t.is(code, 0);
+  t.is(signal, null);
+  t.true(again.output.some((l) => l.includes('"msg":"stopped"')));
+  await t.throwsAsync(stat(join(daemon.dataDir, 'tunnelward.pid')), undefined, 'pid file removed');
+  const after = new SQL.Database(await readFile(join(daemon.dataDir, 'tunnelward.db')));
+  t.is(after.exec("SELECT COUNT(*) FROM users WHERE username LIKE 'flush_%'")[0]!.values[0]![0], 13);
+  after.close();
+});
+
+test('without TUNNELWARD_ADMIN_PASSWORD a random password is printed once and kept in a 0600 file', async (t) => {
+  const dir = await tempDir();
+  const daemon = await startDaemon({ dataDir: dir, env: { TUNNELWARD_ADMIN_USER: 'owner', TUNNELWARD_ADMIN_PASSWORD: '' } });
+  t.teardown(() => dispose(daemon));
+  const printed = (await daemon.waitForOutput(/first superuser: owner, password: (\S+)/))[1]!;
+  const file = join(dir, 'initial-admin-password');
+  t.is((await readFile(file, 'utf8')).trim(), printed);
+  t.is((await stat(file)).mode & 0o777, 0o600);
+  t.false(daemon.output.some((l) => l.startsWith('{') && l.includes(printed)), 'never in the JSON log');
+  const token = await daemon.login('owner', printed);
+  t.truthy(token);
+  await daemon.stop();
+  const again = await startDaemon({ dataDir: dir, env: { TUNNELWARD_ADMIN_USER: 'other', TUNNELWARD_ADMIN_PASSWORD: 'Other123!x' } });
+  t.teardown(() => again.stop('SIGKILL'));
+  t.false(again.output.some((l) => l.includes('first superuser')), 'printed only while there are no users');
+  const list = await again.get('/userMgr/list', { token: await again.login('owner', printed) });
+  t.deepEqual(list.body.data.map((u: any) => u.Username), ['owner']);
+});
+
+test('a first superuser password that breaks the rules stops the start', async (t) => {
+  const dir = await tempDir();
+  const proc = spawnCli(['--data-dir', dir, '--port', '0'], { TUNNELWARD_ADMIN_PASSWORD: 'weak' });
+  const out: string[] = [];
+  collectLines(proc, out);
+  t.is(await exitOf(proc), 1);
+  t.regex(out.join('\n'), /first superuser.*passwd must be at least 8 characters/);
+});
+
+test('flags beat the environment, which beats settings.toml', async (t) => {
+  const [fromSettings, fromEnv, fromFlag] = [await freePort(), await freePort(), await freePort()];
+  const dir = await tempDir();
+  await writeFile(join(dir, 'settings.toml'), `ListenPort = "${fromSettings}"\n`);
+  const run = async (env: Record<string, string>, args: string[]) => {
+    const proc = spawnCli(['serve', '--data-dir', dir, ...args], env);
+    const out: string[] = [];
+    collectLines(proc, out);
+    const daemon = { output: out } as unknown as Daemon;
+    const deadline = Date.now() + 15_000;
+    while (!out.some((l) => l.includes('listening on')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    proc.kill('SIGTERM');
+    await exitOf(proc);
+    return daemon.output.find((l) => l.startsWith('tunnelward listening on'));
+  };
+  t.is(await run({}, []), `tunnelward listening on http://127.0.0.1:${fromSettings}`);
+  t.is(await run({ TUNNELWARD_PORT: String(fromEnv) }, []), `tunnelward listening on http://127.0.0.1:${fromEnv}`);
+  t.is(
+    await run({ TUNNELWARD_PORT: String(fromEnv) }, ['--port', String(fromFlag)]),
+    `tunnelward listening on http://127.0.0.1:${fromFlag}`,
+  );
+  t.is(await run({}, [`--port=${fromFlag}`, '--host', '127.0.0.2']), `tunnelward listening on http://127.0.0.2:${fromFlag}`);
+});
+
+test('bad flags and a busy port give clear messages', async (t) => {
+  const unknown = spawnCli(['serve', '--colour', 'blue']);
+  const out1: string[] = [];
+  collectLines(unknown, out1);
+  t.is(await exitOf(unknown), 2);
+  t.regex(out1.join('\n'), /unknown flag --colour/);
+
+  const badPort = spawnCli(['serve', '--data-dir', await tempDir(), '--port', '70000']);
+  const out2: string[] = [];
+  collectLines(badPort, out2);
+  t.is(await exitOf(badPort), 1);
+  t.regex(out2.join('\n'), /--port must be a port number/);
+
+  const holder = createServer();
+  await new Promise<void>((r) => holder.listen(0, '127.0.0.1', r));
+  t.teardown(() => holder.close());
+  const busy = spawnCli(['serve', '--data-dir', await tempDir(), '--port', String((holder.address() as any).port)]);
+  const out3: string[] = [];
+  collectLines(busy, out3);
+  t.is(await exitOf(busy), 1);
+  t.regex(out3.join('\n'), /cannot listen on 127\.0\.0\.1:\d+: the address is in use/);
+});
+
+test('POST /system/restart replies, then a new daemon takes over the same data dir', async (t) => {
+  const daemon = await startDaemon();
+  t.teardown(() => dispose(daemon));
+  const token = await daemon.login();
+  const visitor = await daemon.userWithToken(token, 'rs_visitor', 'visitor');
+  t.is((await daemon.post('/system/restart', {}, { token: visitor.token })).status, 403);
+  const res = await daemon.post('/system/restart', {}, { token });
+  t.deepEqual(res.body, { success: true, message: 'restarting' });
+  const { code } = await daemon.exited;
+  t.is(code, 0);
+  // The new process inherits the old one's output: its URL line is the second one.
+  const deadline = Date.now() + 15_000;
+  let url: string | undefined;
+  while (!url && Date.now() < deadline) {
+    const lines = daemon.output.filter((l) => l.startsWith('tunnelward listening on'));
+    url = lines[1]?.slice('tunnelward listening on '.length);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  t.truthy(url);
+  const newPid = Number((await readFile(join(daemon.dataDir, 'tunnelward.pid'), 'utf8')).trim());
+  t.teardown(() => {
+    try {
+      process.kill(newPid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  });
+  t.not(newPid, daemon.pid);
+  daemon.url = url!;
+  t.is((await daemon.get('/system/getStatus')).status, 200);
+  t.truthy(await daemon.login('rs_visitor', visitor.passwd), 'same data');
+  process.kill(newPid, 'SIGTERM');
+});
