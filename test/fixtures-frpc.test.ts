@@ -1,0 +1,353 @@
+// Tests for the frpc stand-in (test/fixtures/frpc.mjs): the supervisor's tests trust it to behave like the
+// real frpc v0.70.1, so each behaviour they rely on is pinned here against real processes and real files.
+import test, { type ExecutionContext } from 'ava';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const FIXTURE = fileURLToPath(new URL('../../test/fixtures/frpc.mjs', import.meta.url));
+const ANSI = /\x1b\[[0-9;]*m/g;
+const STAMP = String.raw`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}`;
+const RUN_ID = /login to server success, get run id \[([0-9a-f]{16})\]/;
+
+const VALID = `serverAddr = "127.0.0.1"
+serverPort = 7000
+auth.method = "token"
+auth.token = "secret"
+`;
+const TCP_PROXY = `
+[[proxies]]
+name = "ssh"
+type = "tcp"
+localIP = "127.0.0.1"
+localPort = 22
+remotePort = 6000
+`;
+const NO_COLOUR = 'log.disablePrintColor = true\n';
+
+async function writeConfig(t: ExecutionContext, text: string, name = 'frpc.toml'): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'tw-frpc-fixture-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const file = join(dir, name);
+  await writeFile(file, text);
+  return file;
+}
+
+interface Exit { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; }
+
+interface Running {
+  child: ChildProcess;
+  output: () => string;
+  waitFor: (pattern: RegExp, timeoutMs?: number) => Promise<RegExpMatchArray>;
+  exited: Promise<Exit>;
+}
+
+function start(t: ExecutionContext, args: string[]): Running {
+  const child = spawn(FIXTURE, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  const waiters = new Set<() => void>();
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+    for (const check of waiters) check();
+  });
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; });
+  const exited = new Promise<Exit>((resolve) => {
+    child.on('close', (code, signal) => {
+      for (const check of waiters) check();
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL'); });
+  const waitFor = (pattern: RegExp, timeoutMs = 3000) => new Promise<RegExpMatchArray>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      waiters.delete(check);
+      reject(new Error(`timed out waiting for ${pattern}; output so far:\n${stdout}${stderr}`));
+    }, timeoutMs);
+    function check(): void {
+      const match = stdout.replace(ANSI, '').match(pattern);
+      if (match) {
+        clearTimeout(timer);
+        waiters.delete(check);
+        resolve(match);
+      } else if (child.exitCode !== null || child.signalCode !== null) {
+        clearTimeout(timer);
+        waiters.delete(check);
+        reject(new Error(`fixture exited (${child.exitCode ?? child.signalCode}) before ${pattern}:\n${stdout}${stderr}`));
+      }
+    }
+    waiters.add(check);
+    check();
+  });
+  return { child, output: () => stdout, waitFor, exited };
+}
+
+const run = (t: ExecutionContext, args: string[]): Promise<Exit> => start(t, args).exited;
+
+const plainLines = (text: string): string[] => text.replace(ANSI, '').split('\n').filter((line) => line !== '');
+
+test('-v and --version print 0.70.1 and exit 0', async (t) => {
+  for (const flag of ['-v', '--version']) {
+    const result = await run(t, [flag]);
+    t.is(result.code, 0, flag);
+    t.is(result.stdout, '0.70.1\n', flag);
+  }
+});
+
+test('verify accepts a valid file in every -c spelling', async (t) => {
+  const file = await writeConfig(t, VALID + TCP_PROXY);
+  for (const args of [['verify', '-c', file], ['verify', `--config=${file}`], ['verify', `-c=${file}`], ['-c', file, 'verify']]) {
+    const result = await run(t, args);
+    t.is(result.code, 0, args.join(' '));
+    t.is(result.stdout, `frpc: the configuration file ${file} syntax is ok\n`, args.join(' '));
+  }
+});
+
+test('verify rejects an invalid file with the error and exit 1', async (t) => {
+  const file = await writeConfig(t, 'server_addr = "127.0.0.1"\n');
+  const result = await run(t, ['verify', '-c', file]);
+  t.is(result.code, 1);
+  t.is(result.stdout, 'json: unknown field "server_addr"\n');
+});
+
+test('no -c, a missing file and an unknown flag all exit 1', async (t) => {
+  const none = await run(t, []);
+  t.is(none.code, 1);
+  t.regex(none.stdout, /no config file given/);
+
+  const missing = await run(t, ['-c', '/nonexistent/tw-frpc.toml']);
+  t.is(missing.code, 1);
+  t.is(missing.stdout, 'open /nonexistent/tw-frpc.toml: no such file or directory\n');
+
+  const flag = await run(t, ['--bogus']);
+  t.is(flag.code, 1);
+  t.is(flag.stderr, 'Error: unknown flag: --bogus\n');
+});
+
+const rejections: Array<[string, string, RegExp]> = [
+  ['a [common] table (INI reader)', '[common]\nserver_addr = "127.0.0.1"\nserver_port = 7000\n', /\[common\] section: frpc would read it with its deprecated INI reader/],
+  ['a snake_case top-level key', 'server_addr = "127.0.0.1"\nserverPort = 7000\n', /^json: unknown field "server_addr"$/m],
+  ['a snake_case auth key', 'auth_method = "token"\n', /^json: unknown field "auth_method"$/m],
+  ['a snake_case proxy key', `${VALID}[[proxies]]\nname = "ssh"\ntype = "tcp"\nlocal_port = 22\n`, /^decode proxy at index 0: unmarshal ProxyConfig error: json: unknown field "local_port"$/m],
+  ['an unknown top-level key', `${VALID}colour = "blue"\n`, /^json: unknown field "colour"$/m],
+  ['an unknown nested key', `${VALID}transport.bogus = 1\n`, /^json: unknown field "bogus"$/m],
+  ['remotePort on an http proxy', `${VALID}[[proxies]]\nname = "web"\ntype = "http"\nlocalPort = 80\nremotePort = 8080\n`, /unknown field "remotePort"/],
+  ['a string serverPort', 'serverAddr = "127.0.0.1"\nserverPort = "7000"\n', /^field "serverPort": cannot unmarshal string into int$/m],
+  ['a string localPort', `${VALID}[[proxies]]\nname = "ssh"\ntype = "tcp"\nlocalPort = "22"\n`, /cannot unmarshal string into Go struct field TCPProxyConfig\.localPort of type int/],
+  ['a port out of range', `${VALID}[[proxies]]\nname = "ssh"\ntype = "tcp"\nlocalPort = 22\nremotePort = 70000\n`, /remotePort: port number 70000 must be in the range 1\.\.65535/],
+  ['a string webServer.port', `${VALID}webServer.port = "7400"\n`, /^field "webServer.port": cannot unmarshal string into int$/m],
+  ['an unsupported auth.method', 'serverAddr = "127.0.0.1"\nauth.method = "password"\n', /^invalid auth method, optional values are \[token oidc\]$/m],
+  ['a duplicate proxy name', `${VALID}${TCP_PROXY}${TCP_PROXY.replace('6000', '6001')}`, /duplicate proxy name \[ssh\]/],
+  ['a proxy without a name', `${VALID}[[proxies]]\ntype = "tcp"\nlocalPort = 22\n`, /name should not be empty/],
+  ['a proxy without a type', `${VALID}[[proxies]]\nname = "ssh"\nlocalPort = 22\n`, /^decode proxy at index 0: type is required$/m],
+  ['an unknown proxy type', `${VALID}[[proxies]]\nname = "ssh"\ntype = "ftp"\n`, /^decode proxy at index 0: unknown proxy type: ftp$/m],
+  ['a non-boolean enabled', `${VALID}${TCP_PROXY}enabled = "false"\n`, /cannot unmarshal string into Go struct field TCPProxyConfig\.enabled of type bool/],
+  ['a non-string metadatas value', `${VALID}metadatas.owner = 42\n`, /^field "metadatas.owner": cannot unmarshal number into string$/m],
+  ['an unknown log.level', `${VALID}log.level = "verbose"\n`, /^invalid log level, optional values are \[trace debug info warn error\]$/m],
+  ['a TOML syntax error', 'serverAddr = \n', /^toml: line 1, column \d+: /m],
+  ['a misspelt fixture control', `${VALID}metadatas."fixture.exitNow" = "true"\n`, /unknown control metadatas\."fixture\.exitNow"/],
+];
+
+for (const [what, text, message] of rejections) {
+  test(`rejects ${what} with exit 1 before starting`, async (t) => {
+    const file = await writeConfig(t, text);
+    const result = await run(t, ['-c', file]);
+    t.is(result.code, 1);
+    t.regex(result.stdout, message);
+    t.notRegex(result.stdout, /start frpc service/);
+  });
+}
+
+test('a file containing {{ never reaches the TOML parser or the environment', async (t) => {
+  const file = await writeConfig(t, `${VALID}user = "{{ .Envs.TW_FIXTURE_SECRET }}"\n`);
+  const child = spawn(FIXTURE, ['-c', file], { env: { ...process.env, TW_FIXTURE_SECRET: 'leaked-value' } });
+  let stdout = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; });
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  t.is(code, 1);
+  t.regex(stdout, /^template: frp:5: .*Go template action/m);
+  t.notRegex(stdout, /leaked-value/);
+});
+
+test('a valid file logs the frpc start lines in colour, wrapping each line like frpc', async (t) => {
+  const file = await writeConfig(t, VALID + TCP_PROXY);
+  const fixture = start(t, ['-c', file]);
+  await fixture.waitFor(/\[ssh\] start proxy success\n/);
+  const raw = fixture.output();
+  const lines = plainLines(raw);
+  const runId = RUN_ID.exec(raw.replace(ANSI, ''))?.[1];
+  if (runId === undefined) return t.fail('no run id in the login line');
+  t.deepEqual(lines.map((line) => line.replace(new RegExp(`^${STAMP} `), '')), [
+    `[I] [sub/root.go:142] start frpc service for config file [${file}]`,
+    '[I] [client/service.go:295] try to connect to server...',
+    `[I] [client/service.go:287] [${runId}] login to server success, get run id [${runId}]`,
+    `[I] [proxy/proxy_manager.go:173] [${runId}] proxy added: [ssh]`,
+    `[I] [client/control.go:168] [${runId}] [ssh] start proxy success`,
+  ]);
+  for (const line of lines) t.regex(line, new RegExp(`^${STAMP} \\[I\\] `));
+  // frpc's console writer colours the whole line including "\n", so the reset opens the next line.
+  t.true(raw.startsWith('\x1b[1;34m'));
+  t.true(raw.endsWith('\n\x1b[0m'));
+  t.is(raw.split('\x1b[1;34m').length - 1, lines.length);
+  t.is(raw.split('\n\x1b[0m').length - 1, lines.length);
+  fixture.child.kill('SIGTERM');
+  await fixture.exited;
+});
+
+test('log.disablePrintColor = true prints plain lines', async (t) => {
+  const file = await writeConfig(t, VALID + NO_COLOUR + TCP_PROXY);
+  const fixture = start(t, ['-c', file]);
+  await fixture.waitFor(/start proxy success\n/);
+  const raw = fixture.output();
+  t.false(raw.includes('\x1b'));
+  t.regex(raw, new RegExp(`^${STAMP} \\[I\\] \\[sub/root\\.go:142\\] start frpc service for config file \\[.+\\]\n`));
+  fixture.child.kill('SIGTERM');
+  await fixture.exited;
+});
+
+test('SIGTERM kills it by the signal with no last line, and SIGINT likewise', async (t) => {
+  const file = await writeConfig(t, VALID + NO_COLOUR + TCP_PROXY);
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    const fixture = start(t, ['-c', file]);
+    await fixture.waitFor(/start proxy success\n/);
+    const before = fixture.output();
+    fixture.child.kill(signal);
+    const result = await fixture.exited;
+    t.is(result.code, null, signal);
+    t.is(result.signal, signal);
+    t.is(result.stdout, before, `${signal}: nothing printed after the signal`);
+  }
+});
+
+test('fixture.ignoreSigterm logs and survives SIGTERM, so only SIGKILL stops it', async (t) => {
+  const file = await writeConfig(t, `${VALID}${NO_COLOUR}metadatas."fixture.ignoreSigterm" = "true"\n${TCP_PROXY}`);
+  const fixture = start(t, ['-c', file]);
+  await fixture.waitFor(/start proxy success\n/);
+  fixture.child.kill('SIGTERM');
+  await fixture.waitFor(new RegExp(`${STAMP} \\[W\\] \\[[^\\]]+\\] fixture: ignoring SIGTERM\n`));
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  t.is(fixture.child.exitCode, null);
+  t.is(fixture.child.signalCode, null);
+  fixture.child.kill('SIGKILL');
+  const result = await fixture.exited;
+  t.is(result.signal, 'SIGKILL');
+});
+
+test('a proxy with enabled = false is neither added nor started', async (t) => {
+  const proxies = ['a', 'b', 'c'].map((name, i) => `
+[[proxies]]
+name = "${name}"
+type = "tcp"
+localPort = ${100 + i}
+remotePort = ${6100 + i}
+${name === 'b' ? 'enabled = false\n' : ''}`).join('');
+  const file = await writeConfig(t, VALID + NO_COLOUR + proxies);
+  const fixture = start(t, ['-c', file]);
+  await fixture.waitFor(/\[c\] start proxy success\n/);
+  const out = fixture.output();
+  t.regex(out, /proxy added: \[a c\]\n/);
+  t.regex(out, /\[a\] start proxy success/);
+  t.notRegex(out, /\[b\]/);
+  fixture.child.kill('SIGTERM');
+  await fixture.exited;
+});
+
+test('fixture.exit = "now" logs an [E] line and exits 1', async (t) => {
+  const file = await writeConfig(t, `${VALID}${NO_COLOUR}metadatas."fixture.exit" = "now"\n${TCP_PROXY}`);
+  const result = await run(t, ['-c', file]);
+  t.is(result.code, 1);
+  t.regex(result.stdout, new RegExp(`^${STAMP} \\[E\\] \\[[^\\]]+\\] fixture: exiting with code 1`, 'm'));
+  t.notRegex(result.stdout, /start proxy success/);
+});
+
+test('fixture.crashAfterMs exits with fixture.exitCode after running for that long', async (t) => {
+  const file = await writeConfig(t, `${VALID}${NO_COLOUR}metadatas."fixture.crashAfterMs" = "300"
+metadatas."fixture.exitCode" = "7"
+${TCP_PROXY}`);
+  const startedAt = Date.now();
+  const fixture = start(t, ['-c', file]);
+  await fixture.waitFor(/start proxy success\n/);
+  t.is(fixture.child.exitCode, null, 'still running once started');
+  const result = await fixture.exited;
+  t.true(Date.now() - startedAt >= 300);
+  t.is(result.code, 7);
+  const last = plainLines(result.stdout).at(-1) ?? '';
+  t.regex(last, new RegExp(`^${STAMP} \\[E\\] .*fixture: crashing after 300 ms with exit code 7$`));
+});
+
+test('fixture.logBurst prints that many numbered lines at start', async (t) => {
+  const file = await writeConfig(t, `${VALID}${NO_COLOUR}metadatas."fixture.logBurst" = "500"\n`);
+  const fixture = start(t, ['-c', file]);
+  await fixture.waitFor(/burst line 500\n/);
+  const numbers = plainLines(fixture.output())
+    .map((line) => /^\S+ \S+ \[I\] \[[^\]]+\] \[[0-9a-f]{16}\] burst line (\d+)$/.exec(line)?.[1])
+    .filter((n): n is string => n !== undefined)
+    .map(Number);
+  t.deepEqual(numbers, Array.from({ length: 500 }, (_, i) => i + 1));
+  fixture.child.kill('SIGTERM');
+  await fixture.exited;
+});
+
+test('fixture.logEveryMs ticks steadily; logLevelCycle colours each level differently', async (t) => {
+  const file = await writeConfig(t, `${VALID}log.level = "debug"
+metadatas."fixture.logEveryMs" = "20"
+metadatas."fixture.logLevelCycle" = "true"
+`);
+  const fixture = start(t, ['-c', file]);
+  await fixture.waitFor(/fixture: tick 4\n/);
+  const raw = fixture.output();
+  fixture.child.kill('SIGTERM');
+  await fixture.exited;
+  const colours: Record<string, string> = { D: '1;36', I: '1;34', W: '1;33', E: '1;31' };
+  ['D', 'I', 'W', 'E'].forEach((level, i) => {
+    t.true(raw.includes(`\x1b[${colours[level]}m`), `${level} colour`);
+    t.regex(raw, new RegExp(`\x1b\\[${colours[level]}m${STAMP} \\[${level}\\] \\[[^\\]]+\\] \\[[0-9a-f]{16}\\] fixture: tick ${i + 1}\n\x1b\\[0m`));
+  });
+});
+
+test('log.level filters lower levels; trace lines are uncoloured as in frpc', async (t) => {
+  const controls = 'metadatas."fixture.logEveryMs" = "15"\nmetadatas."fixture.logLevelCycle" = "true"\n';
+  const warnFile = await writeConfig(t, `${VALID}log.level = "warn"\n${controls}${TCP_PROXY}`);
+  const warn = start(t, ['-c', warnFile]);
+  await warn.waitFor(/fixture: tick 8\n/);
+  warn.child.kill('SIGTERM');
+  const warnLevels = plainLines((await warn.exited).stdout).map((line) => / \[([TDIWE])\] /.exec(line)?.[1]);
+  t.true(warnLevels.length >= 4);
+  t.true(warnLevels.every((level) => level === 'W' || level === 'E'), warnLevels.join(''));
+
+  const infoFile = await writeConfig(t, `${VALID}${NO_COLOUR}${TCP_PROXY}`);
+  const info = start(t, ['-c', infoFile]);
+  await info.waitFor(/start proxy success\n/);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  info.child.kill('SIGTERM');
+  t.notRegex((await info.exited).stdout, /\[[TD]\]/);
+
+  const traceFile = await writeConfig(t, `${VALID}log.level = "trace"\n${TCP_PROXY}`);
+  const trace = start(t, ['-c', traceFile]);
+  await trace.waitFor(/send heartbeat to server\n/);
+  trace.child.kill('SIGTERM');
+  const traceOut = (await trace.exited).stdout;
+  t.regex(traceOut, new RegExp(`^${STAMP} \\[T\\] `), 'the trace line comes first and has no colour');
+  t.regex(traceOut, new RegExp(`\x1b\\[1;36m${STAMP} \\[D\\] .*send heartbeat to server\n`));
+});
+
+test('log.to sends the lines to that file, uncoloured, instead of stdout', async (t) => {
+  const file = await writeConfig(t, `${VALID}log.to = "frpc-out.log"\n${TCP_PROXY}`);
+  const logFile = join(file, '..', 'frpc-out.log');
+  const child = spawn(FIXTURE, ['-c', file], { cwd: join(file, '..') });
+  t.teardown(() => { child.kill('SIGKILL'); });
+  let stdout = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; });
+  const deadline = Date.now() + 3000;
+  let text = '';
+  while (!text.includes('start proxy success') && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    text = await readFile(logFile, 'utf8').catch(() => '');
+  }
+  t.regex(text, new RegExp(`^${STAMP} \\[I\\] \\[sub/root\\.go:142\\] start frpc service`));
+  t.regex(text, /\[ssh\] start proxy success\n$/);
+  t.false(text.includes('\x1b'));
+  t.is(stdout, '');
+});
