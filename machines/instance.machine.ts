@@ -1,0 +1,367 @@
+import { assign, emit, fromCallback, fromPromise, setup, type EventObject } from 'xstate';
+
+/** How a tunnel process ended: exit code or signal, and the last lines of its log. */
+export interface ExitInfo {
+  code: number | null;
+  signal: string | null;
+  tail: string[];
+}
+
+export interface Spawned {
+  pid: number;
+}
+
+export type Command = 'start' | 'stop' | 'restart';
+
+export interface Timing {
+  /** The process must stay up this long before a start counts as a success. */
+  startMs: number;
+  /** After SIGTERM, wait this long before SIGKILL. */
+  stopTimeoutMs: number;
+  /** After SIGKILL, wait this long before giving up on the process. */
+  killTimeoutMs: number;
+  /** First restart delay after a crash; it doubles with each crash in a row, up to the cap. */
+  backoffBaseMs: number;
+  backoffCapMs: number;
+  /** This much uptime resets the crash count. */
+  stableMs: number;
+  /** This many crashes in a row send the instance to `failed`. */
+  startLimit: number;
+}
+
+export const DEFAULT_TIMING: Timing = {
+  startMs: 1000,
+  stopTimeoutMs: 10_000,
+  killTimeoutMs: 5000,
+  backoffBaseMs: 1000,
+  backoffCapMs: 60_000,
+  stableMs: 60_000,
+  startLimit: 5,
+};
+
+export interface InstanceContext {
+  instanceId: number;
+  timing: Timing;
+  watchdog: boolean;
+  pid: number | null;
+  /** The operator's command waiting for its outcome; null while the watchdog acts on its own. */
+  command: Command | null;
+  /** Crashes in a row since the last stable run. */
+  attempt: number;
+  lastExit: ExitInfo | null;
+  lastError: string | null;
+}
+
+export type InstanceEvent =
+  | { type: 'START' }
+  | { type: 'STOP' }
+  | { type: 'RESTART' }
+  /** A process found running at start-up is taken over as it is. */
+  | { type: 'ADOPT'; pid: number }
+  | { type: 'EXITED'; exit: ExitInfo }
+  | { type: 'SET_WATCHDOG'; enabled: boolean };
+
+/** The reply to an operator's command, emitted once its outcome is known. */
+export interface CommandDone {
+  type: 'commandDone';
+  command: Command;
+  ok: boolean;
+  /** A refusal because of the current state (start while running), as opposed to a failure. */
+  conflict: boolean;
+  message: string;
+}
+
+export interface InstanceInput {
+  instanceId: number;
+  timing?: Partial<Timing>;
+  watchdog: boolean;
+}
+
+export const backoffDelay = (timing: Timing, attempt: number): number =>
+  Math.min(timing.backoffCapMs, timing.backoffBaseMs * 2 ** Math.max(0, attempt - 1));
+
+export function describeExit(exit: ExitInfo): string {
+  const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
+  return exit.tail.length > 0 ? `${how}; last log lines:\n${exit.tail.join('\n')}` : how;
+}
+
+const PAST: Record<Command, string> = { start: 'started', stop: 'stopped', restart: 'restarted' };
+
+/**
+ * The life of one tunnel-client instance. Pure: spawning, watching and signalling the process are named here and
+ * provided by a runner (`machine.provide({ actors, actions })`).
+ */
+export const instanceMachine = setup({
+  types: {
+    context: {} as InstanceContext,
+    events: {} as InstanceEvent,
+    input: {} as InstanceInput,
+    emitted: {} as CommandDone,
+  },
+  actors: {
+    spawnTunnel: fromPromise<Spawned, { instanceId: number }>(async () => {
+      throw new Error('spawnTunnel is provided by a runner');
+    }),
+    watchTunnel: fromCallback<EventObject, { instanceId: number; pid: number }>(() => {
+      throw new Error('watchTunnel is provided by a runner');
+    }),
+  },
+  actions: {
+    /** SIGTERM to the process group. */
+    terminate: (_, _params: { instanceId: number; pid: number | null }) => {},
+    /** SIGKILL to the process group. */
+    kill: (_, _params: { instanceId: number; pid: number | null }) => {},
+    acceptCommand: assign({ command: (_, params: { command: Command }) => params.command }),
+    clearCommand: assign({ command: null }),
+    resetCrashes: assign({ attempt: 0 }),
+    countCrash: assign({ attempt: ({ context }) => context.attempt + 1 }),
+    recordExit: assign({
+      lastExit: ({ event }) => (event.type === 'EXITED' ? event.exit : null),
+      pid: null,
+    }),
+    recordSpawnError: assign({ lastError: ({ event }) => errorMessage(event) }),
+    reply: emit(({ context }, params: { ok: boolean; message?: string; conflict?: boolean }) => ({
+      type: 'commandDone' as const,
+      command: context.command ?? 'start',
+      ok: params.ok,
+      conflict: params.conflict ?? false,
+      message: params.message ?? PAST[context.command ?? 'start'],
+    })),
+    replyExit: emit(({ context, event }) => ({
+      type: 'commandDone' as const,
+      command: context.command ?? 'start',
+      ok: false,
+      conflict: false,
+      message: `the tunnel ${event.type === 'EXITED' ? describeExit(event.exit) : 'ended'} before it was up for ${
+        context.timing.startMs
+      } ms`,
+    })),
+    replySpawnError: emit(({ context, event }) => ({
+      type: 'commandDone' as const,
+      command: context.command ?? 'start',
+      ok: false,
+      conflict: false,
+      message: errorMessage(event),
+    })),
+  },
+  guards: {
+    hasCommand: ({ context }) => context.command !== null,
+    commandIs: ({ context }, params: { command: Command }) => context.command === params.command,
+    watchdogOff: ({ context }) => !context.watchdog,
+    crashLimitReached: ({ context }) => context.attempt + 1 >= context.timing.startLimit,
+    disablesWatchdog: ({ event }) => event.type === 'SET_WATCHDOG' && !event.enabled,
+  },
+  delays: {
+    startSecs: ({ context }) => context.timing.startMs,
+    stopTimeout: ({ context }) => context.timing.stopTimeoutMs,
+    killTimeout: ({ context }) => context.timing.killTimeoutMs,
+    backoff: ({ context }) => backoffDelay(context.timing, context.attempt),
+    stableAfter: ({ context }) => context.timing.stableMs,
+  },
+}).createMachine({
+  id: 'instance',
+  context: ({ input }) => ({
+    instanceId: input.instanceId,
+    timing: { ...DEFAULT_TIMING, ...input.timing },
+    watchdog: input.watchdog,
+    pid: null,
+    command: null,
+    attempt: 0,
+    lastExit: null,
+    lastError: null,
+  }),
+  initial: 'stopped',
+  on: {
+    SET_WATCHDOG: { actions: assign({ watchdog: ({ event }) => event.enabled }) },
+  },
+  states: {
+    stopped: {
+      on: {
+        START: { target: 'starting', actions: [{ type: 'acceptCommand', params: { command: 'start' } }, 'resetCrashes'] },
+        RESTART: {
+          target: 'starting',
+          actions: [{ type: 'acceptCommand', params: { command: 'restart' } }, 'resetCrashes'],
+        },
+        STOP: {
+          actions: [
+            { type: 'acceptCommand', params: { command: 'stop' } },
+            { type: 'reply', params: { ok: true, message: 'already stopped' } },
+            'clearCommand',
+          ],
+        },
+        ADOPT: { target: 'running', actions: assign({ pid: ({ event }) => event.pid }) },
+      },
+    },
+
+    starting: {
+      initial: 'spawning',
+      states: {
+        spawning: {
+          invoke: {
+            src: 'spawnTunnel',
+            input: ({ context }) => ({ instanceId: context.instanceId }),
+            onDone: [
+              {
+                guard: { type: 'commandIs', params: { command: 'stop' } },
+                target: '#instance.stopping',
+                actions: assign({ pid: ({ event }) => event.output.pid, lastError: null }),
+              },
+              { target: 'confirming', actions: assign({ pid: ({ event }) => event.output.pid, lastError: null }) },
+            ],
+            onError: [
+              {
+                guard: { type: 'commandIs', params: { command: 'stop' } },
+                target: '#instance.stopped',
+                actions: ['recordSpawnError', { type: 'reply', params: { ok: true } }, 'clearCommand'],
+              },
+              {
+                guard: 'hasCommand',
+                target: '#instance.stopped',
+                actions: ['recordSpawnError', 'replySpawnError', 'clearCommand'],
+              },
+              { guard: 'crashLimitReached', target: '#instance.failed', actions: ['recordSpawnError', 'countCrash'] },
+              { target: '#instance.backoff', actions: ['recordSpawnError', 'countCrash'] },
+            ],
+          },
+          on: {
+            // The process is not there yet: remember the stop and act on it once spawned.
+            STOP: { actions: { type: 'acceptCommand', params: { command: 'stop' } } },
+            START: { actions: { type: 'acceptCommand', params: { command: 'start' } } },
+          },
+        },
+        confirming: {
+          invoke: {
+            src: 'watchTunnel',
+            input: ({ context }) => ({ instanceId: context.instanceId, pid: context.pid! }),
+          },
+          after: {
+            startSecs: [
+              { guard: 'hasCommand', target: '#instance.running', actions: [{ type: 'reply', params: { ok: true } }, 'clearCommand'] },
+              { target: '#instance.running' },
+            ],
+          },
+          on: {
+            EXITED: [
+              { guard: 'hasCommand', target: '#instance.stopped', actions: ['recordExit', 'replyExit', 'clearCommand'] },
+              { guard: 'watchdogOff', target: '#instance.stopped', actions: 'recordExit' },
+              { guard: 'crashLimitReached', target: '#instance.failed', actions: ['recordExit', 'countCrash'] },
+              { target: '#instance.backoff', actions: ['recordExit', 'countCrash'] },
+            ],
+            STOP: { target: '#instance.stopping', actions: { type: 'acceptCommand', params: { command: 'stop' } } },
+            RESTART: { target: '#instance.stopping', actions: { type: 'acceptCommand', params: { command: 'restart' } } },
+            // A start while the watchdog is already starting it waits for the same outcome.
+            START: { actions: { type: 'acceptCommand', params: { command: 'start' } } },
+          },
+        },
+      },
+    },
+
+    running: {
+      invoke: {
+        src: 'watchTunnel',
+        input: ({ context }) => ({ instanceId: context.instanceId, pid: context.pid! }),
+      },
+      after: {
+        stableAfter: { actions: 'resetCrashes' },
+      },
+      on: {
+        EXITED: [
+          { guard: 'watchdogOff', target: 'stopped', actions: 'recordExit' },
+          { guard: 'crashLimitReached', target: 'failed', actions: ['recordExit', 'countCrash'] },
+          { target: 'backoff', actions: ['recordExit', 'countCrash'] },
+        ],
+        STOP: { target: 'stopping', actions: { type: 'acceptCommand', params: { command: 'stop' } } },
+        RESTART: { target: 'stopping', actions: { type: 'acceptCommand', params: { command: 'restart' } } },
+        START: {
+          actions: [
+            { type: 'acceptCommand', params: { command: 'start' } },
+            { type: 'reply', params: { ok: false, conflict: true, message: 'already running' } },
+            'clearCommand',
+          ],
+        },
+      },
+    },
+
+    stopping: {
+      invoke: {
+        src: 'watchTunnel',
+        input: ({ context }) => ({ instanceId: context.instanceId, pid: context.pid! }),
+      },
+      initial: 'terminating',
+      states: {
+        terminating: {
+          entry: { type: 'terminate', params: ({ context }) => ({ instanceId: context.instanceId, pid: context.pid }) },
+          after: { stopTimeout: 'killing' },
+        },
+        killing: {
+          entry: { type: 'kill', params: ({ context }) => ({ instanceId: context.instanceId, pid: context.pid }) },
+          after: {
+            killTimeout: {
+              target: '#instance.stopped',
+              actions: [
+                assign({ lastError: 'the process did not exit after SIGKILL', pid: null }),
+                { type: 'reply', params: { ok: false, message: 'the process did not exit after SIGKILL' } },
+                'clearCommand',
+              ],
+            },
+          },
+        },
+      },
+      on: {
+        EXITED: [
+          { guard: { type: 'commandIs', params: { command: 'restart' } }, target: 'starting', actions: ['recordExit', 'resetCrashes'] },
+          { target: 'stopped', actions: ['recordExit', { type: 'reply', params: { ok: true } }, 'clearCommand'] },
+        ],
+      },
+    },
+
+    backoff: {
+      after: { backoff: 'starting' },
+      on: {
+        // A stop always wins over the pending restart.
+        STOP: {
+          target: 'stopped',
+          actions: [
+            { type: 'acceptCommand', params: { command: 'stop' } },
+            { type: 'reply', params: { ok: true, message: 'stopped (the pending restart is cancelled)' } },
+            'clearCommand',
+          ],
+        },
+        START: { target: 'starting', actions: [{ type: 'acceptCommand', params: { command: 'start' } }, 'resetCrashes'] },
+        RESTART: {
+          target: 'starting',
+          actions: [{ type: 'acceptCommand', params: { command: 'restart' } }, 'resetCrashes'],
+        },
+        SET_WATCHDOG: {
+          guard: 'disablesWatchdog',
+          target: 'stopped',
+          actions: assign({ watchdog: false }),
+        },
+      },
+    },
+
+    failed: {
+      on: {
+        START: { target: 'starting', actions: [{ type: 'acceptCommand', params: { command: 'start' } }, 'resetCrashes'] },
+        RESTART: {
+          target: 'starting',
+          actions: [{ type: 'acceptCommand', params: { command: 'restart' } }, 'resetCrashes'],
+        },
+        STOP: {
+          actions: [
+            { type: 'acceptCommand', params: { command: 'stop' } },
+            { type: 'reply', params: { ok: true, message: 'already stopped (it had failed)' } },
+            'clearCommand',
+          ],
+        },
+      },
+    },
+  },
+});
+
+function errorMessage(event: unknown): string {
+  const error = (event as { error?: unknown }).error;
+  return error instanceof Error ? error.message : String(error);
+}
+
+export type InstanceMachine = typeof instanceMachine;

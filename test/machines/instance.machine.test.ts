@@ -1,0 +1,344 @@
+import test from 'ava';
+import { createActor, fromCallback, fromPromise, SimulatedClock, type EventObject } from 'xstate';
+import {
+  backoffDelay,
+  DEFAULT_TIMING,
+  instanceMachine,
+  type CommandDone,
+  type ExitInfo,
+  type InstanceEvent,
+} from '../../machines/instance.machine.js';
+
+interface Options {
+  watchdog?: boolean;
+  /** What the fake process does on SIGTERM. */
+  onTerm?: 'exit' | 'ignore';
+  /** What the fake process does on SIGKILL: a process stuck in the kernel can outlive it. */
+  onKill?: 'exit' | 'ignore';
+  spawnError?: string;
+}
+
+/** The machine with fake actors: processes are numbers, exits are driven by the test, time by a simulated clock. */
+function harness(options: Options = {}) {
+  const clock = new SimulatedClock();
+  const spawned: number[] = [];
+  const signals: Array<[string, number | null]> = [];
+  const watchers = new Map<number, (exit: ExitInfo) => void>();
+  let nextPid = 100;
+  let spawnError = options.spawnError;
+
+  const exit = (pid: number, exit: Partial<ExitInfo> = {}) =>
+    watchers.get(pid)?.({ code: null, signal: null, tail: [], ...exit });
+
+  const machine = instanceMachine.provide({
+    actors: {
+      spawnTunnel: fromPromise(async () => {
+        if (spawnError) throw new Error(spawnError);
+        const pid = nextPid++;
+        spawned.push(pid);
+        return { pid };
+      }),
+      watchTunnel: fromCallback<EventObject, { instanceId: number; pid: number }>(({ sendBack, input }) => {
+        watchers.set(input.pid, (info) => sendBack({ type: 'EXITED', exit: info }));
+        return () => watchers.delete(input.pid);
+      }),
+    },
+    actions: {
+      terminate: (_, params) => {
+        signals.push(['SIGTERM', params.pid]);
+        if (options.onTerm !== 'ignore' && params.pid !== null) {
+          const pid = params.pid;
+          queueMicrotask(() => exit(pid, { signal: 'SIGTERM' }));
+        }
+      },
+      kill: (_, params) => {
+        signals.push(['SIGKILL', params.pid]);
+        const pid = params.pid!;
+        if (options.onKill !== 'ignore') queueMicrotask(() => exit(pid, { signal: 'SIGKILL' }));
+      },
+    },
+  });
+  const actor = createActor(machine, { input: { instanceId: 7, watchdog: options.watchdog ?? true }, clock });
+  const replies: CommandDone[] = [];
+  actor.on('commandDone', (e) => replies.push(e));
+  actor.start();
+
+  const settle = () => new Promise((r) => setImmediate(r));
+  return {
+    actor,
+    clock,
+    spawned,
+    signals,
+    replies,
+    exit,
+    settle,
+    state: () => actor.getSnapshot().value,
+    setSpawnError: (msg: string | undefined) => (spawnError = msg),
+    async send(event: InstanceEvent) {
+      actor.send(event);
+      await settle();
+    },
+    async advance(ms: number) {
+      clock.increment(ms);
+      await settle();
+    },
+    async crash(pid: number, info: Partial<ExitInfo> = { code: 1 }) {
+      exit(pid, info);
+      await settle();
+    },
+  };
+}
+
+const { startMs, stopTimeoutMs, killTimeoutMs, stableMs, startLimit } = DEFAULT_TIMING;
+
+test('start: spawn, confirm for startSecs, then running and a reply', async (t) => {
+  const h = harness();
+  t.is(h.state(), 'stopped');
+  await h.send({ type: 'START' });
+  t.deepEqual(h.state(), { starting: 'confirming' });
+  t.deepEqual(h.replies, [], 'no reply before the outcome is known');
+  await h.advance(startMs - 1);
+  t.deepEqual(h.state(), { starting: 'confirming' });
+  await h.advance(1);
+  t.is(h.state(), 'running');
+  t.like(h.replies, [{ command: 'start', ok: true, message: 'started' }]);
+  t.is(h.actor.getSnapshot().context.pid, 100);
+});
+
+test('crash during start: the start fails with the exit code and the last log lines', async (t) => {
+  const h = harness();
+  await h.send({ type: 'START' });
+  await h.crash(100, { code: 3, tail: ['[E] cannot load config'] });
+  t.is(h.state(), 'stopped');
+  t.is(h.replies.length, 1);
+  t.false(h.replies[0]!.ok);
+  t.regex(h.replies[0]!.message, /exited with code 3.*\n\[E\] cannot load config/s);
+  await h.advance(DEFAULT_TIMING.backoffCapMs);
+  t.deepEqual(h.spawned, [100], 'a failed manual start is not retried');
+});
+
+test('crash while running: restart after a backoff that doubles, then running again', async (t) => {
+  const h = harness();
+  await h.send({ type: 'START' });
+  await h.advance(startMs);
+  await h.crash(100, { code: 1 });
+  t.is(h.state(), 'backoff');
+  t.is(h.actor.getSnapshot().context.attempt, 1);
+  t.like(h.actor.getSnapshot().context.lastExit, { code: 1 });
+  await h.advance(backoffDelay(DEFAULT_TIMING, 1) - 1);
+  t.is(h.state(), 'backoff');
+  await h.advance(1);
+  t.deepEqual(h.state(), { starting: 'confirming' });
+  await h.advance(startMs);
+  t.is(h.state(), 'running');
+  t.deepEqual(h.spawned, [100, 101]);
+  t.is(h.replies.length, 1, 'the watchdog restart sends no command reply');
+});
+
+test('repeated crashes: 1 s, 2 s, 4 s, 8 s, then failed, which only a manual start leaves', async (t) => {
+  const h = harness();
+  await h.send({ type: 'START' });
+  await h.advance(startMs);
+  const delays: number[] = [];
+  for (let i = 1; i < startLimit; i++) {
+    await h.crash(h.spawned.at(-1)!);
+    t.is(h.state(), 'backoff');
+    const delay = backoffDelay(DEFAULT_TIMING, h.actor.getSnapshot().context.attempt);
+    delays.push(delay);
+    await h.advance(delay);
+    await h.advance(startMs);
+    t.is(h.state(), 'running');
+  }
+  t.deepEqual(delays, [1000, 2000, 4000, 8000]);
+  await h.crash(h.spawned.at(-1)!);
+  t.is(h.state(), 'failed');
+  const spawnedBefore = h.spawned.length;
+  await h.advance(DEFAULT_TIMING.backoffCapMs * 2);
+  t.is(h.spawned.length, spawnedBefore, 'failed does not restart by itself');
+  await h.send({ type: 'STOP' });
+  t.like(h.replies.at(-1), { command: 'stop', ok: true, message: 'already stopped (it had failed)' });
+  await h.send({ type: 'START' });
+  await h.advance(startMs);
+  t.is(h.state(), 'running');
+  t.is(h.actor.getSnapshot().context.attempt, 0, 'a manual start resets the count');
+});
+
+test('the backoff is capped', (t) => {
+  t.is(backoffDelay(DEFAULT_TIMING, 20), DEFAULT_TIMING.backoffCapMs);
+});
+
+test('a stable run resets the crash count', async (t) => {
+  const h = harness();
+  await h.send({ type: 'START' });
+  await h.advance(startMs);
+  await h.crash(100);
+  await h.advance(1000);
+  await h.advance(startMs);
+  t.is(h.actor.getSnapshot().context.attempt, 1);
+  await h.advance(stableMs);
+  t.is(h.actor.getSnapshot().context.attempt, 0);
+  await h.crash(101);
+  t.is(h.actor.getSnapshot().context.attempt, 1);
+});
+
+test('crashes of watchdog restarts during their start count too', async (t) => {
+  const h = harness();
+  await h.send({ type: 'START' });
+  await h.advance(startMs);
+  for (let i = 1; i < startLimit; i++) {
+    await h.crash(h.spawned.at(-1)!);
+    await h.advance(backoffDelay(DEFAULT_TIMING, i));
+    t.deepEqual(h.state(), { starting: 'confirming' });
+  }
+  await h.crash(h.spawned.at(-1)!);
+  t.is(h.state(), 'failed');
+});
+
+test('stop during backoff wins over the pending restart', async (t) => {
+  const h = harness();
+  await h.send({ type: 'START' });
+  await h.advance(startMs);
+  await h.crash(100);
+  t.is(h.state(), 'backoff');
+  await h.send({ type: 'STOP' });
+  t.is(h.state(), 'stopped');
+  t.like(h.replies.at(-1), { command: 'stop', ok: true });
+  await h.advance(DEFAULT_TIMING.backoffCapMs);
+  t.deepEqual(h.spawned, [100], 'no restart after the stop');
+});
+
+test('stop: SIGTERM to the group, stopped once it exits', async (t) => {
+  const h = harness();
+  await h.send({ type: 'START' });
+  await h.advance(startMs);
+  await h.send({ type: 'STOP' });
+  t.is(h.state(), 'stopped');
+  t.deepEqual(h.signals, [['SIGTERM', 100]]);
+  t.like(h.replies.at(-1), { command: 'stop', ok: true, message: 'stopped' });
+  t.like(h.actor.getSnapshot().context, { pid: null, lastExit: { signal: 'SIGTERM' } });
+});
+
+test('stop: a process that ignores SIGTERM gets SIGKILL after the stop timeout', async (t) => {
+  const h = harness({ onTerm: 'ignore' });
+  await h.send({ type: 'START' });
+  await h.advance(startMs);
+  await h.send({ type: 'STOP' });
+  t.deepEqual(h.state(), { stopping: 'terminating' });
+  await h.advance(stopTimeoutMs - 1);
+  t.deepEqual(h.signals, [['SIGTERM', 100]]);
+  await h.advance(1);
+  t.deepEqual(h.signals, [['SIGTERM', 100], ['SIGKILL', 100]]);
+  t.is(h.state(), 'stopped');
+  t.like(h.replies.at(-1), { command: 'stop', ok: true });
+});
+
+test('stop: a process that survives SIGKILL is given up after the kill timeout', async (t) => {
+  const h = harness({ onTerm: 'ignore', onKill: 'ignore' });
+  await h.send({ type: 'START' });
+  await h.advance(startMs);
+  await h.send({ type: 'STOP' });
+  await h.advance(stopTimeoutMs);
+  t.deepEqual(h.state(), { stopping: 'killing' });
+  await h.advance(killTimeoutMs);
+  t.is(h.state(), 'stopped');
+  t.deepEqual(h.signals.map((s) => s[0]), ['SIGTERM', 'SIGKILL']);
+  t.like(h.replies.at(-1), { command: 'stop', ok: false, message: 'the process did not exit after SIGKILL' });
+});
+
+test('restart: stop then start, one reply', async (t) => {
+  const h = harness();
+  await h.send({ type: 'START' });
+  await h.advance(startMs);
+  await h.send({ type: 'RESTART' });
+  t.deepEqual(h.state(), { starting: 'confirming' });
+  await h.advance(startMs);
+  t.is(h.state(), 'running');
+  t.deepEqual(h.spawned, [100, 101]);
+  t.deepEqual(
+    h.replies.map((r) => [r.command, r.ok, r.message]),
+    [
+      ['start', true, 'started'],
+      ['restart', true, 'restarted'],
+    ],
+  );
+});
+
+test('restart of a stopped instance starts it', async (t) => {
+  const h = harness();
+  await h.send({ type: 'RESTART' });
+  await h.advance(startMs);
+  t.is(h.state(), 'running');
+  t.like(h.replies, [{ command: 'restart', ok: true }]);
+});
+
+test('start while running is a conflict; stop while stopped succeeds and says so', async (t) => {
+  const h = harness();
+  await h.send({ type: 'STOP' });
+  t.like(h.replies, [{ command: 'stop', ok: true, message: 'already stopped' }]);
+  await h.send({ type: 'START' });
+  await h.advance(startMs);
+  await h.send({ type: 'START' });
+  t.like(h.replies.at(-1), { command: 'start', ok: false, conflict: true, message: 'already running' });
+  t.is(h.state(), 'running');
+  t.deepEqual(h.spawned, [100]);
+});
+
+test('a spawn error fails the start with its message', async (t) => {
+  const h = harness({ spawnError: '/nope/frpc is missing or not an executable file' });
+  await h.send({ type: 'START' });
+  t.is(h.state(), 'stopped');
+  t.like(h.replies, [{ ok: false, message: '/nope/frpc is missing or not an executable file' }]);
+  t.is(h.actor.getSnapshot().context.lastError, '/nope/frpc is missing or not an executable file');
+});
+
+test('a spawn error during a watchdog restart counts as a crash', async (t) => {
+  const h = harness();
+  await h.send({ type: 'START' });
+  await h.advance(startMs);
+  h.setSpawnError('binary vanished');
+  await h.crash(100);
+  await h.advance(1000);
+  t.is(h.state(), 'backoff');
+  t.is(h.actor.getSnapshot().context.attempt, 2);
+});
+
+test('with the watchdog off a crash leaves the instance stopped', async (t) => {
+  const h = harness({ watchdog: false });
+  await h.send({ type: 'START' });
+  await h.advance(startMs);
+  await h.crash(100, { signal: 'SIGSEGV' });
+  t.is(h.state(), 'stopped');
+  t.like(h.actor.getSnapshot().context.lastExit, { signal: 'SIGSEGV' });
+});
+
+test('turning the watchdog off during a backoff cancels the restart', async (t) => {
+  const h = harness();
+  await h.send({ type: 'START' });
+  await h.advance(startMs);
+  await h.crash(100);
+  await h.send({ type: 'SET_WATCHDOG', enabled: false });
+  t.is(h.state(), 'stopped');
+  await h.advance(DEFAULT_TIMING.backoffCapMs);
+  t.deepEqual(h.spawned, [100]);
+});
+
+test('an adopted process is running and its crash is handled', async (t) => {
+  const h = harness();
+  await h.send({ type: 'ADOPT', pid: 4242 });
+  t.is(h.state(), 'running');
+  await h.crash(4242, { code: null, signal: null });
+  t.is(h.state(), 'backoff');
+  await h.advance(1000);
+  await h.advance(startMs);
+  t.is(h.state(), 'running');
+});
+
+test('stop while the process is being spawned stops it once it is there', async (t) => {
+  const h = harness();
+  h.actor.send({ type: 'START' });
+  h.actor.send({ type: 'STOP' });
+  await h.settle();
+  t.is(h.state(), 'stopped');
+  t.deepEqual(h.signals, [['SIGTERM', 100]]);
+  t.like(h.replies, [{ command: 'stop', ok: true }]);
+});
