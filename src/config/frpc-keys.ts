@@ -1,0 +1,264 @@
+/**
+ * What the frp client (frpc) v0.70 accepts in its TOML config file, and the older snake_case spellings
+ * (the INI-era names the API specification still uses) mapped to the current dotted names.
+ * frpc refuses unknown keys (strict mode), so only keys listed here are ever written on request; keys whose
+ * arrival in v0.70 is uncertain (clientID, transport.wireProtocol, auth.tokenSource, store) are left out on purpose:
+ * they survive a rewrite when a file has them, but the API cannot set them.
+ */
+
+export type ValueKind =
+  | 'string'
+  | 'port' // TOML integer 1-65535
+  | 'integer'
+  | 'boolean'
+  | 'strings' // array of strings
+  | 'stringMap' // table of name -> string
+  | 'booleanMap'; // table of name -> boolean
+
+export interface KeySpec {
+  kind: ValueKind;
+  /** The only values frpc accepts. */
+  oneOf?: readonly string[];
+  /** Must be an IP address or a host name. */
+  host?: boolean;
+  /** Holds a secret: its value never appears in a message. */
+  secret?: boolean;
+}
+
+const string: KeySpec = { kind: 'string' };
+const secret: KeySpec = { kind: 'string', secret: true };
+const host: KeySpec = { kind: 'string', host: true };
+const port: KeySpec = { kind: 'port' };
+const integer: KeySpec = { kind: 'integer' };
+const boolean: KeySpec = { kind: 'boolean' };
+const strings: KeySpec = { kind: 'strings' };
+const stringMap: KeySpec = { kind: 'stringMap' };
+const oneOf = (...values: string[]): KeySpec => ({ kind: 'string', oneOf: values });
+
+export const AUTH_METHODS = ['token', 'oidc'] as const;
+
+/** Top-level settings (frpc's ClientCommonConfig), by dotted name. */
+export const COMMON_KEYS: Readonly<Record<string, KeySpec>> = {
+  user: string,
+  serverAddr: host,
+  serverPort: port,
+  natHoleStunServer: string,
+  dnsServer: string,
+  loginFailExit: boolean,
+  start: strings,
+  includes: strings,
+  udpPacketSize: integer,
+  metadatas: stringMap,
+  featureGates: { kind: 'booleanMap' },
+  'auth.method': oneOf(...AUTH_METHODS),
+  'auth.token': secret,
+  'auth.additionalScopes': { kind: 'strings', oneOf: ['HeartBeats', 'NewWorkConns'] },
+  'auth.oidc.clientID': string,
+  'auth.oidc.clientSecret': secret,
+  'auth.oidc.audience': string,
+  'auth.oidc.scope': string,
+  'auth.oidc.tokenEndpointURL': string,
+  'auth.oidc.additionalEndpointParams': stringMap,
+  'auth.oidc.trustedCaFile': string,
+  'auth.oidc.insecureSkipVerify': boolean,
+  'auth.oidc.proxyURL': secret,
+  'log.to': string,
+  'log.level': oneOf('trace', 'debug', 'info', 'warn', 'error'),
+  'log.maxDays': integer,
+  'log.disablePrintColor': boolean,
+  'webServer.addr': host,
+  'webServer.port': port,
+  'webServer.user': string,
+  'webServer.password': secret,
+  'webServer.assetsDir': string,
+  'webServer.pprofEnable': boolean,
+  'webServer.tls.certFile': string,
+  'webServer.tls.keyFile': string,
+  'webServer.tls.trustedCaFile': string,
+  'webServer.tls.serverName': string,
+  'transport.protocol': oneOf('tcp', 'kcp', 'quic', 'websocket', 'wss'),
+  'transport.dialServerTimeout': integer,
+  'transport.dialServerKeepalive': integer,
+  'transport.connectServerLocalIP': host,
+  'transport.proxyURL': secret, // may carry a proxy password
+  'transport.poolCount': integer,
+  'transport.tcpMux': boolean,
+  'transport.tcpMuxKeepaliveInterval': integer,
+  'transport.heartbeatInterval': integer,
+  'transport.heartbeatTimeout': integer,
+  'transport.quic.keepalivePeriod': integer,
+  'transport.quic.maxIdleTimeout': integer,
+  'transport.quic.maxIncomingStreams': integer,
+  'transport.tls.enable': boolean,
+  'transport.tls.disableCustomTLSFirstByte': boolean,
+  'transport.tls.certFile': string,
+  'transport.tls.keyFile': string,
+  'transport.tls.trustedCaFile': string,
+  'transport.tls.serverName': string,
+  'virtualNet.address': string,
+};
+
+/** The proxy types frpc knows. */
+export const PROXY_TYPES = ['tcp', 'udp', 'http', 'https', 'stcp', 'xtcp', 'sudp', 'tcpmux'] as const;
+export type ProxyType = (typeof PROXY_TYPES)[number];
+/** Types that take a `remotePort` (the others would make frpc refuse the file). */
+export const REMOTE_PORT_TYPES: readonly string[] = ['tcp', 'udp'];
+/** Types that route by host name (`customDomains`, `subdomain`). */
+export const DOMAIN_TYPES: readonly string[] = ['http', 'https', 'tcpmux'];
+
+/** Keys of a `[[proxies]]` block, by dotted name (plugin options are the plugin's own business). */
+export const PROXY_KEYS: Readonly<Record<string, KeySpec>> = {
+  name: string,
+  type: oneOf(...PROXY_TYPES),
+  enabled: boolean,
+  localIP: host,
+  localPort: port,
+  remotePort: port,
+  customDomains: strings,
+  subdomain: string,
+  locations: strings,
+  httpUser: string,
+  httpPassword: secret,
+  hostHeaderRewrite: string,
+  routeByHTTPUser: string,
+  multiplexer: oneOf('httpconnect'),
+  secretKey: secret,
+  allowUsers: strings,
+  metadatas: stringMap,
+  annotations: stringMap,
+  'requestHeaders.set': stringMap,
+  'responseHeaders.set': stringMap,
+  'transport.useEncryption': boolean,
+  'transport.useCompression': boolean,
+  'transport.bandwidthLimit': string,
+  'transport.bandwidthLimitMode': oneOf('client', 'server'),
+  'transport.proxyProtocolVersion': oneOf('v1', 'v2'),
+  'loadBalancer.group': string,
+  'loadBalancer.groupKey': secret,
+  'healthCheck.type': oneOf('tcp', 'http'),
+  'healthCheck.timeoutSeconds': integer,
+  'healthCheck.maxFailed': integer,
+  'healthCheck.intervalSeconds': integer,
+  'healthCheck.path': string,
+};
+
+/** Keys of a `[[visitors]]` block that need a type when read from an older file. */
+export const VISITOR_KEYS: Readonly<Record<string, KeySpec>> = {
+  bindPort: integer, // may be negative: "only receive connections redirected from other visitors"
+  keepTunnelOpen: boolean,
+  maxRetriesAnHour: integer,
+  minRetryInterval: integer,
+  fallbackTimeoutMs: integer,
+  'transport.useEncryption': boolean,
+  'transport.useCompression': boolean,
+};
+
+/** Older top-level names (INI `[common]` era, and the API's `auth_method`) -> current dotted name. */
+export const LEGACY_COMMON_KEYS: Readonly<Record<string, string>> = {
+  server_addr: 'serverAddr',
+  server_port: 'serverPort',
+  auth_method: 'auth.method',
+  authentication_method: 'auth.method',
+  token: 'auth.token',
+  auth_token: 'auth.token',
+  oidc_client_id: 'auth.oidc.clientID',
+  oidc_client_secret: 'auth.oidc.clientSecret',
+  oidc_audience: 'auth.oidc.audience',
+  oidc_scope: 'auth.oidc.scope',
+  oidc_token_endpoint_url: 'auth.oidc.tokenEndpointURL',
+  nat_hole_stun_server: 'natHoleStunServer',
+  dns_server: 'dnsServer',
+  login_fail_exit: 'loginFailExit',
+  udp_packet_size: 'udpPacketSize',
+  log_file: 'log.to',
+  log_level: 'log.level',
+  log_max_days: 'log.maxDays',
+  disable_log_color: 'log.disablePrintColor',
+  admin_addr: 'webServer.addr',
+  admin_port: 'webServer.port',
+  admin_user: 'webServer.user',
+  admin_pwd: 'webServer.password',
+  assets_dir: 'webServer.assetsDir',
+  pprof_enable: 'webServer.pprofEnable',
+  protocol: 'transport.protocol',
+  dial_server_timeout: 'transport.dialServerTimeout',
+  dial_server_keepalive: 'transport.dialServerKeepalive',
+  connect_server_local_ip: 'transport.connectServerLocalIP',
+  http_proxy: 'transport.proxyURL',
+  pool_count: 'transport.poolCount',
+  tcp_mux: 'transport.tcpMux',
+  tcp_mux_keepalive_interval: 'transport.tcpMuxKeepaliveInterval',
+  heartbeat_interval: 'transport.heartbeatInterval',
+  heartbeat_timeout: 'transport.heartbeatTimeout',
+  quic_keepalive_period: 'transport.quic.keepalivePeriod',
+  quic_max_idle_timeout: 'transport.quic.maxIdleTimeout',
+  quic_max_incoming_streams: 'transport.quic.maxIncomingStreams',
+  tls_enable: 'transport.tls.enable',
+  disable_custom_tls_first_byte: 'transport.tls.disableCustomTLSFirstByte',
+  tls_cert_file: 'transport.tls.certFile',
+  tls_key_file: 'transport.tls.keyFile',
+  tls_trusted_ca_file: 'transport.tls.trustedCaFile',
+  tls_server_name: 'transport.tls.serverName',
+};
+
+/** Older proxy keys -> current dotted name. */
+export const LEGACY_PROXY_KEYS: Readonly<Record<string, string>> = {
+  local_ip: 'localIP',
+  local_port: 'localPort',
+  remote_port: 'remotePort',
+  custom_domains: 'customDomains',
+  http_user: 'httpUser',
+  http_pwd: 'httpPassword',
+  host_header_rewrite: 'hostHeaderRewrite',
+  route_by_http_user: 'routeByHTTPUser',
+  sk: 'secretKey',
+  allow_users: 'allowUsers',
+  use_encryption: 'transport.useEncryption',
+  use_compression: 'transport.useCompression',
+  bandwidth_limit: 'transport.bandwidthLimit',
+  bandwidth_limit_mode: 'transport.bandwidthLimitMode',
+  proxy_protocol_version: 'transport.proxyProtocolVersion',
+  group: 'loadBalancer.group',
+  group_key: 'loadBalancer.groupKey',
+  health_check_type: 'healthCheck.type',
+  health_check_timeout_s: 'healthCheck.timeoutSeconds',
+  health_check_max_failed: 'healthCheck.maxFailed',
+  health_check_interval_s: 'healthCheck.intervalSeconds',
+  health_check_url: 'healthCheck.path',
+  plugin: 'plugin.type',
+  plugin_unix_path: 'plugin.unixPath',
+  plugin_http_user: 'plugin.httpUser',
+  plugin_http_passwd: 'plugin.httpPassword',
+  plugin_user: 'plugin.username',
+  plugin_passwd: 'plugin.password',
+  plugin_local_path: 'plugin.localPath',
+  plugin_strip_prefix: 'plugin.stripPrefix',
+  plugin_local_addr: 'plugin.localAddr',
+  plugin_crt_path: 'plugin.crtPath',
+  plugin_key_path: 'plugin.keyPath',
+  plugin_host_header_rewrite: 'plugin.hostHeaderRewrite',
+};
+
+/** Older visitor keys -> current dotted name. */
+export const LEGACY_VISITOR_KEYS: Readonly<Record<string, string>> = {
+  sk: 'secretKey',
+  server_name: 'serverName',
+  server_user: 'serverUser',
+  bind_addr: 'bindAddr',
+  bind_port: 'bindPort',
+  use_encryption: 'transport.useEncryption',
+  use_compression: 'transport.useCompression',
+  keep_tunnel_open: 'keepTunnelOpen',
+  max_retries_an_hour: 'maxRetriesAnHour',
+  min_retry_interval: 'minRetryInterval',
+  fallback_to: 'fallbackTo',
+  fallback_timeout_ms: 'fallbackTimeoutMs',
+};
+
+/** Older prefixed keys (`meta_foo = "x"`) -> the current table they belong in (`metadatas.foo`). Longest first. */
+export const LEGACY_COMMON_PREFIXES: ReadonlyArray<readonly [string, string]> = [['meta_', 'metadatas']];
+export const LEGACY_PROXY_PREFIXES: ReadonlyArray<readonly [string, string]> = [
+  ['plugin_header_', 'plugin.requestHeaders.set'],
+  ['header_', 'requestHeaders.set'],
+  ['meta_', 'metadatas'],
+];

@@ -1,0 +1,619 @@
+import test, { type ExecutionContext } from 'ava';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse } from 'smol-toml';
+import { AppError } from '../../src/errors.js';
+import {
+  readTunnelConfig,
+  TunnelConfig,
+  writeTunnelConfig,
+  type ProxyInput,
+} from '../../src/config/tunnel-config.js';
+
+type Table = Record<string, any>;
+
+const SECRET = 'sup3r-s3cret-t0ken';
+
+const OLD_SHAPE = `
+# written by the older service
+[common]
+server_addr = "frp.example.com"
+server_port = "7000"
+auth.method = "token"
+auth.token = "${SECRET}"
+log_file = "/var/log/frpc.log"
+admin_port = 7400
+meta_env = "prod"
+
+[[proxies]]
+name = "ssh"
+type = "tcp"
+local_ip = "127.0.0.1"
+local_port = "22"
+remote_port = "6000"
+use_encryption = true
+
+[[proxies]]
+name = "web"
+type = "http"
+local_ip = "127.0.0.1"
+local_port = 8080
+custom_domains = "a.example.com, b.example.com"
+http_pwd = "pw"
+`;
+
+const CURRENT_SHAPE = `
+serverAddr = "10.0.0.1"
+serverPort = 7000
+futureSetting = "kept"
+auth.method = "token"
+auth.token = "${SECRET}"
+webServer.port = 7400
+metadatas.team = "ops"
+
+[[proxies]]
+name = "ssh"
+type = "tcp"
+localIP = "127.0.0.1"
+localPort = 22
+remotePort = 6000
+transport.useEncryption = true
+transport.bandwidthLimit = "1MB"
+metadatas.owner = "alice"
+annotations."prefix/key" = "v"
+someFutureField = [1, 2]
+
+[[proxies]]
+name = "web"
+type = "https"
+localIP = "localhost"
+localPort = 8443
+customDomains = ["web.example.com"]
+subdomain = "web"
+enabled = false
+
+[[proxies]]
+name = "sock"
+type = "tcp"
+remotePort = 6001
+[proxies.plugin]
+type = "unix_domain_socket"
+unixPath = "/var/run/docker.sock"
+
+[[visitors]]
+name = "v1"
+type = "stcp"
+serverName = "x"
+secretKey = "k"
+bindPort = 9000
+`;
+
+const reparse = (config: TunnelConfig): Table => parse(config.toString()) as Table;
+
+const fresh = () => TunnelConfig.create({ serverAddr: 'frp.example.com', serverPort: '7000', authMethod: 'token' });
+
+const tcp = (name: string, remotePort: string | number, extra: ProxyInput = {}): ProxyInput => ({
+  name,
+  type: 'tcp',
+  localIP: '127.0.0.1',
+  localPort: '22',
+  remotePort,
+  ...extra,
+});
+
+function fails(t: ExecutionContext, fn: () => unknown, status: number, message: RegExp): AppError {
+  const err = t.throws(fn, { instanceOf: AppError });
+  t.is(err.status, status, err.message);
+  t.regex(err.message, message);
+  t.false(err.message.includes(SECRET), 'a message never shows the token');
+  return err;
+}
+
+/** Every key name in a parsed document, at every depth. */
+function allKeys(value: unknown, out: string[] = []): string[] {
+  if (Array.isArray(value)) for (const item of value) allKeys(item, out);
+  else if (value && typeof value === 'object' && !(value instanceof Date)) {
+    for (const [key, item] of Object.entries(value)) {
+      out.push(key);
+      allKeys(item, out);
+    }
+  }
+  return out;
+}
+
+// ---- create / round trips ----
+
+test('create writes what frpc accepts: integer port, auth.method, no colour codes', (t) => {
+  const config = TunnelConfig.create(
+    { serverAddr: 'frp.example.com', serverPort: '7000', authMethod: 'token' },
+    { 'auth.token': SECRET, 'transport.tls.enable': true },
+  );
+  const doc = reparse(config);
+  t.deepEqual(doc, {
+    serverAddr: 'frp.example.com',
+    serverPort: 7000,
+    auth: { method: 'token', token: SECRET },
+    log: { disablePrintColor: true },
+    transport: { tls: { enable: true } },
+  });
+  t.is(config.serverAddr, 'frp.example.com');
+  t.is(config.serverPort, '7000');
+  t.is(config.authMethod, 'token');
+  t.deepEqual(config.proxies(), []);
+  t.deepEqual(config.unknownKeys(), []);
+});
+
+test('create validates the base fields and the additional properties', (t) => {
+  const base = { serverAddr: 'frp.example.com', serverPort: 7000, authMethod: 'token' };
+  fails(t, () => TunnelConfig.create({ ...base, serverPort: '70000' }), 400, /^serverPort must be a port number from 1 to 65535$/);
+  fails(t, () => TunnelConfig.create({ ...base, serverAddr: 'bad host!' }), 400, /^serverAddr must be an IPv4 or IPv6 address or a host name$/);
+  fails(t, () => TunnelConfig.create({ ...base, authMethod: 'password' }), 400, /^auth_method must be one of: token, oidc$/);
+  fails(t, () => TunnelConfig.create(base, { nope: 1 }), 400, /^Unknown config key: nope$/);
+  fails(t, () => TunnelConfig.create(base, { server_port: 7001 }), 400, /server_port cannot be set in additionalProperties/);
+  t.is(TunnelConfig.create({ ...base, serverAddr: '::1' }).serverAddr, '::1');
+});
+
+test('a file round-trips: settings, proxies, visitors and unknown keys survive', (t) => {
+  const config = TunnelConfig.parse(CURRENT_SHAPE, '/etc/x.toml');
+  const once = config.toString();
+  const again = TunnelConfig.parse(once).toString();
+  t.is(again, once, 'rewriting is stable');
+  const doc = parse(once) as Table;
+  t.is(doc.futureSetting, 'kept');
+  t.deepEqual(doc.metadatas, { team: 'ops' });
+  t.deepEqual(doc.proxies[0].transport, { useEncryption: true, bandwidthLimit: '1MB' });
+  t.deepEqual(doc.proxies[0].annotations, { 'prefix/key': 'v' });
+  t.deepEqual(doc.proxies[0].someFutureField, [1, 2]);
+  t.deepEqual(doc.proxies[2].plugin, { type: 'unix_domain_socket', unixPath: '/var/run/docker.sock' });
+  t.deepEqual(doc.visitors, [{ name: 'v1', type: 'stcp', serverName: 'x', secretKey: 'k', bindPort: 9000 }]);
+  t.deepEqual(config.unknownKeys(), ['futureSetting']);
+});
+
+test('proxies() shows the API shape: string ports, enabled always present', (t) => {
+  const config = TunnelConfig.parse(CURRENT_SHAPE);
+  t.deepEqual(config.proxies(), [
+    { name: 'ssh', type: 'tcp', localIP: '127.0.0.1', localPort: '22', remotePort: '6000', enabled: true },
+    {
+      name: 'web',
+      type: 'https',
+      localIP: 'localhost',
+      localPort: '8443',
+      remotePort: '',
+      enabled: false,
+      customDomains: ['web.example.com'],
+      subdomain: 'web',
+    },
+    { name: 'sock', type: 'tcp', localIP: '', localPort: '', remotePort: '6001', enabled: true },
+  ]);
+});
+
+// ---- the older shape ----
+
+test('an older file ([common], snake_case) is read and rewritten in the current shape', (t) => {
+  const config = TunnelConfig.parse(OLD_SHAPE, '/old.toml');
+  t.is(config.serverAddr, 'frp.example.com');
+  t.is(config.serverPort, '7000');
+  t.is(config.authMethod, 'token');
+  t.deepEqual(config.proxies()[0], {
+    name: 'ssh',
+    type: 'tcp',
+    localIP: '127.0.0.1',
+    localPort: '22',
+    remotePort: '6000',
+    enabled: true,
+  });
+  t.deepEqual(config.proxies()[1].customDomains, ['a.example.com', 'b.example.com']);
+
+  const out = config.toString();
+  t.false(/^\s*\[common\]/m.test(out), 'no [common] table');
+  const doc = parse(out) as Table;
+  t.false(allKeys(doc).some((key) => key.includes('_')), `no snake_case key in:\n${out}`);
+  t.deepEqual(doc, {
+    serverAddr: 'frp.example.com',
+    serverPort: 7000,
+    auth: { method: 'token', token: SECRET },
+    log: { to: '/var/log/frpc.log' },
+    webServer: { port: 7400 },
+    metadatas: { env: 'prod' },
+    proxies: [
+      {
+        name: 'ssh',
+        type: 'tcp',
+        localIP: '127.0.0.1',
+        localPort: 22,
+        remotePort: 6000,
+        transport: { useEncryption: true },
+      },
+      {
+        name: 'web',
+        type: 'http',
+        localIP: '127.0.0.1',
+        localPort: 8080,
+        customDomains: ['a.example.com', 'b.example.com'],
+        httpPassword: 'pw',
+      },
+    ],
+  });
+});
+
+test('older files: current spellings win, visitors marked by role move to [[visitors]], plugins map', (t) => {
+  const config = TunnelConfig.parse(`
+serverAddr = "new.example.com"
+server_addr = "old.example.com"
+token = "t"
+
+[[proxies]]
+name = "docker"
+type = "tcp"
+remote_port = 6003
+plugin = "unix_domain_socket"
+plugin_unix_path = "/var/run/docker.sock"
+
+[[proxies]]
+name = "secret_ssh_visitor"
+type = "stcp"
+role = "visitor"
+server_name = "secret_ssh"
+sk = "abc"
+bind_addr = "127.0.0.1"
+bind_port = "6000"
+`);
+  t.deepEqual(reparse(config), {
+    serverAddr: 'new.example.com',
+    auth: { token: 't' },
+    proxies: [{ name: 'docker', type: 'tcp', remotePort: 6003, plugin: { type: 'unix_domain_socket', unixPath: '/var/run/docker.sock' } }],
+    visitors: [{ name: 'secret_ssh_visitor', type: 'stcp', serverName: 'secret_ssh', secretKey: 'abc', bindAddr: '127.0.0.1', bindPort: 6000 }],
+  });
+});
+
+test('a file that is not TOML is refused naming the file, without quoting its content', (t) => {
+  const err = fails(
+    t,
+    () => TunnelConfig.parse(`serverAddr = "x"\nauth.token = "${SECRET}\nserverPort = 7000\n`, '/data/instances/tunnel_3.toml'),
+    400,
+    /^Config file \/data\/instances\/tunnel_3\.toml is not valid TOML \(line 2, column \d+: /,
+  );
+  t.false(err.message.includes('auth.token'));
+  fails(t, () => TunnelConfig.parse('proxies = 3'), 400, /proxies must be an array of tables/);
+  fails(t, () => TunnelConfig.parse('__proto__ = { a = 1 }'), 400, /not valid TOML/);
+});
+
+// ---- setCommon ----
+
+test('setCommon sets dotted and older names, converting numeric-string ports and booleans', (t) => {
+  const config = fresh();
+  config.setCommon({
+    server_addr: '192.0.2.7',
+    server_port: '7001',
+    'auth.token': SECRET,
+    'transport.tls.enable': 'false',
+    'log.level': 'debug',
+    'webServer.port': 7400,
+    auth_method: 'oidc',
+    webServer: { addr: '127.0.0.1' },
+  });
+  const doc = reparse(config);
+  t.is(doc.serverAddr, '192.0.2.7');
+  t.is(doc.serverPort, 7001);
+  t.deepEqual(doc.auth, { method: 'oidc', token: SECRET });
+  t.deepEqual(doc.transport, { tls: { enable: false } });
+  t.deepEqual(doc.log, { disablePrintColor: true, level: 'debug' });
+  t.deepEqual(doc.webServer, { port: 7400, addr: '127.0.0.1' });
+  t.is(config.serverPort, '7001');
+  t.is(config.authMethod, 'oidc');
+});
+
+test('setCommon names every unknown key and changes nothing', (t) => {
+  const config = fresh();
+  const before = config.toString();
+  fails(t, () => config.setCommon({ serverPort: 7001, bogus: 1, 'auth.nope': 2, 'odd key"': 3 }), 400, /^Unknown config keys: bogus, auth\.nope, "odd key\\""$/);
+  t.is(config.toString(), before);
+});
+
+test('setCommon type-checks values and is all-or-nothing', (t) => {
+  const config = fresh();
+  const before = config.toString();
+  const cases: Array<[Record<string, unknown>, RegExp]> = [
+    [{ serverPort: 0 }, /^serverPort must be a port number from 1 to 65535$/],
+    [{ server_port: '7000x' }, /^server_port must be a port number from 1 to 65535$/],
+    [{ serverPort: 7000.5 }, /^serverPort must be a port number/],
+    [{ 'webServer.port': 65536 }, /^webServer\.port must be a port number/],
+    [{ 'auth.method': 'basic' }, /^auth\.method must be one of: token, oidc$/],
+    [{ 'transport.tls.enable': 'yes' }, /^transport\.tls\.enable must be true or false$/],
+    [{ 'transport.poolCount': 'five' }, /^transport\.poolCount must be an integer$/],
+    [{ 'auth.token': 12345 }, /^auth\.token must be a string$/],
+    [{ serverAddr: 'a b' }, /^serverAddr must be an IPv4 or IPv6 address or a host name$/],
+    [{ serverAddr: '300.1.1.1' }, /^serverAddr must be an IPv4/],
+    [{ user: 'a\nb' }, /^user must not contain control characters/],
+    [{ start: 'ssh' }, /^start must be an array of strings$/],
+    [{ metadatas: { 'bad key': 'x' } }, /^metadatas entry names must be/],
+    [{ metadatas: { ok: 1 } }, /^metadatas\.ok must be a string$/],
+    [{ serverAddr: null }, /^serverAddr cannot be removed$/],
+    [{ server_addr: 'a.example.com', serverAddr: 'b.example.com' }, /both set serverAddr/],
+    [{ serverPort: 7001, 'log.level': 'loud' }, /^log\.level must be one of: trace, debug, info, warn, error$/],
+  ];
+  for (const [patch, message] of cases) {
+    fails(t, () => config.setCommon(patch), 400, message);
+    t.is(config.toString(), before, `unchanged after ${JSON.stringify(patch)}`);
+  }
+});
+
+test('setCommon never shows a secret value in its messages', (t) => {
+  const config = fresh();
+  for (const value of [`{{ .Envs.X }}${SECRET}`, `${SECRET}\n`, [SECRET], { x: SECRET }]) {
+    const err = t.throws(() => config.setCommon({ 'auth.token': value }), { instanceOf: AppError });
+    t.is(err.status, 400);
+    t.false(err.message.includes(SECRET));
+  }
+});
+
+test('setCommon refuses to touch proxies and visitors', (t) => {
+  const config = TunnelConfig.parse(CURRENT_SHAPE);
+  fails(t, () => config.setCommon({ proxies: [] }), 400, /^proxies cannot be changed through the config file settings/);
+  fails(t, () => config.setCommon({ 'proxies.0.name': 'x' }), 400, /^proxies cannot be changed/);
+  fails(t, () => config.setCommon({ visitors: [] }), 400, /^visitors cannot be changed/);
+  t.is(config.proxies().length, 3);
+});
+
+test('setCommon removes a key given null, with the tables it empties', (t) => {
+  const config = fresh();
+  config.setCommon({ 'auth.token': SECRET, 'transport.tls.enable': true });
+  config.setCommon({ 'auth.token': null, 'transport.tls.enable': null });
+  t.deepEqual(reparse(config), {
+    serverAddr: 'frp.example.com',
+    serverPort: 7000,
+    auth: { method: 'token' },
+    log: { disablePrintColor: true },
+  });
+});
+
+test('setCommon leaves the proxies exactly as they were (parsed and as text)', (t) => {
+  for (const source of [CURRENT_SHAPE, OLD_SHAPE]) {
+    const config = TunnelConfig.parse(source);
+    const before = reparse(config);
+    const textBefore = config.toString();
+    config.setCommon({ server_addr: 'other.example.com', server_port: 7100, 'auth.token': 'new', 'log.level': 'warn', metadatas: { a: 'b' } });
+    const after = reparse(config);
+    t.deepEqual(after.proxies, before.proxies);
+    t.deepEqual(after.visitors, before.visitors);
+    const proxyPart = (s: string) => s.slice(s.indexOf('[[proxies]]'));
+    t.is(proxyPart(config.toString()), proxyPart(textBefore));
+    t.is(after.serverAddr, 'other.example.com');
+    t.is(after.serverPort, 7100);
+  }
+});
+
+// ---- proxies ----
+
+test('addProxy appends a block with integer ports', (t) => {
+  const config = fresh();
+  const view = config.addProxy({ name: 'ssh', type: 'tcp', localIP: '127.0.0.1', localPort: '22', remotePort: '6000' });
+  t.deepEqual(view, { name: 'ssh', type: 'tcp', localIP: '127.0.0.1', localPort: '22', remotePort: '6000', enabled: true });
+  config.addProxy({ name: 'web', type: 'http', localPort: 80, customDomains: 'a.example.com, *.b.example.com' });
+  config.addProxy({ name: 'dns', type: 'udp', local_ip: '::1', local_port: 53, remote_port: '6053' });
+  config.addProxy({ name: 'mux', type: 'tcpmux', localPort: 8080, subdomain: 'mux' });
+  config.addProxy({ name: 'p2p', type: 'xtcp', localPort: 22, remotePort: '' });
+  t.deepEqual(reparse(config).proxies, [
+    { name: 'ssh', type: 'tcp', localIP: '127.0.0.1', localPort: 22, remotePort: 6000 },
+    { name: 'web', type: 'http', localIP: '127.0.0.1', localPort: 80, customDomains: ['a.example.com', '*.b.example.com'] },
+    { name: 'dns', type: 'udp', localIP: '::1', localPort: 53, remotePort: 6053 },
+    { name: 'mux', type: 'tcpmux', localIP: '127.0.0.1', localPort: 8080, subdomain: 'mux', multiplexer: 'httpconnect' },
+    { name: 'p2p', type: 'xtcp', localIP: '127.0.0.1', localPort: 22 },
+  ]);
+});
+
+test('addProxy validates every field', (t) => {
+  const config = fresh();
+  const cases: Array<[ProxyInput, RegExp]> = [
+    [{ ...tcp('x', 6000), name: undefined }, /^name is required$/],
+    [{ ...tcp('x', 6000), name: '' }, /^name is required$/],
+    [tcp('bad name', 6000), /^name must be 1-64 characters from A-Z, a-z, 0-9, "_", "\." and "-"$/],
+    [tcp('a'.repeat(65), 6000), /^name must be 1-64 characters/],
+    [tcp('x/y', 6000), /^name must be 1-64 characters/],
+    [{ ...tcp('x', 6000), name: 5 as unknown as string }, /^name must be a string$/],
+    [{ ...tcp('x', 6000), type: undefined }, /^type is required$/],
+    [{ ...tcp('x', 6000), type: 'ftp' }, /^type must be one of: tcp, udp, http, https, stcp, xtcp, sudp, tcpmux$/],
+    [tcp('x', 6000, { localIP: 'not a host' }), /^localIP must be an IPv4 or IPv6 address or a host name$/],
+    [tcp('x', 6000, { localIP: '999.1.1.1' }), /^localIP must be an IPv4/],
+    [tcp('x', 6000, { localPort: '0' }), /^localPort must be a port number from 1 to 65535$/],
+    [tcp('x', 6000, { localPort: 65536 }), /^localPort must be a port number/],
+    [tcp('x', 6000, { localPort: '22a' }), /^localPort must be a port number/],
+    [tcp('x', 6000, { localPort: 2.5 }), /^localPort must be a port number/],
+    [tcp('x', 6000, { localPort: undefined }), /^localPort is required$/],
+    [tcp('x', '99999'), /^remotePort must be a port number from 1 to 65535$/],
+    [tcp('x', ''), /^remotePort is required for tcp and udp proxies$/],
+    [{ ...tcp('x', ''), type: 'udp' }, /^remotePort is required for tcp and udp proxies$/],
+    [{ name: 'w', type: 'http', localPort: 80, remotePort: 8080, subdomain: 'w' }, /^remotePort is only used by tcp and udp proxies, not http$/],
+    [{ name: 'w', type: 'https', localPort: 443 }, /^a https proxy needs customDomains or subdomain$/],
+    [{ name: 'w', type: 'http', localPort: 80, customDomains: ['bad domain'] }, /^customDomains must hold host names/],
+    [{ name: 'w', type: 'http', localPort: 80, customDomains: 7 as unknown as string }, /^customDomains must be an array of host names or a comma-separated string$/],
+    [{ name: 'w', type: 'http', localPort: 80, subdomain: 'a.b' }, /^subdomain must be a single DNS label/],
+    [tcp('x', 6000, { customDomains: ['a.example.com'] }), /^customDomains and subdomain are only used by http, https and tcpmux proxies, not tcp$/],
+    [tcp('x', 6000, { subdomain: 'x' }), /^customDomains and subdomain are only used/],
+    [null as unknown as ProxyInput, /^proxyInfo must be an object$/],
+  ];
+  for (const [input, message] of cases) fails(t, () => config.addProxy(input), 400, message);
+  t.deepEqual(config.proxies(), []);
+});
+
+test('addProxy: a duplicate name or remotePort is a 409', (t) => {
+  const config = fresh();
+  config.addProxy(tcp('ssh', 6000));
+  fails(t, () => config.addProxy(tcp('ssh', 6001)), 409, /^Proxy ssh already exists$/);
+  fails(t, () => config.addProxy(tcp('ssh2', '6000')), 409, /^remotePort 6000 is already used by proxy ssh$/);
+  // tcp and udp ports are separate on the server.
+  config.addProxy({ ...tcp('dns', 6000), type: 'udp' });
+  fails(t, () => config.addProxy({ ...tcp('dns2', 6000), type: 'udp' }), 409, /already used by proxy dns$/);
+  t.deepEqual(config.proxies().map((p) => p.name), ['ssh', 'dns']);
+});
+
+test('modifyProxy changes given fields and keeps the rest, extra fields included', (t) => {
+  const config = TunnelConfig.parse(CURRENT_SHAPE);
+  const view = config.modifyProxy('ssh', { name: 'ssh', localPort: '2222', localIP: '', remotePort: '' });
+  t.deepEqual(view, { name: 'ssh', type: 'tcp', localIP: '127.0.0.1', localPort: '2222', remotePort: '6000', enabled: true });
+  const block = reparse(config).proxies[0];
+  t.deepEqual(block, {
+    name: 'ssh',
+    type: 'tcp',
+    localIP: '127.0.0.1',
+    localPort: 2222,
+    remotePort: 6000,
+    someFutureField: [1, 2],
+    transport: { useEncryption: true, bandwidthLimit: '1MB' },
+    metadatas: { owner: 'alice' },
+    annotations: { 'prefix/key': 'v' },
+  });
+  fails(t, () => config.modifyProxy('nope', { localPort: 1 }), 404, /^Proxy nope not found$/);
+  fails(t, () => config.modifyProxy('ssh', { localPort: 0 }), 400, /^localPort must be a port number/);
+});
+
+test('modifyProxy renames with newName (or a different name), and follows the start list', (t) => {
+  const config = TunnelConfig.parse(CURRENT_SHAPE);
+  config.setCommon({ start: ['ssh', 'web'] });
+  const view = config.modifyProxy('ssh', { name: 'ssh' }, 'ssh-main');
+  t.is(view.name, 'ssh-main');
+  t.deepEqual(config.proxies().map((p) => p.name), ['ssh-main', 'web', 'sock']);
+  t.deepEqual(reparse(config).start, ['ssh-main', 'web']);
+  config.modifyProxy('web', { name: 'web2' });
+  t.deepEqual(config.proxies().map((p) => p.name), ['ssh-main', 'web2', 'sock']);
+  fails(t, () => config.modifyProxy('web2', {}, 'sock'), 409, /^Proxy sock already exists$/);
+  fails(t, () => config.modifyProxy('web2', {}, 'bad name'), 400, /^newName must be 1-64 characters/);
+  fails(t, () => config.modifyProxy('ssh', {}, 'x'), 404, /^Proxy ssh not found$/);
+});
+
+test('modifyProxy checks remotePort conflicts, and keeping its own port is fine', (t) => {
+  const config = fresh();
+  config.addProxy(tcp('a', 6000));
+  config.addProxy(tcp('b', 6001));
+  fails(t, () => config.modifyProxy('b', { remotePort: 6000 }), 409, /^remotePort 6000 is already used by proxy a$/);
+  t.is(config.modifyProxy('b', { remotePort: '6001', localPort: 23 }).localPort, '23');
+  t.is(config.modifyProxy('b', { remotePort: 6002 }).remotePort, '6002');
+});
+
+test('modifyProxy to another type drops the fields the new type does not have', (t) => {
+  const config = fresh();
+  config.addProxy(tcp('a', 6000));
+  fails(t, () => config.modifyProxy('a', { type: 'http' }), 400, /^a http proxy needs customDomains or subdomain$/);
+  fails(t, () => config.modifyProxy('a', { type: 'http', remotePort: 6000, subdomain: 'a' }), 400, /^remotePort is only used by tcp and udp/);
+  config.modifyProxy('a', { type: 'http', subdomain: 'a' });
+  t.deepEqual(reparse(config).proxies, [{ name: 'a', type: 'http', localIP: '127.0.0.1', localPort: 22, subdomain: 'a' }]);
+  fails(t, () => config.modifyProxy('a', { type: 'tcp' }), 400, /^remotePort is required for tcp and udp proxies$/);
+  config.modifyProxy('a', { type: 'tcp', remotePort: 7000 });
+  t.deepEqual(reparse(config).proxies, [{ name: 'a', type: 'tcp', localIP: '127.0.0.1', localPort: 22, remotePort: 7000 }]);
+});
+
+test('deleteProxy removes the block; an unknown one is a 404', (t) => {
+  const config = TunnelConfig.parse(CURRENT_SHAPE);
+  config.deleteProxy('web');
+  t.deepEqual(config.proxies().map((p) => p.name), ['ssh', 'sock']);
+  fails(t, () => config.deleteProxy('web'), 404, /^Proxy web not found$/);
+});
+
+test('setProxyEnabled writes enabled = false, and removes the key when enabling', (t) => {
+  const config = fresh();
+  config.addProxy(tcp('ssh', 6000));
+  t.false(config.setProxyEnabled('ssh', false).enabled);
+  t.is(reparse(config).proxies[0].enabled, false);
+  t.false(config.proxies()[0].enabled);
+  t.true(config.setProxyEnabled('ssh', true).enabled);
+  t.false('enabled' in reparse(config).proxies[0]);
+  t.true(config.proxies()[0].enabled);
+  fails(t, () => config.setProxyEnabled('nope', true), 404, /^Proxy nope not found$/);
+  fails(t, () => config.setProxyEnabled('ssh', 'no' as unknown as boolean), 400, /^enabled must be true or false$/);
+});
+
+// ---- injection ----
+
+test('values that try to break out of their TOML string are refused or stay inside it', (t) => {
+  const config = fresh();
+  const attempts: ProxyInput[] = [
+    tcp('x"\n[[proxies]]\nname = "evil', 6000),
+    tcp('x]]', 6000),
+    tcp('x', 6000, { localIP: '127.0.0.1"\nremotePort = 1' }),
+    tcp('x', 6000, { localIP: '127.0.0.1\n[[proxies]]' }),
+    { name: 'w', type: 'http', localPort: 80, customDomains: ['a.com"]\n[[proxies]]\nname = "evil'] },
+    { name: 'w', type: 'http', localPort: 80, subdomain: 'a"\nx = "y' },
+  ];
+  for (const input of attempts) t.throws(() => config.addProxy(input), { instanceOf: AppError });
+  fails(t, () => config.setCommon({ metadatas: { 'a"]]\n[[proxies]]': 'x' } }), 400, /^metadatas entry names must be/);
+  t.deepEqual(reparse(config).proxies, undefined);
+
+  // What is allowed through is written by the serializer, so quotes and brackets stay inside the value.
+  const sneaky = 'me" ]]\t [[proxies]] name = "evil';
+  fails(t, () => config.setCommon({ user: sneaky }), 400, /control characters/);
+  const oneLine = 'me" ] ]] [[proxies]] name = "evil" # \\';
+  config.setCommon({ user: oneLine, 'log.to': "/tmp/a'b\"c]]" });
+  const doc = reparse(config);
+  t.is(doc.user, oneLine);
+  t.is(doc.log.to, "/tmp/a'b\"c]]");
+  t.is(doc.proxies, undefined);
+  t.deepEqual(Object.keys(doc).sort(), ['auth', 'log', 'serverAddr', 'serverPort', 'user']);
+});
+
+test('kept values with newlines and ]] are escaped when rewritten, never turned into blocks', (t) => {
+  const payload = 'x"\n[[proxies]]\nname = "evil"\ntype = "tcp"\n';
+  const config = TunnelConfig.parse(`
+serverAddr = "a.example.com"
+serverPort = 7000
+note = ${JSON.stringify(payload)}
+
+[[proxies]]
+name = "ssh"
+type = "tcp"
+localPort = 22
+remotePort = 6000
+comment = ${JSON.stringify(payload)}
+`);
+  config.modifyProxy('ssh', { localPort: 23 });
+  const doc = reparse(config);
+  t.is(doc.note, payload);
+  t.is(doc.proxies.length, 1);
+  t.is(doc.proxies[0].comment, payload);
+  t.deepEqual(config.proxies().map((p) => p.name), ['ssh']);
+});
+
+test('"{{" and "}}" are refused in every value we write, saying why', (t) => {
+  const config = fresh();
+  const why = /must not contain "\{\{" or "\}\}": frpc renders its config file as a Go template/;
+  fails(t, () => config.setCommon({ 'auth.token': '{{ .Envs.HOME }}' }), 400, why);
+  fails(t, () => config.setCommon({ user: 'a}}b' }), 400, /^user must not contain/);
+  fails(t, () => config.setCommon({ start: ['{{x'] }), 400, /^start must not contain/);
+  fails(t, () => config.setCommon({ metadatas: { k: '{{ .Envs.X }}' } }), 400, /^metadatas\.k must not contain/);
+  fails(t, () => config.addProxy(tcp('{{x}}', 6000)), 400, /^name must not contain/);
+  fails(t, () => config.addProxy(tcp('x', 6000, { localIP: '{{ .Envs.IP }}' })), 400, /^localIP must not contain/);
+  fails(t, () => config.addProxy({ name: 'w', type: 'http', localPort: 80, customDomains: 'a.com,{{x}}' }), 400, /^customDomains must not contain/);
+  fails(t, () => config.addProxy({ name: 'w', type: 'http', localPort: 80, subdomain: '}}' }), 400, /^subdomain must not contain/);
+  config.addProxy(tcp('ok', 6000));
+  fails(t, () => config.modifyProxy('ok', {}, '{{x}}'), 400, /^newName must not contain/);
+  fails(t, () => TunnelConfig.create({ serverAddr: '{{ .Envs.A }}', serverPort: 7000, authMethod: 'token' }), 400, /^serverAddr must not contain/);
+  t.false(config.toString().includes('{{'));
+});
+
+// ---- files ----
+
+test('write is atomic with mode 0600; read gives back the same config', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'tunnel-config-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const path = join(dir, 'tunnel_1.toml');
+  const config = TunnelConfig.create({ serverAddr: 'frp.example.com', serverPort: 7000, authMethod: 'token' }, { 'auth.token': SECRET });
+  config.addProxy(tcp('ssh', 6000));
+  await writeTunnelConfig(path, config);
+  t.is((await stat(path)).mode & 0o777, 0o600);
+  t.deepEqual(await readdir(dir), ['tunnel_1.toml'], 'no temp file left behind');
+  const read = await readTunnelConfig(path);
+  t.is(read.toString(), config.toString());
+
+  // Rewriting over a looser file still leaves 0600.
+  await writeFile(path, OLD_SHAPE, { mode: 0o644 });
+  await writeTunnelConfig(path, await readTunnelConfig(path));
+  t.is((await stat(path)).mode & 0o777, 0o600);
+  t.false((await readFile(path, 'utf8')).includes('[common]'));
+});
+
+test('reading a missing file is a clear 404', async (t) => {
+  const path = join(tmpdir(), 'tunnel-config-missing', 'nope.toml');
+  const err = await t.throwsAsync(readTunnelConfig(path), { instanceOf: AppError });
+  t.is(err.status, 404);
+  t.is(err.message, `Config file not found: ${path}`);
+});
