@@ -59,7 +59,8 @@ export type InstanceEvent =
   /** A process found running at start-up is taken over as it is. */
   | { type: 'ADOPT'; pid: number }
   | { type: 'EXITED'; exit: ExitInfo }
-  | { type: 'SET_WATCHDOG'; enabled: boolean };
+  /** New settings: the watchdog switch and the timings. */
+  | { type: 'CONFIGURE'; watchdog: boolean; timing?: Partial<Timing> };
 
 /** The reply to an operator's command, emitted once its outcome is known. */
 export interface CommandDone {
@@ -113,6 +114,11 @@ export const instanceMachine = setup({
     kill: (_, _params: { instanceId: number; pid: number | null }) => {},
     acceptCommand: assign({ command: (_, params: { command: Command }) => params.command }),
     clearCommand: assign({ command: null }),
+    configure: assign(({ context, event }) =>
+      event.type === 'CONFIGURE'
+        ? { watchdog: event.watchdog, timing: { ...context.timing, ...event.timing } }
+        : {},
+    ),
     resetCrashes: assign({ attempt: 0 }),
     countCrash: assign({ attempt: ({ context }) => context.attempt + 1 }),
     recordExit: assign({
@@ -149,7 +155,7 @@ export const instanceMachine = setup({
     commandIs: ({ context }, params: { command: Command }) => context.command === params.command,
     watchdogOff: ({ context }) => !context.watchdog,
     crashLimitReached: ({ context }) => context.attempt + 1 >= context.timing.startLimit,
-    disablesWatchdog: ({ event }) => event.type === 'SET_WATCHDOG' && !event.enabled,
+    disablesWatchdog: ({ event }) => event.type === 'CONFIGURE' && !event.watchdog,
   },
   delays: {
     startSecs: ({ context }) => context.timing.startMs,
@@ -172,7 +178,7 @@ export const instanceMachine = setup({
   }),
   initial: 'stopped',
   on: {
-    SET_WATCHDOG: { actions: assign({ watchdog: ({ event }) => event.enabled }) },
+    CONFIGURE: { actions: 'configure' },
   },
   states: {
     stopped: {
@@ -332,11 +338,7 @@ export const instanceMachine = setup({
           target: 'starting',
           actions: [{ type: 'acceptCommand', params: { command: 'restart' } }, 'resetCrashes'],
         },
-        SET_WATCHDOG: {
-          guard: 'disablesWatchdog',
-          target: 'stopped',
-          actions: assign({ watchdog: false }),
-        },
+        CONFIGURE: [{ guard: 'disablesWatchdog', target: 'stopped', actions: 'configure' }, { actions: 'configure' }],
       },
     },
 

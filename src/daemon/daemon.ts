@@ -3,6 +3,8 @@ import { createServer, type Server } from 'node:http';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { InstanceSupervisor } from '../../actors/instance-supervisor.js';
+import { ProcessRunner } from '../../actors/process-runner.js';
 import { AccountService } from '../accounts/account-service.js';
 import { PasswordHasher } from '../accounts/password-hasher.js';
 import { writeFileAtomic } from '../fs/atomic.js';
@@ -12,6 +14,7 @@ import { createLogger, flushLogger, type Logger } from '../log/logger.js';
 import { DEFAULTS } from '../settings/defaults.js';
 import { SettingsStore } from '../settings/settings-store.js';
 import { Database } from '../storage/database.js';
+import { hostBootId } from '../system/proc.js';
 import { loadSoftwareInfo } from '../system/software-info.js';
 import { DataDirLock } from './data-dir-lock.js';
 import { resolveDataDir, resolveOptions, type DaemonOptions, type ServeFlags } from './options.js';
@@ -62,6 +65,10 @@ async function startLocked(
   const accounts = new AccountService(db, hasher, options.tokenTtlMs);
   await createFirstSuperuser(accounts, options, dataDir, log);
 
+  const supervisor = new InstanceSupervisor(db, settings, new ProcessRunner(log), dataDir, log);
+  await supervisor.start(hostBootId(env));
+  cleanups.push(() => supervisor.close());
+
   const window = options.rateWindowMs;
   const limits = {
     login: new RateLimiter(() => settings.value('RateLimit.Login'), window),
@@ -71,6 +78,7 @@ async function startLocked(
   let restartRequested = false;
   const app = createApp({
     accounts,
+    supervisor,
     settings,
     limits,
     info: loadSoftwareInfo(),

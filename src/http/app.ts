@@ -1,6 +1,7 @@
 import Koa, { type Middleware } from 'koa';
 import { HttpMethodEnum, koaBody } from 'koa-body';
 import type { Logger } from 'pino';
+import type { InstanceSupervisor } from '../../actors/instance-supervisor.js';
 import type { AccountService } from '../accounts/account-service.js';
 import { AppError } from '../errors.js';
 import type { SettingsStore } from '../settings/settings-store.js';
@@ -8,6 +9,8 @@ import type { SoftwareInfo } from '../system/software-info.js';
 import { envelope } from './envelope.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { accountRoutes } from './routes/accounts.js';
+import { instanceRoutes } from './routes/instances.js';
+import { proxyRoutes } from './routes/proxies.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { settingsRoutes } from './routes/settings.js';
 import { systemRoutes } from './routes/system.js';
@@ -22,6 +25,7 @@ export interface RateLimits {
 
 export interface AppDeps {
   accounts: AccountService;
+  supervisor: InstanceSupervisor;
   settings: SettingsStore;
   limits: RateLimits;
   info: SoftwareInfo;
@@ -74,7 +78,8 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     ...deps,
     authenticated: [requireTimestamp(deps.timestampWindowMs), authenticate(deps.accounts, deps.limits.perToken)],
   };
-  for (const routes of [systemRoutes, accountRoutes, userRoutes, sessionRoutes, settingsRoutes]) {
+  const resources = [systemRoutes, accountRoutes, userRoutes, sessionRoutes, settingsRoutes, instanceRoutes, proxyRoutes];
+  for (const routes of resources) {
     const router = routes(routeDeps);
     app.use(router.routes()).use(router.allowedMethods());
   }

@@ -31,6 +31,17 @@ export function defaultSettings(dataDir: string) {
     Debug: false,
     'Watchdog.Enabled': true,
     'Watchdog.Port': 0,
+    /** First restart delay after a crash; doubles with each crash in a row up to BackoffMaxSecs. */
+    'Watchdog.BackoffSecs': 1,
+    'Watchdog.BackoffMaxSecs': 60,
+    /** Crashes in a row before an instance is given up (`failed`). */
+    'Watchdog.StartLimit': 5,
+    /** Uptime after which the crash count starts again from zero. */
+    'Watchdog.StableSecs': 60,
+    /** A start succeeds once the tunnel has stayed up this long. */
+    'Instance.StartSecs': 1,
+    /** After SIGTERM, wait this long before SIGKILL. */
+    'Instance.StopTimeoutSecs': 10,
     'Notification.Enabled': false,
     'Notification.Method': 'webhook',
     'Webhook.Method': 'POST',

@@ -15,6 +15,12 @@ const intRange =
     Number.isInteger(v) && (v as number) >= min && (v as number) <= max
       ? undefined
       : `must be an integer from ${min} to ${max}`;
+const seconds =
+  (min: number, max: number): Check =>
+  (v) =>
+    typeof v === 'number' && Number.isFinite(v) && v >= min && v <= max
+      ? undefined
+      : `must be a number of seconds from ${min} to ${max}`;
 const portString: Check = (v) =>
   typeof v === 'string' && /^\d{1,5}$/.test(v) && Number(v) >= 1 && Number(v) <= 65535
     ? undefined
@@ -53,6 +59,12 @@ const CHECKS: Record<SettingKey, Check> = {
   Debug: boolean,
   'Watchdog.Enabled': boolean,
   'Watchdog.Port': intRange(0, 65535),
+  'Watchdog.BackoffSecs': seconds(0.01, 3600),
+  'Watchdog.BackoffMaxSecs': seconds(0.01, 86400),
+  'Watchdog.StartLimit': intRange(1, 1000),
+  'Watchdog.StableSecs': seconds(0.01, 86400),
+  'Instance.StartSecs': seconds(0, 600),
+  'Instance.StopTimeoutSecs': seconds(0.01, 3600),
   'Notification.Enabled': boolean,
   'Notification.Method': oneOf('webhook'),
   'Webhook.Method': oneOf('GET', 'POST', 'PUT', 'PATCH', 'DELETE'),

@@ -26,4 +26,20 @@ export const MIGRATIONS: readonly string[] = [
     value TEXT NOT NULL
   );
   `,
+  // 2: tunnel-client instances; pid and start time identify a running process across our own restarts
+  `
+  CREATE TABLE instances (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    name          TEXT    NOT NULL UNIQUE,
+    boot_at_start INTEGER NOT NULL DEFAULT 0,
+    run_user      TEXT    NOT NULL,
+    config_path   TEXT    NOT NULL,
+    created_at    INTEGER NOT NULL,
+    created_by    TEXT    NOT NULL,
+    owner_id      INTEGER,
+    desired       TEXT    NOT NULL DEFAULT 'stopped' CHECK (desired IN ('running', 'stopped')),
+    pid           INTEGER,
+    start_ticks   INTEGER
+  );
+  `,
 ];

@@ -316,10 +316,21 @@ test('turning the watchdog off during a backoff cancels the restart', async (t) 
   await h.send({ type: 'START' });
   await h.advance(startMs);
   await h.crash(100);
-  await h.send({ type: 'SET_WATCHDOG', enabled: false });
+  await h.send({ type: 'CONFIGURE', watchdog: false });
   t.is(h.state(), 'stopped');
   await h.advance(DEFAULT_TIMING.backoffCapMs);
   t.deepEqual(h.spawned, [100]);
+});
+
+test('new timings apply to the next delay', async (t) => {
+  const h = harness();
+  await h.send({ type: 'CONFIGURE', watchdog: true, timing: { backoffBaseMs: 50, startMs: 10 } });
+  await h.send({ type: 'START' });
+  await h.advance(10);
+  t.is(h.state(), 'running');
+  await h.crash(100);
+  await h.advance(50);
+  t.deepEqual(h.state(), { starting: 'confirming' });
 });
 
 test('an adopted process is running and its crash is handled', async (t) => {

@@ -1,0 +1,414 @@
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Subject } from 'rxjs';
+import { createActor, fromCallback, fromPromise, type Actor, type EventObject } from 'xstate';
+import {
+  backoffDelay,
+  instanceMachine,
+  type Command,
+  type CommandDone,
+  type InstanceContext,
+  type InstanceMachine,
+  type Timing,
+} from '../machines/instance.machine.js';
+import type { User } from '../src/accounts/account-service.js';
+import { readTunnelConfig, TunnelConfig, writeTunnelConfig, type ProxyInput, type ProxyView } from '../src/config/tunnel-config.js';
+import { AppError, badRequest, conflict, notFound } from '../src/errors.js';
+import { InstanceStore, type InstanceRecord } from '../src/instances/instance-store.js';
+import type { Logger } from '../src/log/logger.js';
+import type { Settings } from '../src/settings/defaults.js';
+import type { SettingsStore } from '../src/settings/settings-store.js';
+import type { Database } from '../src/storage/database.js';
+import { lookupOsUser } from '../src/system/os-users.js';
+import { KeyedQueue } from '../src/util/keyed-queue.js';
+import type { ProcessRunner } from './process-runner.js';
+
+export type InstanceState = 'stopped' | 'starting' | 'running' | 'stopping' | 'backoff' | 'failed';
+
+/** A change of an instance's state, for the notifier and the logs. */
+export interface InstanceStateChange {
+  instanceID: number;
+  name: string;
+  from: InstanceState;
+  to: InstanceState;
+  exitCode: number | null;
+  signal: string | null;
+  /** Crashes in a row, and the delay before the next start, while in backoff. */
+  attempt: number;
+  delayMs: number | null;
+  at: number;
+}
+
+export interface CreateInstance {
+  name: string;
+  serverAddr: string;
+  serverPort: string;
+  authMethod: string;
+  bootAtStart: boolean;
+  runUser: string;
+  additional: Record<string, unknown>;
+}
+
+export interface SystemConfigChange {
+  name?: string;
+  bootAtStart?: boolean;
+  runUser?: string;
+}
+
+export interface InstanceView {
+  record: InstanceRecord;
+  state: InstanceState;
+}
+
+const INSTANCE_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
+export const serviceNameOf = (id: number): string => `tunnel_${id}`;
+
+type InstanceActor = Actor<InstanceMachine>;
+
+function timingFrom(s: Readonly<Settings>): Partial<Timing> {
+  return {
+    startMs: s['Instance.StartSecs'] * 1000,
+    stopTimeoutMs: s['Instance.StopTimeoutSecs'] * 1000,
+    backoffBaseMs: s['Watchdog.BackoffSecs'] * 1000,
+    backoffCapMs: s['Watchdog.BackoffMaxSecs'] * 1000,
+    stableMs: s['Watchdog.StableSecs'] * 1000,
+    startLimit: s['Watchdog.StartLimit'],
+  };
+}
+
+/**
+ * Owns one instance actor per tunnel-client instance and serialises every command on an instance (start, stop,
+ * restart, modify, delete, proxy edits): each request awaits the outcome of its own command, while commands on
+ * different instances run in parallel.
+ */
+export class InstanceSupervisor {
+  readonly changes$ = new Subject<InstanceStateChange>();
+  private readonly actors = new Map<number, InstanceActor>();
+  private readonly states = new Map<number, InstanceState>();
+  private readonly queue = new KeyedQueue<number>();
+  private readonly store: InstanceStore;
+  private readonly log: Logger;
+  private settingsSub: { unsubscribe(): void } | undefined;
+
+  constructor(
+    private readonly db: Database,
+    private readonly settings: SettingsStore,
+    private readonly runner: ProcessRunner,
+    private readonly dataDir: string,
+    log: Logger,
+  ) {
+    this.store = new InstanceStore(db);
+    this.log = log.child({ component: 'supervisor' });
+  }
+
+  readonly initSystem = 'process';
+
+  logPathOf(id: number): string {
+    return join(this.dataDir, 'logs', `tunnel_${id}.log`);
+  }
+
+  /**
+   * Creates an actor per recorded instance, takes over the processes that still run, and brings the rest to
+   * their desired state: after a restart of tunnelward alone, what should run is started again; after a new
+   * boot of the host, the `bootAtStart` instances are started.
+   */
+  async start(bootId: string): Promise<void> {
+    const sameBoot = this.store.getMeta('boot_id') === bootId;
+    const toStart: number[] = [];
+    let adopted = 0;
+    this.db.transaction(() => {
+      for (const record of this.store.all()) {
+        const actor = this.createActor(record);
+        const alive =
+          record.pid !== null &&
+          this.runner.adopt(record.pid, record.startTicks, record.configPath, this.logPathOf(record.id));
+        if (alive) {
+          actor.send({ type: 'ADOPT', pid: record.pid! });
+          adopted++;
+          continue;
+        }
+        if (record.pid !== null) this.store.setProcess(record.id, null, null);
+        const shouldRun = sameBoot ? record.desired === 'running' : record.bootAtStart;
+        if (!sameBoot) this.store.setDesired(record.id, record.bootAtStart ? 'running' : 'stopped');
+        if (shouldRun) toStart.push(record.id);
+      }
+      this.store.setMeta('boot_id', bootId);
+    });
+    await this.db.persist();
+    this.settingsSub = this.settings.changes$.subscribe(({ changed, settings }) => {
+      if (changed.some((k) => k.startsWith('Watchdog.') || k.startsWith('Instance.'))) {
+        const event = { type: 'CONFIGURE', watchdog: settings['Watchdog.Enabled'], timing: timingFrom(settings) } as const;
+        for (const actor of this.actors.values()) actor.send(event);
+      }
+    });
+    this.log.info({ instances: this.actors.size, adopted, starting: toStart.length, sameBoot }, 'instances loaded');
+    for (const id of toStart) {
+      this.command(id, 'start').then(
+        (done) => done.ok || this.log.warn({ instanceID: id, reason: done.message }, 'could not restore a running instance'),
+        (err) => this.log.error({ instanceID: id, err }, 'could not restore a running instance'),
+      );
+    }
+  }
+
+  private createActor(record: InstanceRecord): InstanceActor {
+    const id = record.id;
+    const machine = instanceMachine.provide({
+      actors: {
+        spawnTunnel: fromPromise(async () => this.spawn(id)),
+        watchTunnel: fromCallback<EventObject, { instanceId: number; pid: number }>(({ sendBack, input }) => {
+          let live = true;
+          void this.runner.exitOf(input.pid).then((exit) => live && sendBack({ type: 'EXITED', exit }));
+          return () => {
+            live = false;
+          };
+        }),
+      },
+      actions: {
+        terminate: (_, { pid }) => pid !== null && this.runner.signal(pid, 'SIGTERM'),
+        kill: (_, { pid }) => pid !== null && this.runner.signal(pid, 'SIGKILL'),
+      },
+    });
+    const settings = this.settings.get();
+    const actor = createActor(machine, {
+      input: { instanceId: id, watchdog: settings['Watchdog.Enabled'], timing: timingFrom(settings) },
+    });
+    this.states.set(id, 'stopped');
+    let pid: number | null = null;
+    actor.subscribe((snapshot) => {
+      const to = (typeof snapshot.value === 'string' ? snapshot.value : Object.keys(snapshot.value)[0]) as InstanceState;
+      const ctx = snapshot.context;
+      if (pid !== null && ctx.pid === null) this.onExit(id, pid);
+      pid = ctx.pid;
+      const from = this.states.get(id)!;
+      if (from === to) return;
+      this.states.set(id, to);
+      this.onStateChange(id, from, to, ctx);
+    });
+    actor.start();
+    this.actors.set(id, actor);
+    return actor;
+  }
+
+  /** The machine's spawn: the process is recorded before the machine learns of it, so a crash of ours loses nothing. */
+  private async spawn(id: number): Promise<{ pid: number }> {
+    const record = this.store.get(id);
+    if (!record) throw new Error(`instance ${id} no longer exists`);
+    const proc = await this.runner.spawn({
+      instanceId: id,
+      tunnelPath: this.settings.value('TunnelPath'),
+      configPath: record.configPath,
+      runUser: record.runUser,
+      logPath: this.logPathOf(id),
+    });
+    this.store.setProcess(id, proc.pid, proc.startTicks);
+    await this.db.persist();
+    return { pid: proc.pid };
+  }
+
+  private onExit(id: number, pid: number): void {
+    this.runner.forget(pid);
+    if (this.store.get(id)?.pid === pid) {
+      this.store.setProcess(id, null, null);
+      this.db.persist().catch((err) => this.log.error({ err }, 'cannot persist a process exit'));
+    }
+  }
+
+  private onStateChange(id: number, from: InstanceState, to: InstanceState, ctx: InstanceContext): void {
+    const record = this.store.get(id);
+    const exit = ctx.lastExit;
+    const crashed = to === 'backoff' || to === 'failed' || (from === 'running' && to === 'stopped');
+    const change: InstanceStateChange = {
+      instanceID: id,
+      name: record?.name ?? '',
+      from,
+      to,
+      exitCode: crashed ? (exit?.code ?? null) : null,
+      signal: crashed ? (exit?.signal ?? null) : null,
+      attempt: ctx.attempt,
+      delayMs: to === 'backoff' ? backoffDelay(ctx.timing, ctx.attempt) : null,
+      at: Date.now(),
+    };
+    const fields = { instanceID: id, from, to, exitCode: change.exitCode, signal: change.signal };
+    if (to === 'backoff') this.log.warn({ ...fields, attempt: ctx.attempt, delayMs: change.delayMs }, 'instance crashed, restarting after a delay');
+    else if (to === 'failed') this.log.error(fields, 'instance crashed too often in a row, giving up');
+    else if (crashed) this.log.warn(fields, 'instance exited');
+    else this.log.info(fields, `instance ${to}`);
+    if (to === 'failed' && record) {
+      // The watchdog gave up: it stays stopped until an operator starts it, also across our own restarts.
+      this.store.setDesired(id, 'stopped');
+      this.db.persist().catch((err) => this.log.error({ err }, 'cannot persist a failed instance'));
+    }
+    this.changes$.next(change);
+  }
+
+  private actorOf(id: number): InstanceActor {
+    const actor = this.actors.get(id);
+    if (!actor) throw notFound(`instance ${id} not found`);
+    return actor;
+  }
+
+  private recordOf(id: number): InstanceRecord {
+    const record = this.store.get(id);
+    if (!record) throw notFound(`instance ${id} not found`);
+    return record;
+  }
+
+  /** Sends a command to the instance's actor and resolves with its outcome. */
+  command(id: number, command: Command): Promise<CommandDone> {
+    return this.queue.run(id, async () => {
+      const actor = this.actorOf(id);
+      const done = new Promise<CommandDone>((resolve) => {
+        const sub = actor.on('commandDone', (event) => {
+          sub.unsubscribe();
+          resolve(event);
+        });
+      });
+      actor.send({ type: command === 'start' ? 'START' : command === 'stop' ? 'STOP' : 'RESTART' });
+      const result = await done;
+      if (command === 'stop') this.store.setDesired(id, 'stopped');
+      else if (result.ok) this.store.setDesired(id, 'running');
+      await this.db.persist();
+      return result;
+    });
+  }
+
+  /** Runs `job` in the instance's queue, after every command queued before it. */
+  private exclusive<T>(id: number, job: (record: InstanceRecord) => Promise<T>): Promise<T> {
+    return this.queue.run(id, async () => job(this.recordOf(id)));
+  }
+
+  state(id: number): InstanceState {
+    this.actorOf(id);
+    return this.states.get(id)!;
+  }
+
+  list(): InstanceView[] {
+    return this.store.all().map((record) => ({ record, state: this.states.get(record.id) ?? 'stopped' }));
+  }
+
+  get(id: number): InstanceView {
+    const record = this.recordOf(id);
+    return { record, state: this.states.get(id) ?? 'stopped' };
+  }
+
+  async create(input: CreateInstance, owner: User): Promise<InstanceRecord> {
+    checkInstanceName(input.name);
+    checkRunUser(input.runUser);
+    if (this.store.nameTaken(input.name)) throw conflict(`an instance named ${input.name} already exists`);
+    const config = TunnelConfig.create(
+      { serverAddr: input.serverAddr, serverPort: input.serverPort, authMethod: input.authMethod },
+      input.additional,
+    );
+    const instancePath = this.settings.value('InstancePath');
+    const id = this.store.insert({
+      name: input.name,
+      bootAtStart: input.bootAtStart,
+      runUser: input.runUser,
+      createdBy: owner.username,
+      ownerId: owner.id,
+      now: Date.now(),
+    });
+    const configPath = join(instancePath, `${serviceNameOf(id)}.toml`);
+    this.store.setConfigPath(id, configPath);
+    try {
+      await mkdir(instancePath, { recursive: true, mode: 0o700 });
+      await writeTunnelConfig(configPath, config);
+    } catch (err) {
+      this.store.delete(id);
+      throw err instanceof AppError ? err : new AppError(500, `cannot write ${configPath}: ${(err as Error).message}`);
+    }
+    await this.db.persist();
+    this.createActor(this.store.get(id)!);
+    this.log.info({ instanceID: id, name: input.name }, 'instance created');
+    return this.store.get(id)!;
+  }
+
+  /** Stops the tunnel if it runs, then removes its config file, its logs and its record. */
+  remove(id: number): Promise<InstanceRecord> {
+    return this.exclusive(id, async (record) => {
+      const actor = this.actorOf(id);
+      if (this.states.get(id) !== 'stopped' && this.states.get(id) !== 'failed') {
+        const done = new Promise<CommandDone>((resolve) => {
+          const sub = actor.on('commandDone', (e) => {
+            sub.unsubscribe();
+            resolve(e);
+          });
+        });
+        actor.send({ type: 'STOP' });
+        const result = await done;
+        if (!result.ok) throw new AppError(500, `cannot stop instance ${id}: ${result.message}`);
+      }
+      actor.stop();
+      this.actors.delete(id);
+      this.states.delete(id);
+      const logs = join(this.dataDir, 'logs');
+      await Promise.all([
+        rm(record.configPath, { force: true }),
+        rm(join(logs, `${serviceNameOf(id)}.log`), { force: true }),
+      ]);
+      this.store.delete(id);
+      await this.db.persist();
+      this.log.info({ instanceID: id, name: record.name }, 'instance deleted');
+      return record;
+    });
+  }
+
+  /** Changes top-level settings of the config file; proxies stay as they are. */
+  modifyConfig(id: number, patch: Record<string, unknown>): Promise<InstanceRecord> {
+    return this.exclusive(id, async (record) => {
+      const config = await readTunnelConfig(record.configPath);
+      config.setCommon(patch);
+      await writeTunnelConfig(record.configPath, config);
+      return record;
+    });
+  }
+
+  modifySystem(id: number, change: SystemConfigChange): Promise<InstanceRecord> {
+    return this.exclusive(id, async (record) => {
+      if (change.name !== undefined) {
+        checkInstanceName(change.name);
+        if (this.store.nameTaken(change.name, id)) throw conflict(`an instance named ${change.name} already exists`);
+      }
+      if (change.runUser !== undefined) checkRunUser(change.runUser);
+      this.store.update(id, change);
+      await this.db.persist();
+      return this.store.get(id) ?? record;
+    });
+  }
+
+  readConfig(id: number): Promise<TunnelConfig> {
+    return readTunnelConfig(this.recordOf(id).configPath);
+  }
+
+  /** Edits the instance's config file in its queue: read, change, write atomically. */
+  editProxies<T>(id: number, edit: (config: TunnelConfig) => T): Promise<{ record: InstanceRecord; result: T }> {
+    return this.exclusive(id, async (record) => {
+      const config = await readTunnelConfig(record.configPath);
+      const result = edit(config);
+      await writeTunnelConfig(record.configPath, config);
+      return { record, result };
+    });
+  }
+
+  /** Stops the actors, not the tunnels: they keep running and the next tunnelward takes them over. */
+  async close(): Promise<void> {
+    this.settingsSub?.unsubscribe();
+    for (const actor of this.actors.values()) actor.stop();
+    this.actors.clear();
+    this.runner.close();
+    this.changes$.complete();
+  }
+}
+
+function checkInstanceName(name: string): void {
+  if (!INSTANCE_NAME.test(name)) {
+    throw badRequest('name must be 1-64 characters, each a letter, a digit, "_", "." or "-"');
+  }
+}
+
+function checkRunUser(runUser: string): void {
+  if (!lookupOsUser(runUser)) throw badRequest(`runUser ${JSON.stringify(runUser)} is not a user on this system`);
+}
+
+export type { ProxyInput, ProxyView };

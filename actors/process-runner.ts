@@ -1,0 +1,214 @@
+import { spawn } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
+import { chown, mkdir, open } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { ExitInfo } from '../machines/instance.machine.js';
+import type { Logger } from '../src/log/logger.js';
+import { currentOsUser, lookupOsUser } from '../src/system/os-users.js';
+import { pidExists, procCmdline, procStat } from '../src/system/proc.js';
+import { resolveExecutable } from '../src/system/self-check.js';
+
+export interface SpawnRequest {
+  instanceId: number;
+  tunnelPath: string;
+  configPath: string;
+  runUser: string;
+  logPath: string;
+}
+
+export interface TunnelProcess {
+  pid: number;
+  /** Start time in clock ticks after boot (Linux), which tells this process from a later one with its pid. */
+  startTicks: number | null;
+}
+
+const ANSI = /\x1b\[[0-9;]*[A-Za-z]/g;
+const TAIL_LINES = 5;
+/** Every this many polls, adopted processes are also checked for zombies and pid reuse (a costlier read). */
+const DEEP_CHECK_EVERY = 10;
+
+/** The last lines of a log file, colour codes stripped: what a failed start shows the operator. */
+export async function tailLines(path: string, count = TAIL_LINES, maxBytes = 8192): Promise<string[]> {
+  let handle;
+  try {
+    handle = await open(path, 'r');
+    const { size } = await handle.stat();
+    const length = Math.min(size, maxBytes);
+    const buffer = Buffer.alloc(length);
+    await handle.read(buffer, 0, length, size - length);
+    return buffer
+      .toString('utf8')
+      .replace(ANSI, '')
+      .split('\n')
+      .map((l) => l.trimEnd())
+      .filter(Boolean)
+      .slice(-count);
+  } catch {
+    return [];
+  } finally {
+    await handle?.close();
+  }
+}
+
+interface Watched {
+  exited: Promise<ExitInfo>;
+  logPath: string;
+  /** Set for adopted processes, which are not our children and are polled. */
+  adopted?: { startTicks: number | null; resolve: (exit: ExitInfo) => void };
+}
+
+/**
+ * Runs tunnel clients as detached processes, each in its own process group with its output appended to its log
+ * file, so they outlive tunnelward. Children are watched through their exit event; processes adopted from an
+ * earlier tunnelward are polled.
+ */
+export class ProcessRunner {
+  private readonly watched = new Map<number, Watched>();
+  private poller: NodeJS.Timeout | undefined;
+  private polls = 0;
+
+  constructor(
+    private readonly log: Logger,
+    private readonly pollMs = 1000,
+  ) {}
+
+  async spawn(request: SpawnRequest): Promise<TunnelProcess> {
+    const executable = await resolveExecutable(request.tunnelPath);
+    const identity = this.identityFor(request.runUser, request.instanceId);
+    if (identity) await chown(request.configPath, identity.uid, identity.gid);
+    await mkdir(dirname(request.logPath), { recursive: true });
+    const fd = openSync(request.logPath, 'a', 0o640);
+    let child;
+    try {
+      child = spawn(executable, ['-c', request.configPath], {
+        detached: true,
+        stdio: ['ignore', fd, fd],
+        cwd: dirname(request.configPath),
+        env: this.environmentFor(request.runUser),
+        ...(identity ? { uid: identity.uid, gid: identity.gid } : {}),
+      });
+    } finally {
+      closeSync(fd);
+    }
+    const exited = new Promise<ExitInfo>((resolve) => {
+      child.once('exit', (code, signal) => {
+        void tailLines(request.logPath).then((tail) => resolve({ code, signal, tail }));
+      });
+    });
+    await new Promise<void>((resolve, reject) => {
+      child.once('spawn', resolve);
+      child.once('error', (err: NodeJS.ErrnoException) => {
+        reject(new Error(`cannot start ${executable}: ${err.code === 'EACCES' ? 'permission denied' : err.message}`));
+      });
+    });
+    child.unref();
+    const pid = child.pid!;
+    this.watched.set(pid, { exited, logPath: request.logPath });
+    return { pid, startTicks: procStat(pid)?.startTicks ?? null };
+  }
+
+  /** Who the tunnel runs as: undefined for tunnelward's own user, else the uid/gid to switch to. */
+  private identityFor(runUser: string, instanceId: number): { uid: number; gid: number } | undefined {
+    const me = currentOsUser();
+    if (runUser === me.name) return undefined;
+    const user = lookupOsUser(runUser);
+    if (!user) throw new Error(`runUser ${runUser} is not a user on this system`);
+    if (user.uid === me.uid) return undefined;
+    if (me.uid !== 0) {
+      throw new Error(
+        `tunnelward runs as ${me.name}, not root, so it cannot run instance ${instanceId} as ${runUser}; ` +
+          `set runUser to ${me.name} or run tunnelward as root`,
+      );
+    }
+    return { uid: user.uid, gid: user.gid };
+  }
+
+  /** A small, clean environment: tunnelward's own (which may hold secrets) is not passed on. */
+  private environmentFor(runUser: string): NodeJS.ProcessEnv {
+    const home = lookupOsUser(runUser)?.home ?? '/';
+    return {
+      PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+      HOME: home,
+      USER: runUser,
+      LOGNAME: runUser,
+      LANG: process.env.LANG ?? 'C.UTF-8',
+      ...(process.env.TZ ? { TZ: process.env.TZ } : {}),
+    };
+  }
+
+  /**
+   * Takes over a process an earlier tunnelward started: only when the pid is alive, was started at the recorded
+   * time, and runs this config file. Returns false when it is not there (or is someone else).
+   */
+  adopt(pid: number, startTicks: number | null, configPath: string, logPath: string): boolean {
+    if (this.watched.has(pid)) return true;
+    const stat = procStat(pid);
+    if (stat) {
+      if (stat.state === 'Z') return false;
+      if (startTicks !== null && stat.startTicks !== startTicks) return false;
+      if (!procCmdline(pid)?.includes(configPath)) return false;
+    } else if (!pidExists(pid)) {
+      return false;
+    }
+    let resolve!: (exit: ExitInfo) => void;
+    const exited = new Promise<ExitInfo>((r) => (resolve = r));
+    this.watched.set(pid, { exited, logPath, adopted: { startTicks: stat?.startTicks ?? startTicks, resolve } });
+    this.poller ??= setInterval(() => this.poll(), this.pollMs).unref();
+    return true;
+  }
+
+  private poll(): void {
+    const deep = ++this.polls % DEEP_CHECK_EVERY === 0;
+    let adopted = 0;
+    for (const [pid, watched] of this.watched) {
+      if (!watched.adopted) continue;
+      adopted++;
+      let gone = !pidExists(pid);
+      if (!gone && deep) {
+        const stat = procStat(pid);
+        gone = !stat || stat.state === 'Z' || (watched.adopted.startTicks !== null && stat.startTicks !== watched.adopted.startTicks);
+      }
+      if (gone) {
+        this.watched.delete(pid);
+        const { resolve } = watched.adopted;
+        // Not our child: its exit status went to its new parent, so only the fact of the exit is known.
+        void tailLines(watched.logPath).then((tail) => resolve({ code: null, signal: null, tail }));
+      }
+    }
+    if (adopted === 0 && this.poller) {
+      clearInterval(this.poller);
+      this.poller = undefined;
+    }
+  }
+
+  /** Drops what is kept of a process once its exit has been handled. */
+  forget(pid: number): void {
+    this.watched.delete(pid);
+  }
+
+  /** Resolves when the process exits; at once when it is not one we watch. */
+  exitOf(pid: number): Promise<ExitInfo> {
+    return this.watched.get(pid)?.exited ?? Promise.resolve({ code: null, signal: null, tail: [] });
+  }
+
+  /** Signals the whole process group of the tunnel (it leads its group). */
+  signal(pid: number, signal: NodeJS.Signals): void {
+    try {
+      process.kill(-pid, signal);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ESRCH') {
+        this.log.warn({ pid, signal, err }, 'cannot signal the process group');
+      }
+      try {
+        process.kill(pid, signal);
+      } catch {
+        // already gone
+      }
+    }
+  }
+
+  close(): void {
+    if (this.poller) clearInterval(this.poller);
+    this.poller = undefined;
+  }
+}

@@ -1,0 +1,152 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import type { InstanceSupervisor, InstanceView } from '../../../actors/instance-supervisor.js';
+import { serviceNameOf } from '../../../actors/instance-supervisor.js';
+import type { Command } from '../../../machines/instance.machine.js';
+import { hasRole } from '../../accounts/rules.js';
+import { AppError, badRequest, conflict } from '../../errors.js';
+import { formatIso } from '../../util/time.js';
+import { requireRole, type AppState } from '../auth.js';
+import { reply } from '../envelope.js';
+import { body, optionalBool, optionalString, queryParam, requiredId, requiredString, type Fields } from '../params.js';
+import type { RouteDeps } from '../app.js';
+
+/** The instance id of a GET request (query, then X-InstanceID header). */
+export function instanceIdParam(ctx: Context): number {
+  return requiredId({ instanceID: queryParam(ctx, 'instanceID') }, 'instanceID');
+}
+
+function objectField(fields: Fields, name: string, required: boolean): Fields | undefined {
+  const v = fields[name];
+  if (v === undefined || v === null) {
+    if (required) throw badRequest(`${name} is required`);
+    return undefined;
+  }
+  if (typeof v !== 'object' || Array.isArray(v)) throw badRequest(`${name} must be an object`);
+  return v as Fields;
+}
+
+const isRunning = (view: InstanceView) => view.state === 'running';
+
+async function runCommand(supervisor: InstanceSupervisor, id: number, command: Command): Promise<string> {
+  supervisor.state(id); // 404 before queueing
+  const done = await supervisor.command(id, command);
+  if (done.ok) return `instance ${id} ${done.message}`;
+  if (done.conflict) throw conflict(`instance ${id} is ${done.message}`);
+  throw new AppError(500, `instance ${id} could not ${command}: ${done.message}`);
+}
+
+/** /tunnelAct/instanceMgr/*: mounted behind authentication. */
+export function instanceRoutes({ supervisor, authenticated }: RouteDeps): Router<AppState> {
+  const router = new Router<AppState>({ prefix: '/tunnelAct/instanceMgr' });
+  router.use(...authenticated);
+  const admin = requireRole('admin');
+
+  router.post('/create', admin, async (ctx) => {
+    const fields = body(ctx);
+    const info = objectField(fields, 'instanceInfo', true)!;
+    const record = await supervisor.create(
+      {
+        name: requiredString(info, 'name'),
+        serverAddr: requiredString(info, 'serverAddr'),
+        serverPort: requiredString(info, 'serverPort'),
+        authMethod: requiredString(info, 'auth_method'),
+        bootAtStart: optionalBool(fields, 'bootAtStart') ?? false,
+        runUser: optionalString(fields, 'runUser') || 'root',
+        additional: objectField(fields, 'additionalProperties', false) ?? {},
+      },
+      ctx.state.auth.user,
+    );
+    reply(ctx, `instance ${record.name} created`, {
+      instanceID: record.id,
+      name: record.name,
+      configPath: record.configPath,
+      bootAtStart: record.bootAtStart,
+    });
+  });
+
+  router.post('/delete', admin, async (ctx) => {
+    const record = await supervisor.remove(requiredId(body(ctx), 'instanceID'));
+    reply(ctx, `instance ${record.name} deleted`, { instanceID: record.id, name: record.name });
+  });
+
+  router.post('/modify', admin, async (ctx) => {
+    const fields = body(ctx);
+    const id = requiredId(fields, 'instanceID');
+    const type = requiredString(fields, 'type');
+    const data = objectField(fields, 'modifiedData', true)!;
+    if (type === 'configFile') {
+      const record = await supervisor.modifyConfig(id, data);
+      reply(ctx, `config file of instance ${record.name} modified; restart it to apply`, {
+        instanceID: record.id,
+        configPath: record.configPath,
+      });
+    } else if (type === 'systemConfig') {
+      const unknown = Object.keys(data).filter((k) => !['name', 'bootAtStart', 'runUser'].includes(k));
+      if (unknown.length > 0) throw badRequest(`unknown systemConfig keys: ${unknown.join(', ')}`);
+      const record = await supervisor.modifySystem(id, {
+        name: optionalString(data, 'name'),
+        bootAtStart: optionalBool(data, 'bootAtStart'),
+        runUser: optionalString(data, 'runUser'),
+      });
+      reply(ctx, `instance ${record.name} modified`, {
+        instanceID: record.id,
+        configPath: record.configPath,
+        bootAtStart: record.bootAtStart,
+        runUser: record.runUser,
+      });
+    } else {
+      throw badRequest('type must be configFile or systemConfig');
+    }
+  });
+
+  for (const command of ['start', 'stop', 'restart'] as const) {
+    router.post(`/${command}`, admin, async (ctx) => {
+      reply(ctx, await runCommand(supervisor, requiredId(body(ctx), 'instanceID'), command), {});
+    });
+  }
+
+  router.get('/status', async (ctx) => {
+    const view = supervisor.get(instanceIdParam(ctx));
+    reply(ctx, `instance ${view.record.name} is ${view.state}`, {
+      name: view.record.name,
+      initSystem: supervisor.initSystem,
+      ...(process.platform === 'linux' ? { serviceName: serviceNameOf(view.record.id) } : {}),
+      isRunning: isRunning(view),
+      state: view.state,
+    });
+  });
+
+  router.get('/list', async (ctx) => {
+    const list = supervisor.list().map((view) => ({
+      instanceID: view.record.id,
+      name: view.record.name,
+      createdAt: formatIso(view.record.createdAt),
+      createdBy: view.record.createdBy,
+      isRunning: isRunning(view),
+      state: view.state,
+    }));
+    reply(ctx, `${list.length} instances`, list);
+  });
+
+  router.get('/getInfo', async (ctx) => {
+    const view = supervisor.get(instanceIdParam(ctx));
+    const config = await supervisor.readConfig(view.record.id);
+    const privileged = hasRole(ctx.state.auth.user.type, 'admin');
+    reply(ctx, `instance ${view.record.name}`, {
+      instanceID: view.record.id,
+      name: view.record.name,
+      serviceName: serviceNameOf(view.record.id),
+      createdAt: formatIso(view.record.createdAt),
+      createdBy: view.record.createdBy,
+      isRunning: isRunning(view),
+      auth_method: config.authMethod,
+      bootAtStart: view.record.bootAtStart,
+      runUser: view.record.runUser,
+      configPath: view.record.configPath,
+      ...(privileged ? { serverAddr: config.serverAddr, serverPort: config.serverPort } : {}),
+    });
+  });
+
+  return router;
+}

@@ -1,0 +1,74 @@
+import Router from '@koa/router';
+import type { ProxyInput } from '../../config/tunnel-config.js';
+import { badRequest } from '../../errors.js';
+import { requireRole, type AppState } from '../auth.js';
+import { reply } from '../envelope.js';
+import { body, optionalString, requiredId, requiredString, type Fields } from '../params.js';
+import type { RouteDeps } from '../app.js';
+import { instanceIdParam } from './instances.js';
+
+function proxyInfo(fields: Fields): ProxyInput & Fields {
+  const info = fields.proxyInfo;
+  if (info === undefined || info === null) throw badRequest('proxyInfo is required');
+  if (typeof info !== 'object' || Array.isArray(info)) throw badRequest('proxyInfo must be an object');
+  return info as ProxyInput & Fields;
+}
+
+/** /tunnelAct/proxyMgr/*: edits the instance's config file only; the tunnel applies it at its next restart. */
+export function proxyRoutes({ supervisor, authenticated }: RouteDeps): Router<AppState> {
+  const router = new Router<AppState>({ prefix: '/tunnelAct/proxyMgr' });
+  router.use(...authenticated);
+  const admin = requireRole('admin');
+
+  const edited = (id: number, configPath: string, proxyName: string) => ({ instanceID: id, configPath, proxyName });
+
+  router.post('/create', admin, async (ctx) => {
+    const fields = body(ctx);
+    const id = requiredId(fields, 'instanceID');
+    const info = proxyInfo(fields);
+    const { record, result } = await supervisor.editProxies(id, (config) => config.addProxy(info));
+    reply(ctx, `proxy ${result.name} added to instance ${record.name}`, edited(id, record.configPath, result.name));
+  });
+
+  router.post('/modify', admin, async (ctx) => {
+    const fields = body(ctx);
+    const id = requiredId(fields, 'instanceID');
+    const info = proxyInfo(fields);
+    const oldName = optionalString(fields, 'oldName') ?? optionalString(info, 'oldName');
+    const newName = optionalString(fields, 'newName') ?? optionalString(info, 'newName');
+    const selector = oldName ?? optionalString(info, 'name');
+    if (!selector) throw badRequest('proxyInfo.name (or oldName) is required to select the proxy');
+    const { oldName: _o, newName: _n, ...input } = info;
+    const { record, result } = await supervisor.editProxies(id, (config) => config.modifyProxy(selector, input, newName));
+    reply(ctx, `proxy ${result.name} of instance ${record.name} modified`, edited(id, record.configPath, result.name));
+  });
+
+  router.post('/delete', admin, async (ctx) => {
+    const fields = body(ctx);
+    const id = requiredId(fields, 'instanceID');
+    const name = requiredString(fields, 'proxyName');
+    const { record } = await supervisor.editProxies(id, (config) => config.deleteProxy(name));
+    reply(ctx, `proxy ${name} deleted from instance ${record.name}`, edited(id, record.configPath, name));
+  });
+
+  router.post('/setStatus', admin, async (ctx) => {
+    const fields = body(ctx);
+    const id = requiredId(fields, 'instanceID');
+    const name = requiredString(fields, 'proxyName');
+    if (typeof fields.enabled !== 'boolean') throw badRequest('enabled is required and must be true or false');
+    const enabled = fields.enabled;
+    const { record } = await supervisor.editProxies(id, (config) => config.setProxyEnabled(name, enabled));
+    reply(ctx, `proxy ${name} of instance ${record.name} ${enabled ? 'enabled' : 'disabled'}`, {
+      ...edited(id, record.configPath, name),
+      enabled,
+    });
+  });
+
+  router.get('/list', async (ctx) => {
+    const id = instanceIdParam(ctx);
+    const proxies = (await supervisor.readConfig(id)).proxies();
+    reply(ctx, `${proxies.length} proxies`, { instanceID: id, proxyCount: proxies.length, proxies });
+  });
+
+  return router;
+}

@@ -1,0 +1,46 @@
+import { readFileSync } from 'node:fs';
+
+/**
+ * Reads what /proc says of a process: its state letter and its start time (clock ticks after boot), which with the
+ * pid identifies one process for good (a pid can be reused, a pid and a start time cannot). Undefined when gone.
+ */
+export function procStat(pid: number): { state: string; startTicks: number } | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  } catch {
+    return undefined;
+  }
+  // The command name (field 2) may hold spaces and parentheses: fields after it are counted from the last ')'.
+  const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return { state: rest[0]!, startTicks: Number(rest[19]) };
+}
+
+/** The command line of a process, its arguments joined by spaces. */
+export function procCmdline(pid: number): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').filter(Boolean).join(' ');
+  } catch {
+    return undefined;
+  }
+}
+
+/** True when a signal can reach the pid (it exists, zombie or not). */
+export function pidExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The host's boot id; TUNNELWARD_BOOT_ID stands in for it in tests. */
+export function hostBootId(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.TUNNELWARD_BOOT_ID) return env.TUNNELWARD_BOOT_ID;
+  try {
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+  } catch {
+    return 'unknown';
+  }
+}
