@@ -1,0 +1,93 @@
+import { execFile } from 'node:child_process';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { PACKAGE_ROOT } from '../../src/paths.js';
+import type { Daemon } from './daemon.js';
+
+export const FIXTURE_FRPC = join(PACKAGE_ROOT, 'test', 'fixtures', 'frpc.mjs');
+
+const run = promisify(execFile);
+
+/** settings.toml for a daemon whose tunnels are the fixture, with short timings so tests stay quick. */
+export function instanceSettings(extra: Record<string, string | number> = {}): string {
+  const values: Record<string, string | number> = {
+    'Instance.StartSecs': 0.3,
+    'Instance.StopTimeoutSecs': 2,
+    'Watchdog.BackoffSecs': 0.1,
+    'Watchdog.BackoffMaxSecs': 0.4,
+    'Watchdog.StartLimit': 3,
+    'RateLimit.Login': 1000,
+    'RateLimit.PerToken': 100000,
+    ...extra,
+  };
+  const lines = [`TunnelPath = ${JSON.stringify(FIXTURE_FRPC)}`];
+  for (const [key, value] of Object.entries(values)) {
+    lines.push(`${JSON.stringify(key)} = ${typeof value === 'string' ? JSON.stringify(value) : value}`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+export interface CreatedInstance {
+  id: string;
+  configPath: string;
+}
+
+/** Creates an instance (fixture controls go in `metadatas`) and returns its id as the API takes it: a string. */
+export async function createInstance(
+  daemon: Daemon,
+  token: string,
+  name: string,
+  additionalProperties: Record<string, unknown> = {},
+  extra: Record<string, unknown> = {},
+): Promise<CreatedInstance> {
+  const res = await daemon.post(
+    '/tunnelAct/instanceMgr/create',
+    {
+      instanceInfo: { name, serverAddr: '127.0.0.1', serverPort: '7000', auth_method: 'token' },
+      additionalProperties,
+      ...extra,
+    },
+    { token },
+  );
+  if (!res.body.success) throw new Error(`create ${name} failed: ${res.body.message}`);
+  return { id: String(res.body.data.instanceID), configPath: res.body.data.configPath };
+}
+
+/** What the fixture's frpc-style validation says of a file: ok, or the error it prints. */
+export async function frpcVerify(configPath: string): Promise<{ ok: boolean; output: string }> {
+  try {
+    const { stdout } = await run(FIXTURE_FRPC, ['verify', '-c', configPath]);
+    return { ok: true, output: stdout };
+  } catch (err) {
+    const e = err as { stdout?: string; stderr?: string };
+    return { ok: false, output: `${e.stdout ?? ''}${e.stderr ?? ''}` };
+  }
+}
+
+/** Pids of live (not zombie) fixture processes running a given config file, read from /proc. */
+export async function tunnelPids(configPath: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, 'latin1').catch(() => '');
+    const args = cmdline.split('\0');
+    if (!args.some((a) => a.endsWith('frpc.mjs')) || args[args.indexOf('-c') + 1] !== configPath) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'latin1').catch(() => '');
+    if (stat && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z') pids.push(Number(entry));
+  }
+  return pids;
+}
+
+export async function waitFor<T>(probe: () => Promise<T>, until: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (until(value)) return value;
+    if (Date.now() > deadline) throw new Error(`timed out; last value ${JSON.stringify(value)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export const statusOf = (daemon: Daemon, token: string, id: string) =>
+  daemon.get(`/tunnelAct/instanceMgr/status?instanceID=${id}`, { token }).then((r) => r.body.data);

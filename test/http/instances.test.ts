@@ -1,0 +1,209 @@
+import { readFile, stat } from 'node:fs/promises';
+import { basename } from 'node:path';
+import test from 'ava';
+import { parse } from 'smol-toml';
+import { dispose, startDaemon, type Daemon } from '../helpers/daemon.js';
+import { createInstance, frpcVerify, instanceSettings, statusOf, tunnelPids, waitFor } from '../helpers/instances.js';
+
+let daemon: Daemon;
+let root: string;
+let visitor: { token: string };
+test.before(async () => {
+  daemon = await startDaemon({ settingsToml: instanceSettings() });
+  root = await daemon.login();
+  visitor = await daemon.userWithToken(root, 'in_visitor', 'visitor');
+});
+test.after.always(async () => {
+  const list = await daemon.get('/tunnelAct/instanceMgr/list', { token: root });
+  for (const i of list.body.data ?? []) await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: String(i.instanceID) }, { token: root });
+  await dispose(daemon);
+});
+
+test('create writes a 0600 config file named after the id that frpc-style validation accepts', async (t) => {
+  const res = await daemon.post(
+    '/tunnelAct/instanceMgr/create',
+    {
+      instanceInfo: { name: 'in_create', serverAddr: 'frp.example.com', serverPort: '7000', auth_method: 'token' },
+      additionalProperties: { 'auth.token': 'tok-secret', 'transport.tls.enable': true, log_level: 'debug', 'webServer.port': '7400' },
+    },
+    { token: root },
+  );
+  t.true(res.body.success, res.body.message);
+  const { instanceID, name, configPath, bootAtStart } = res.body.data;
+  t.true(Number.isInteger(instanceID));
+  t.is(name, 'in_create');
+  t.is(bootAtStart, false);
+  t.is(basename(configPath), `tunnel_${instanceID}.toml`);
+  t.is((await stat(configPath)).mode & 0o777, 0o600);
+  const file = parse(await readFile(configPath, 'utf8')) as any;
+  t.like(file, { serverAddr: 'frp.example.com', serverPort: 7000, auth: { method: 'token', token: 'tok-secret' } });
+  t.is(file.transport.tls.enable, true);
+  t.is(file.log.level, 'debug', 'the older log_level spelling is mapped');
+  t.is(file.webServer.port, 7400);
+  t.true((await frpcVerify(configPath)).ok);
+  t.false(JSON.stringify(res.body).includes('tok-secret'));
+});
+
+test('create validates its input', async (t) => {
+  const base = { name: 'in_bad', serverAddr: 'h', serverPort: '7000', auth_method: 'token' };
+  const cases: Array<[object, number, RegExp]> = [
+    [{}, 400, /instanceInfo is required/],
+    [{ instanceInfo: { ...base, name: undefined } }, 400, /name is required/],
+    [{ instanceInfo: { ...base, serverPort: 7000 } }, 400, /serverPort must be a string/],
+    [{ instanceInfo: { ...base, serverPort: '70000' } }, 400, /serverPort/],
+    [{ instanceInfo: { ...base, auth_method: 'password' } }, 400, /token, oidc/],
+    [{ instanceInfo: { ...base, name: 'bad name!' } }, 400, /name must be 1-64/],
+    [{ instanceInfo: base, additionalProperties: { colour: 'blue', 'auth.tokn': 'x' } }, 400, /colour.*auth\.tokn|auth\.tokn.*colour/],
+    [{ instanceInfo: base, additionalProperties: { user: '{{ .Envs.HOME }}' } }, 400, /Go template/],
+    [{ instanceInfo: base, runUser: 'no_such_user_here' }, 400, /runUser "no_such_user_here" is not a user/],
+    [{ instanceInfo: base, bootAtStart: 'yes' }, 400, /bootAtStart must be a boolean/],
+  ];
+  for (const [body, status, message] of cases) {
+    const res = await daemon.post('/tunnelAct/instanceMgr/create', body, { token: root });
+    t.is(res.status, status, JSON.stringify(body));
+    t.regex(res.body.message, message, JSON.stringify(body));
+  }
+  await createInstance(daemon, root, 'in_dup');
+  const dup = await daemon.post('/tunnelAct/instanceMgr/create', { instanceInfo: { ...base, name: 'in_dup' } }, { token: root });
+  t.is(dup.status, 409);
+});
+
+test('visitors see instances but change nothing; serverAddr and serverPort are hidden from them', async (t) => {
+  const { id } = await createInstance(daemon, root, 'in_roles');
+  for (const path of ['create', 'delete', 'modify', 'start', 'stop', 'restart']) {
+    const res = await daemon.post(`/tunnelAct/instanceMgr/${path}`, { instanceID: id }, { token: visitor.token });
+    t.is(res.status, 403, path);
+  }
+  const list = await daemon.get('/tunnelAct/instanceMgr/list', { token: visitor.token });
+  const mine = list.body.data.find((i: any) => i.name === 'in_roles');
+  t.like(mine, { instanceID: Number(id), createdBy: 'admin', isRunning: false });
+  t.regex(mine.createdAt, /^\d{4}-\d{2}-\d{2}T/);
+  const info = await daemon.get(`/tunnelAct/instanceMgr/getInfo?instanceID=${id}`, { token: visitor.token });
+  t.like(info.body.data, { name: 'in_roles', serviceName: `tunnel_${id}`, auth_method: 'token', runUser: 'root', bootAtStart: false });
+  t.false('serverAddr' in info.body.data);
+  t.false('serverPort' in info.body.data);
+  const adminInfo = await daemon.get(`/tunnelAct/instanceMgr/getInfo?instanceID=${id}`, { token: root });
+  t.like(adminInfo.body.data, { serverAddr: '127.0.0.1', serverPort: '7000' });
+  const byHeader = await daemon.get('/tunnelAct/instanceMgr/status', { token: visitor.token, headers: { 'X-InstanceID': id } });
+  t.like(byHeader.body.data, { name: 'in_roles', initSystem: 'process', serviceName: `tunnel_${id}`, isRunning: false });
+});
+
+test('unknown ids are 404, malformed ids 400', async (t) => {
+  for (const path of ['start', 'stop', 'restart', 'delete']) {
+    const res = await daemon.post(`/tunnelAct/instanceMgr/${path}`, { instanceID: '99999' }, { token: root });
+    t.is(res.status, 404, path);
+    t.regex(res.body.message, /instance 99999 not found/);
+    const bad = await daemon.post(`/tunnelAct/instanceMgr/${path}`, { instanceID: 'abc' }, { token: root });
+    t.is(bad.status, 400, path);
+    const missing = await daemon.post(`/tunnelAct/instanceMgr/${path}`, {}, { token: root });
+    t.is(missing.status, 400, path);
+  }
+  for (const path of ['status', 'getInfo']) {
+    t.is((await daemon.get(`/tunnelAct/instanceMgr/${path}?instanceID=99999`, { token: root })).status, 404);
+    t.is((await daemon.get(`/tunnelAct/instanceMgr/${path}?instanceID=1.5`, { token: root })).status, 400);
+    t.is((await daemon.get(`/tunnelAct/instanceMgr/${path}`, { token: root })).status, 400);
+  }
+});
+
+test('start, start again (409), stop, stop again (says so), restart', async (t) => {
+  const { id, configPath } = await createInstance(daemon, root, 'in_cycle');
+  const start = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root });
+  t.deepEqual(start.body, { success: true, message: `instance ${id} started`, data: {} });
+  const [pid] = await tunnelPids(configPath);
+  t.truthy(pid);
+  t.is((await statusOf(daemon, root, id)).isRunning, true);
+  const again = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root });
+  t.is(again.status, 409);
+  t.regex(again.body.message, /already running/);
+  const restart = await daemon.post('/tunnelAct/instanceMgr/restart', { instanceID: id }, { token: root });
+  t.true(restart.body.success);
+  const after = await tunnelPids(configPath);
+  t.is(after.length, 1);
+  t.not(after[0], pid, 'a new process');
+  const stop = await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token: root });
+  t.deepEqual(stop.body, { success: true, message: `instance ${id} stopped`, data: {} });
+  t.deepEqual(await tunnelPids(configPath), []);
+  const stopAgain = await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token: root });
+  t.is(stopAgain.status, 200);
+  t.regex(stopAgain.body.message, /already stopped/);
+  t.is((await statusOf(daemon, root, id)).isRunning, false);
+});
+
+test('a start that fails reports the exit code and the last log lines', async (t) => {
+  const { id } = await createInstance(daemon, root, 'in_exits', { metadatas: { 'fixture.exit': 'now', 'fixture.exitCode': '4' } });
+  const res = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root });
+  t.is(res.status, 500);
+  t.false(res.body.success);
+  t.regex(res.body.message, /exited with code 4/);
+  t.regex(res.body.message, /fixture: exiting with code 4/);
+  t.false(/\x1b\[/.test(res.body.message), 'colour codes stripped');
+  t.is((await statusOf(daemon, root, id)).state, 'stopped');
+});
+
+test('concurrent start/stop/restart bursts on one instance end in a consistent state', async (t) => {
+  const { id, configPath } = await createInstance(daemon, root, 'in_burst');
+  const commands = ['start', 'restart', 'stop', 'start', 'start', 'stop', 'restart', 'restart', 'stop', 'start', 'restart'];
+  const results = await Promise.all(
+    commands.map((c) => daemon.post(`/tunnelAct/instanceMgr/${c}`, { instanceID: id }, { token: root })),
+  );
+  for (const r of results) t.true(r.status === 200 || r.status === 409, `${r.status} ${r.body.message}`);
+  const status = await statusOf(daemon, root, id);
+  const pids = await tunnelPids(configPath);
+  t.is(pids.length, status.isRunning ? 1 : 0, 'exactly one process when running, none when stopped');
+  t.true(status.state === 'running' || status.state === 'stopped');
+  await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token: root });
+  t.deepEqual(await tunnelPids(configPath), []);
+});
+
+test('a tunnel that ignores SIGTERM is killed after the stop timeout', async (t) => {
+  const { id, configPath } = await createInstance(daemon, root, 'in_stubborn', { metadatas: { 'fixture.ignoreSigterm': 'true' } });
+  await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root });
+  t.is((await tunnelPids(configPath)).length, 1);
+  const started = Date.now();
+  const stop = await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token: root });
+  t.true(stop.body.success);
+  t.true(Date.now() - started >= 1900, 'it waited for the stop timeout (2 s here)');
+  t.deepEqual(await tunnelPids(configPath), []);
+  t.regex(await readFile(daemon.dataDir + `/logs/tunnel_${id}.log`, 'utf8'), /ignoring SIGTERM/);
+});
+
+test('crash while running: restarts with backoff, then gives up (failed) until started by hand', async (t) => {
+  const { id, configPath } = await createInstance(daemon, root, 'in_crashy', { metadatas: { 'fixture.crashAfterMs': '500' } });
+  const start = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root });
+  t.true(start.body.success);
+  const failed = await waitFor(() => statusOf(daemon, root, id), (s) => s.state === 'failed', 15_000);
+  t.false(failed.isRunning);
+  t.deepEqual(await tunnelPids(configPath), []);
+  const lines = daemon.output.filter((l) => l.includes(`"instanceID":${id},`));
+  t.is(lines.filter((l) => l.includes('restarting after a delay')).length, 2, 'StartLimit 3: two restarts, then give up');
+  t.true(lines.some((l) => l.includes('giving up')));
+  await new Promise((r) => setTimeout(r, 600));
+  t.is((await statusOf(daemon, root, id)).state, 'failed', 'failed stays failed');
+  const again = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root });
+  t.true(again.body.success, 'a manual start leaves failed');
+  await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token: root });
+});
+
+test('delete of a running instance stops it and removes its file', async (t) => {
+  const { id, configPath } = await createInstance(daemon, root, 'in_deleted');
+  await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root });
+  t.is((await tunnelPids(configPath)).length, 1);
+  const res = await daemon.post('/tunnelAct/instanceMgr/delete', { instanceID: id }, { token: root });
+  t.deepEqual(res.body, { success: true, message: 'instance in_deleted deleted', data: { instanceID: Number(id), name: 'in_deleted' } });
+  t.deepEqual(await tunnelPids(configPath), []);
+  await t.throwsAsync(stat(configPath));
+  t.is((await daemon.get(`/tunnelAct/instanceMgr/status?instanceID=${id}`, { token: root })).status, 404);
+  const list = await daemon.get('/tunnelAct/instanceMgr/list', { token: root });
+  t.false(list.body.data.some((i: any) => i.name === 'in_deleted'));
+});
+
+test('a missing tunnel binary gives a clear message at start', async (t) => {
+  const other = await startDaemon({ settingsToml: instanceSettings().replace(/^TunnelPath = .*$/m, 'TunnelPath = "/nonexistent/frpc"') });
+  t.teardown(() => dispose(other));
+  const token = await other.login();
+  const { id } = await createInstance(other, token, 'in_nobinary');
+  const res = await other.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token });
+  t.is(res.status, 500);
+  t.regex(res.body.message, /\/nonexistent\/frpc is missing or not an executable file/);
+  t.is((await other.get('/system/getStatus')).status, 200, 'the daemon is fine');
+});
