@@ -15,6 +15,9 @@ export interface StartOptions {
   env?: Record<string, string | undefined>;
   /** Extra CLI arguments after `serve`. */
   args?: string[];
+  /** Run the daemon as this user (needs root). */
+  uid?: number;
+  gid?: number;
 }
 
 export interface Response<T = any> {
@@ -108,17 +111,25 @@ export async function tempDir(prefix = 'tunnelward-test-'): Promise<string> {
 }
 
 /** Spawns the CLI with arguments, without waiting for anything. */
-export function spawnCli(args: string[], env: Record<string, string | undefined> = {}): ChildProcess {
+export function spawnCli(
+  args: string[],
+  env: Record<string, string | undefined> = {},
+  identity: { uid?: number; gid?: number } = {},
+): ChildProcess {
   return spawn(process.execPath, [CLI, ...args], {
     env: { ...process.env, TUNNELWARD_ADMIN_USER: ADMIN.username, TUNNELWARD_ADMIN_PASSWORD: ADMIN.passwd, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...identity,
   });
 }
 
 export async function startDaemon(options: StartOptions = {}): Promise<Daemon> {
   const dataDir = options.dataDir ?? (await tempDir());
   if (options.settingsToml !== undefined) await writeFile(join(dataDir, 'settings.toml'), options.settingsToml);
-  const proc = spawnCli(['serve', '--data-dir', dataDir, '--port', '0', ...(options.args ?? [])], options.env);
+  const proc = spawnCli(['serve', '--data-dir', dataDir, '--port', '0', ...(options.args ?? [])], options.env, {
+    uid: options.uid,
+    gid: options.gid,
+  });
   const daemon = new Daemon(proc, dataDir);
   collectLines(proc, daemon.output);
   const started = daemon.waitForOutput(/tunnelward listening on (http:\/\/\S+)/, 20_000);
