@@ -312,7 +312,7 @@ export class InstanceSupervisor {
     const configPath = join(instancePath, `${serviceNameOf(id)}.toml`);
     this.store.setConfigPath(id, configPath);
     try {
-      await mkdir(instancePath, { recursive: true, mode: 0o700 });
+      await mkdir(instancePath, { recursive: true, mode: 0o711 });
       await writeTunnelConfig(configPath, config);
     } catch (err) {
       this.store.delete(id);

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
-import { chown, mkdir, open } from 'node:fs/promises';
+import { chown, mkdir, open, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { ExitInfo } from '../machines/instance.machine.js';
 import type { Logger } from '../src/log/logger.js';
@@ -50,6 +50,20 @@ export async function tailLines(path: string, count = TAIL_LINES, maxBytes = 819
   }
 }
 
+/** The first directory from the root down to `dir` that a user may not pass through, if any. */
+async function unsearchableDir(dir: string, who: { uid: number; gid: number }): Promise<string | undefined> {
+  const parts = dir.split('/').filter(Boolean);
+  for (let i = 0; i <= parts.length; i++) {
+    const path = '/' + parts.slice(0, i).join('/');
+    const info = await stat(path);
+    const mode = info.mode;
+    const searchable =
+      info.uid === who.uid ? (mode & 0o100) !== 0 : info.gid === who.gid ? (mode & 0o010) !== 0 : (mode & 0o001) !== 0;
+    if (!searchable) return path;
+  }
+  return undefined;
+}
+
 interface Watched {
   exited: Promise<ExitInfo>;
   logPath: string;
@@ -75,7 +89,15 @@ export class ProcessRunner {
   async spawn(request: SpawnRequest): Promise<TunnelProcess> {
     const executable = await resolveExecutable(request.tunnelPath);
     const identity = this.identityFor(request.runUser, request.instanceId);
-    if (identity) await chown(request.configPath, identity.uid, identity.gid);
+    if (identity) {
+      const blocked = await unsearchableDir(dirname(request.configPath), identity);
+      if (blocked) {
+        throw new Error(
+          `runUser ${request.runUser} cannot reach ${request.configPath}: ${blocked} is not searchable by it (chmod o+x ${blocked})`,
+        );
+      }
+      await chown(request.configPath, identity.uid, identity.gid);
+    }
     await mkdir(dirname(request.logPath), { recursive: true });
     const fd = openSync(request.logPath, 'a', 0o640);
     let child;

@@ -30,7 +30,8 @@ export interface RunningDaemon {
 /** Starts everything and listens; resolves once the URL is printed. Throws with a clear message when it cannot. */
 export async function startDaemon(flags: ServeFlags, env: NodeJS.ProcessEnv = process.env): Promise<RunningDaemon> {
   const dataDir = resolveDataDir(flags, env);
-  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  // Searchable but not listable by others: a tunnel running as another user must reach its config file.
+  await mkdir(dataDir, { recursive: true, mode: 0o711 });
   const lock = await DataDirLock.acquire(dataDir);
   const cleanups: Array<() => Promise<void> | void> = [() => lock.release()];
   const undo = async () => {

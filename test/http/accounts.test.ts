@@ -99,18 +99,22 @@ test('login returns a token; wrong password and unknown user fail alike', async 
 
 test('a login failure takes as long for an unknown user as for a wrong password', async (t) => {
   const time = async (username: string) => {
-    const samples: number[] = [];
-    for (let i = 0; i < 5; i++) {
-      const start = process.hrtime.bigint();
-      await daemon.post('/login', { username, passwd: 'Wrong123!x' });
-      samples.push(Number(process.hrtime.bigint() - start) / 1e6);
-    }
-    return samples.sort((a, b) => a - b)[2]!;
+    const start = process.hrtime.bigint();
+    await daemon.post('/login', { username, passwd: 'Wrong123!x' });
+    return Number(process.hrtime.bigint() - start) / 1e6;
   };
-  const known = await time('admin');
-  const unknown = await time('no_such_user');
-  // Both pay one argon2 verification; without the decoy an unknown user would answer ~100x faster.
-  t.true(unknown > known * 0.5 && unknown < known * 2, `known ${known} ms, unknown ${unknown} ms`);
+  const known: number[] = [];
+  const unknown: number[] = [];
+  // Interleaved, so that load from other tests falls on both alike.
+  for (let i = 0; i < 7; i++) {
+    known.push(await time('admin'));
+    unknown.push(await time('no_such_user'));
+  }
+  const median = (xs: number[]) => xs.sort((a, b) => a - b)[3]!;
+  const [k, u] = [median(known), median(unknown)];
+  // Both pay one argon2 verification; without the decoy an unknown user would answer about 100 times faster,
+  // so loose bounds still tell the two apart on a loaded machine.
+  t.true(u > k / 4 && u < k * 4, `known ${k} ms, unknown ${u} ms`);
 });
 
 test('X-Timestamp is required and must be within 3000 ms', async (t) => {

@@ -27,3 +27,35 @@ test('a daemon that is not root cannot run a tunnel as another user, and says so
   t.true((await statusOf(daemon, token, own.id)).isRunning);
   await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: own.id }, { token });
 });
+
+test('as root, a tunnel runs as its runUser with that user owning its config file', async (t) => {
+  const { chmod, stat, readFile } = await import('node:fs/promises');
+  const { tunnelPids } = await import('../helpers/instances.js');
+  const dir = await tempDir();
+  const daemon = await startDaemon({ dataDir: dir, settingsToml: instanceSettings() });
+  t.teardown(() => dispose(daemon));
+  const token = await daemon.login();
+  const { id, configPath } = await createInstance(daemon, token, 'ru_nobody', {}, { runUser: 'nobody' });
+  if (process.getuid?.() !== 0) {
+    // Only root can switch users: anyone else is refused with the reason.
+    const refused = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token });
+    t.regex(refused.body.message, /not root, so it cannot run instance/);
+    return;
+  }
+  // The temp data dir is 0700: the tunnel could not reach its file, and the start says so.
+  const blocked = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token });
+  t.regex(blocked.body.message, new RegExp(`runUser nobody cannot reach .*: ${dir} is not searchable by it`));
+  await chmod(dir, 0o711);
+  const res = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token });
+  t.true(res.body.success, res.body.message);
+  const [pid] = await tunnelPids(configPath);
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  t.regex(status, /^Uid:\s+65534\s+65534/m);
+  t.regex(status, /^Gid:\s+65534\s+65534/m);
+  t.regex(status, /^Groups:\s*$/m, 'no supplementary groups carried over from root');
+  t.is((await stat(configPath)).uid, 65534);
+  t.is((await stat(configPath)).mode & 0o777, 0o600);
+  const environ = await readFile(`/proc/${pid}/environ`, 'latin1');
+  t.false(environ.includes('TUNNELWARD_ADMIN_PASSWORD'), "tunnelward's environment is not passed on");
+  await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token });
+});

@@ -1,0 +1,27 @@
+import test from 'ava';
+import { dispose, startDaemon } from '../helpers/daemon.js';
+import { instanceSettings } from '../helpers/instances.js';
+
+test('selfCheck reports each check; admins only', async (t) => {
+  const daemon = await startDaemon({ settingsToml: instanceSettings() });
+  t.teardown(() => dispose(daemon));
+  const root = await daemon.login();
+  const visitor = await daemon.userWithToken(root, 'sc_visitor', 'visitor');
+  t.is((await daemon.get('/system/selfCheck', { token: visitor.token })).status, 403);
+  const res = await daemon.get('/system/selfCheck', { token: root });
+  t.true(res.body.success);
+  t.true(res.body.data.ok, JSON.stringify(res.body.data));
+  const byName = Object.fromEntries(res.body.data.checks.map((c: any) => [c.name, c]));
+  t.deepEqual(Object.keys(byName).sort(), ['dataDir', 'instancePath', 'settings', 'tunnelPath', 'tunnelVersion']);
+  t.is(byName.tunnelVersion.message, '0.70.1');
+  t.regex(byName.tunnelPath.message, /frpc\.mjs is executable/);
+
+  await daemon.post('/settings/set', { TunnelPath: '/nonexistent/frpc' }, { token: root });
+  const broken = await daemon.get('/system/selfCheck', { token: root });
+  t.false(broken.body.data.ok);
+  const after = Object.fromEntries(broken.body.data.checks.map((c: any) => [c.name, c]));
+  t.like(after.tunnelPath, { ok: false, message: '/nonexistent/frpc is missing or not an executable file' });
+  t.like(after.tunnelVersion, { ok: false });
+  t.like(after.settings, { ok: true });
+  t.regex(broken.body.message, /2 checks found a problem/);
+});
