@@ -301,27 +301,26 @@ export class InstanceSupervisor {
       input.additional,
     );
     const instancePath = this.settings.value('InstancePath');
-    const id = this.store.insert({
+    const record = this.store.insert({
       name: input.name,
       bootAtStart: input.bootAtStart,
       runUser: input.runUser,
       createdBy: owner.username,
       ownerId: owner.id,
       now: Date.now(),
+      configPathOf: (id) => join(instancePath, `${serviceNameOf(id)}.toml`),
     });
-    const configPath = join(instancePath, `${serviceNameOf(id)}.toml`);
-    this.store.setConfigPath(id, configPath);
     try {
       await mkdir(instancePath, { recursive: true, mode: 0o711 });
-      await writeTunnelConfig(configPath, config);
+      await writeTunnelConfig(record.configPath, config);
     } catch (err) {
-      this.store.delete(id);
-      throw err instanceof AppError ? err : new AppError(500, `cannot write ${configPath}: ${(err as Error).message}`);
+      this.store.delete(record.id);
+      throw err instanceof AppError ? err : new AppError(500, `cannot write ${record.configPath}: ${(err as Error).message}`);
     }
     await this.db.persist();
-    this.createActor(this.store.get(id)!);
-    this.log.info({ instanceID: id, name: input.name }, 'instance created');
-    return this.store.get(id)!;
+    this.createActor(record);
+    this.log.info({ instanceID: record.id, name: record.name }, 'instance created');
+    return record;
   }
 
   /** Stops the tunnel if it runs, then removes its config file, its logs and its record. */
@@ -371,9 +370,9 @@ export class InstanceSupervisor {
         if (this.store.nameTaken(change.name, id)) throw conflict(`an instance named ${change.name} already exists`);
       }
       if (change.runUser !== undefined) checkRunUser(change.runUser);
-      this.store.update(id, change);
+      const updated = this.store.update(id, change) ?? record;
       await this.db.persist();
-      return this.store.get(id) ?? record;
+      return updated;
     });
   }
 

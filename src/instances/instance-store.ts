@@ -44,55 +44,98 @@ const toRecord = (r: Row): InstanceRecord => ({
   startTicks: r.start_ticks,
 });
 
-/** The SQL of instance records. Callers persist the database after a mutation. */
+/**
+ * Instance records: kept in memory (reads are hot: every list and status) and written through to the database.
+ * Records handed out are frozen snapshots; an update replaces the record. Callers persist the database after a
+ * mutation.
+ */
 export class InstanceStore {
-  constructor(private readonly db: Database) {}
+  private readonly records = new Map<number, InstanceRecord>();
+
+  constructor(private readonly db: Database) {
+    for (const row of db.all<Row>('SELECT * FROM instances ORDER BY id')) this.records.set(row.id, Object.freeze(toRecord(row)));
+  }
 
   all(): InstanceRecord[] {
-    return this.db.all<Row>('SELECT * FROM instances ORDER BY id').map(toRecord);
+    return [...this.records.values()];
+  }
+
+  get(id: number): InstanceRecord | undefined {
+    return this.records.get(id);
   }
 
   nameTaken(name: string, exceptId = -1): boolean {
-    return this.db.get('SELECT 1 FROM instances WHERE name = ? AND id != ?', [name, exceptId]) !== undefined;
+    for (const r of this.records.values()) if (r.name === name && r.id !== exceptId) return true;
+    return false;
   }
 
-  /** Inserts a record; the config path is derived from the id, so it is filled in by `setConfigPath`. */
-  insert(fields: { name: string; bootAtStart: boolean; runUser: string; createdBy: string; ownerId: number; now: number }): number {
+  /** Inserts a record; its config path derives from the id it gets. */
+  insert(fields: {
+    name: string;
+    bootAtStart: boolean;
+    runUser: string;
+    createdBy: string;
+    ownerId: number;
+    now: number;
+    configPathOf: (id: number) => string;
+  }): InstanceRecord {
     this.db.run(
       `INSERT INTO instances (name, boot_at_start, run_user, config_path, created_at, created_by, owner_id)
        VALUES (?, ?, ?, '', ?, ?, ?)`,
       [fields.name, fields.bootAtStart ? 1 : 0, fields.runUser, fields.now, fields.createdBy, fields.ownerId],
     );
-    return this.db.lastInsertRowid();
+    const id = this.db.lastInsertRowid();
+    const configPath = fields.configPathOf(id);
+    this.db.run('UPDATE instances SET config_path = ? WHERE id = ?', [configPath, id]);
+    const record: InstanceRecord = Object.freeze({
+      id,
+      name: fields.name,
+      bootAtStart: fields.bootAtStart,
+      runUser: fields.runUser,
+      configPath,
+      createdAt: fields.now,
+      createdBy: fields.createdBy,
+      ownerId: fields.ownerId,
+      desired: 'stopped',
+      pid: null,
+      startTicks: null,
+    });
+    this.records.set(id, record);
+    return record;
   }
 
-  get(id: number): InstanceRecord | undefined {
-    const row = this.db.get<Row>('SELECT * FROM instances WHERE id = ?', [id]);
-    return row && toRecord(row);
+  private replace(id: number, changes: Partial<InstanceRecord>): InstanceRecord | undefined {
+    const current = this.records.get(id);
+    if (!current) return undefined;
+    const next = Object.freeze({ ...current, ...changes });
+    this.records.set(id, next);
+    return next;
   }
 
-  setConfigPath(id: number, path: string): void {
-    this.db.run('UPDATE instances SET config_path = ? WHERE id = ?', [path, id]);
-  }
-
-  update(id: number, fields: { name?: string; bootAtStart?: boolean; runUser?: string }): void {
+  update(id: number, fields: { name?: string; bootAtStart?: boolean; runUser?: string }): InstanceRecord | undefined {
     if (fields.name !== undefined) this.db.run('UPDATE instances SET name = ? WHERE id = ?', [fields.name, id]);
     if (fields.bootAtStart !== undefined) {
       this.db.run('UPDATE instances SET boot_at_start = ? WHERE id = ?', [fields.bootAtStart ? 1 : 0, id]);
     }
     if (fields.runUser !== undefined) this.db.run('UPDATE instances SET run_user = ? WHERE id = ?', [fields.runUser, id]);
+    const defined = Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
+    return this.replace(id, defined);
   }
 
   setDesired(id: number, desired: DesiredState): void {
+    if (this.records.get(id)?.desired === desired) return;
     this.db.run('UPDATE instances SET desired = ? WHERE id = ?', [desired, id]);
+    this.replace(id, { desired });
   }
 
   setProcess(id: number, pid: number | null, startTicks: number | null): void {
     this.db.run('UPDATE instances SET pid = ?, start_ticks = ? WHERE id = ?', [pid, startTicks, id]);
+    this.replace(id, { pid, startTicks });
   }
 
   delete(id: number): void {
     this.db.run('DELETE FROM instances WHERE id = ?', [id]);
+    this.records.delete(id);
   }
 
   getMeta(key: string): string | undefined {

@@ -1,0 +1,92 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PACKAGE_ROOT } from '../../src/paths.js';
+
+export const ADMIN = { username: 'admin', passwd: 'Bench123!x' };
+
+/** A real daemon started as a user would, measured from outside. */
+export class BenchDaemon {
+  url = '';
+  token = '';
+  private constructor(
+    readonly proc: ChildProcess,
+    readonly dataDir: string,
+  ) {}
+
+  static async start(options: { dataDir?: string; settingsToml?: string; env?: Record<string, string> } = {}) {
+    const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'tunnelward-bench-')));
+    if (options.settingsToml !== undefined) await writeFile(join(dataDir, 'settings.toml'), options.settingsToml);
+    const proc = spawn(
+      process.execPath,
+      [join(PACKAGE_ROOT, 'dist/src/cli.js'), 'serve', '--data-dir', dataDir, '--port', '0'],
+      {
+        env: { ...process.env, TUNNELWARD_ADMIN_USER: ADMIN.username, TUNNELWARD_ADMIN_PASSWORD: ADMIN.passwd, ...options.env },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    const daemon = new BenchDaemon(proc, dataDir);
+    daemon.url = await new Promise<string>((resolve, reject) => {
+      let buffer = '';
+      proc.stdout!.setEncoding('utf8');
+      proc.stdout!.on('data', (chunk: string) => {
+        buffer += chunk;
+        const m = buffer.match(/tunnelward listening on (http:\/\/\S+)/);
+        if (m) resolve(m[1]!);
+        if (buffer.length > 1 << 20) buffer = buffer.slice(-4096);
+      });
+      proc.once('exit', (code) => reject(new Error(`daemon exited with ${code} before listening`)));
+    });
+    proc.stdout!.resume();
+    return daemon;
+  }
+
+  headers(): Record<string, string> {
+    return { 'X-Token': this.token, 'X-Timestamp': String(Date.now()) };
+  }
+
+  async call(method: string, path: string, body?: unknown): Promise<any> {
+    const res = await fetch(this.url + path, {
+      method,
+      headers: { ...this.headers(), ...(body ? { 'Content-Type': 'application/json' } : {}) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return res.json();
+  }
+
+  async login(): Promise<string> {
+    const res = await this.call('POST', '/login', ADMIN);
+    if (!res.success) throw new Error(`login failed: ${res.message}`);
+    this.token = res.data.token;
+    return this.token;
+  }
+
+  /** Resident memory of the daemon process, in MiB. */
+  async rssMiB(): Promise<number> {
+    const status = await readFile(`/proc/${this.proc.pid}/status`, 'utf8');
+    return Number(status.match(/^VmRSS:\s+(\d+)/m)![1]) / 1024;
+  }
+
+  async openFds(): Promise<number> {
+    return (await readdir(`/proc/${this.proc.pid}/fd`)).length;
+  }
+
+  /** CPU seconds (user + system) the daemon has used so far. */
+  async cpuSeconds(): Promise<number> {
+    const stat = await readFile(`/proc/${this.proc.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  }
+
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    if (this.proc.exitCode !== null) return;
+    const exited = new Promise((r) => this.proc.once('exit', r));
+    this.proc.kill(signal);
+    await exited;
+  }
+
+  async remove(): Promise<void> {
+    await rm(this.dataDir, { recursive: true, force: true });
+  }
+}
