@@ -41,23 +41,51 @@ const toSession = (r: SessionRow): Session => ({
   expireAt: r.expire_at,
 });
 
-const SESSION_COLUMNS = 's.id, s.user_id, u.username, s.created_at, s.expire_at';
+interface StoredSession extends Session {
+  tokenHash: string;
+}
 
-/** The SQL of users and sessions. Callers persist the database after a mutation. */
+/**
+ * Users and sessions: held in memory (every authenticated request resolves its token here, so it must cost no
+ * query) and written through to the database. Callers persist the database after a mutation.
+ */
 export class AccountStore {
-  constructor(private readonly db: Database) {}
+  private readonly users = new Map<number, User>();
+  private readonly sessions = new Map<string, StoredSession>();
+  private readonly byTokenHash = new Map<string, StoredSession>();
+
+  constructor(private readonly db: Database) {
+    for (const row of db.all<UserRow>('SELECT id, username, type, created_at FROM users')) this.users.set(row.id, toUser(row));
+    for (const row of db.all<SessionRow & { token_hash: string }>('SELECT * FROM sessions')) {
+      const user = this.users.get(row.user_id);
+      if (user) this.cacheSession({ ...toSession({ ...row, username: user.username }), tokenHash: row.token_hash });
+    }
+  }
+
+  private cacheSession(session: StoredSession): void {
+    this.sessions.set(session.id, session);
+    this.byTokenHash.set(session.tokenHash, session);
+  }
+
+  private uncacheSession(id: string): void {
+    const session = this.sessions.get(id);
+    if (!session) return;
+    this.sessions.delete(id);
+    this.byTokenHash.delete(session.tokenHash);
+  }
 
   countUsers(): number {
-    return Number(this.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM users')!.n);
+    return this.users.size;
   }
 
   countByType(type: UserType): number {
-    return Number(this.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM users WHERE type = ?', [type])!.n);
+    let n = 0;
+    for (const u of this.users.values()) if (u.type === type) n++;
+    return n;
   }
 
   userById(id: number): User | undefined {
-    const row = this.db.get<UserRow>('SELECT * FROM users WHERE id = ?', [id]);
-    return row && toUser(row);
+    return this.users.get(id);
   }
 
   /** The user and its password hash; the name matches ignoring case. */
@@ -67,7 +95,9 @@ export class AccountStore {
   }
 
   usernameTaken(username: string, exceptId = -1): boolean {
-    return this.db.get('SELECT 1 FROM users WHERE username = ? AND id != ?', [username, exceptId]) !== undefined;
+    const lower = username.toLowerCase();
+    for (const u of this.users.values()) if (u.id !== exceptId && u.username.toLowerCase() === lower) return true;
+    return false;
   }
 
   insertUser(username: string, passwdHash: string, type: UserType, now: number): User {
@@ -77,15 +107,20 @@ export class AccountStore {
       type,
       now,
     ]);
-    return { id: this.db.lastInsertRowid(), username, type, createdAt: now };
+    const user: User = { id: this.db.lastInsertRowid(), username, type, createdAt: now };
+    this.users.set(user.id, user);
+    return user;
   }
 
   listUsers(): User[] {
-    return this.db.all<UserRow>('SELECT * FROM users ORDER BY id').map(toUser);
+    return [...this.users.values()].sort((a, b) => a.id - b.id);
   }
 
   updateUsername(id: number, username: string): void {
     this.db.run('UPDATE users SET username = ? WHERE id = ?', [username, id]);
+    const user = this.users.get(id);
+    if (user) this.users.set(id, { ...user, username });
+    for (const s of this.sessions.values()) if (s.userId === id) this.cacheSession({ ...s, username });
   }
 
   updatePasswdHash(id: number, passwdHash: string): void {
@@ -94,10 +129,13 @@ export class AccountStore {
 
   updateType(id: number, type: UserType): void {
     this.db.run('UPDATE users SET type = ? WHERE id = ?', [type, id]);
+    const user = this.users.get(id);
+    if (user) this.users.set(id, { ...user, type });
   }
 
   deleteUser(id: number): void {
     this.db.run('DELETE FROM users WHERE id = ?', [id]);
+    this.users.delete(id);
   }
 
   insertSession(id: string, userId: number, tokenHash: string, now: number, expireAt: number): void {
@@ -108,53 +146,45 @@ export class AccountStore {
       now,
       expireAt,
     ]);
+    const username = this.users.get(userId)?.username ?? '';
+    this.cacheSession({ id, userId, username, createdAt: now, expireAt, tokenHash });
   }
 
   sessionByTokenHash(tokenHash: string): Session | undefined {
-    const row = this.db.get<SessionRow>(
-      `SELECT ${SESSION_COLUMNS} FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_hash = ?`,
-      [tokenHash],
-    );
-    return row && toSession(row);
+    return this.byTokenHash.get(tokenHash);
   }
 
   sessionById(id: string): Session | undefined {
-    const row = this.db.get<SessionRow>(
-      `SELECT ${SESSION_COLUMNS} FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ?`,
-      [id],
-    );
-    return row && toSession(row);
+    return this.sessions.get(id);
   }
 
   activeSessions(now: number): Session[] {
-    return this.db
-      .all<SessionRow>(
-        `SELECT ${SESSION_COLUMNS} FROM sessions s JOIN users u ON u.id = s.user_id
-         WHERE s.expire_at > ? ORDER BY s.created_at`,
-        [now],
-      )
-      .map(toSession);
+    return [...this.sessions.values()]
+      .filter((s) => s.expireAt > now)
+      .sort((a, b) => a.createdAt - b.createdAt)
+      .map(({ tokenHash: _, ...session }) => session);
   }
 
   sessionIdsOfUser(userId: number, exceptId = ''): string[] {
-    return this.db
-      .all<{ id: string }>('SELECT id FROM sessions WHERE user_id = ? AND id != ?', [userId, exceptId])
-      .map((r) => r.id);
+    return [...this.sessions.values()].filter((s) => s.userId === userId && s.id !== exceptId).map((s) => s.id);
   }
 
   deleteSession(id: string): boolean {
+    this.uncacheSession(id);
     return this.db.run('DELETE FROM sessions WHERE id = ?', [id]) > 0;
   }
 
   deleteSessionsOfUser(userId: number, exceptId = ''): void {
+    for (const id of this.sessionIdsOfUser(userId, exceptId)) this.uncacheSession(id);
     this.db.run('DELETE FROM sessions WHERE user_id = ? AND id != ?', [userId, exceptId]);
   }
 
   expiredSessionIds(now: number): string[] {
-    return this.db.all<{ id: string }>('SELECT id FROM sessions WHERE expire_at <= ?', [now]).map((r) => r.id);
+    return [...this.sessions.values()].filter((s) => s.expireAt <= now).map((s) => s.id);
   }
 
   deleteExpiredSessions(now: number): number {
+    for (const id of this.expiredSessionIds(now)) this.uncacheSession(id);
     return this.db.run('DELETE FROM sessions WHERE expire_at <= ?', [now]);
   }
 }

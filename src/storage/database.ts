@@ -46,6 +46,10 @@ export class Database {
     try {
       db = new SQL.Database(bytes);
       db.exec('PRAGMA foreign_keys = ON');
+      // The file lives in sql.js's memory and reaches disk only through our atomic snapshots: no other process
+      // shares it, so hold the lock for good (SQLite then skips its hot-journal check on every read) and keep the
+      // rollback journal in memory.
+      db.exec('PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF');
       db.exec('PRAGMA user_version');
     } catch (err) {
       throw new Error(`${path} is not a readable SQLite database: ${(err as Error).message}`);
