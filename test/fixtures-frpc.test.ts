@@ -61,7 +61,7 @@ function start(t: ExecutionContext, args: string[]): Running {
     });
   });
   t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL'); });
-  const waitFor = (pattern: RegExp, timeoutMs = 3000) => new Promise<RegExpMatchArray>((resolve, reject) => {
+  const waitFor = (pattern: RegExp, timeoutMs = 15_000) => new Promise<RegExpMatchArray>((resolve, reject) => {
     const timer = setTimeout(() => {
       waiters.delete(check);
       reject(new Error(`timed out waiting for ${pattern}; output so far:\n${stdout}${stderr}`));

@@ -168,12 +168,13 @@ test('a tunnel that ignores SIGTERM is killed after the stop timeout', async (t)
 });
 
 test('crash while running: restarts with backoff, then gives up (failed) until started by hand', async (t) => {
-  const { id, configPath } = await createInstance(daemon, root, 'in_crashy', { metadatas: { 'fixture.crashAfterMs': '500' } });
+  const { id, configPath } = await createInstance(daemon, root, 'in_crashy', { metadatas: { 'fixture.crashAfterMs': '1500' } });
   const start = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root });
   t.true(start.body.success);
-  const failed = await waitFor(() => statusOf(daemon, root, id), (s) => s.state === 'failed', 15_000);
+  const failed = await waitFor(() => statusOf(daemon, root, id), (s) => s.state === 'failed', 30_000);
   t.false(failed.isRunning);
   t.deepEqual(await tunnelPids(configPath), []);
+  await daemon.waitForOutput(new RegExp(`"instanceID":${id},.*giving up`));
   const lines = daemon.output.filter((l) => l.includes(`"instanceID":${id},`));
   t.is(lines.filter((l) => l.includes('restarting after a delay')).length, 2, 'StartLimit 3: two restarts, then give up');
   t.true(lines.some((l) => l.includes('giving up')));

@@ -29,7 +29,7 @@ test('kill -9 of the daemon leaves three tunnels running; the next daemon re-ado
   const token2 = await second.login();
   for (const m of made) t.like(await statusOf(second, token2, m.id), { isRunning: true, state: 'running' });
   t.deepEqual(await Promise.all(made.map((m) => tunnelPids(m.configPath))), pids, 'adopted, not started again');
-  t.true(second.output.some((l) => l.includes('"adopted":3')));
+  await second.waitForOutput(/"adopted":3/);
 
   // stop works on an adopted tunnel
   const stop = await second.post('/tunnelAct/instanceMgr/stop', { instanceID: made[0]!.id }, { token: token2 });
@@ -43,7 +43,7 @@ test('kill -9 of the daemon leaves three tunnels running; the next daemon re-ado
     (p) => p.length === 1 && p[0] !== pids[1]![0],
   );
   t.not(restarted[0], pids[1]![0]);
-  t.true(second.output.some((l) => l.includes(`"instanceID":${made[1]!.id},`) && l.includes('restarting after a delay')));
+  await second.waitForOutput(new RegExp(`"instanceID":${made[1]!.id},.*restarting after a delay`));
   await waitFor(() => statusOf(second, token2, made[1]!.id), (s) => s.state === 'running');
 
   // SIGTERM of the daemon leaves them running too
