@@ -21,6 +21,7 @@ import type { SettingsStore } from '../src/settings/settings-store.js';
 import type { Database } from '../src/storage/database.js';
 import { lookupOsUser } from '../src/system/os-users.js';
 import { KeyedQueue } from '../src/util/keyed-queue.js';
+import type { InstanceLogs } from './instance-logs.js';
 import type { ProcessRunner } from './process-runner.js';
 
 export type InstanceState = 'stopped' | 'starting' | 'running' | 'stopping' | 'backoff' | 'failed';
@@ -84,6 +85,8 @@ function timingFrom(s: Readonly<Settings>): Partial<Timing> {
  */
 export class InstanceSupervisor {
   readonly changes$ = new Subject<InstanceStateChange>();
+  /** Ids of deleted instances, so streams following them can close. */
+  readonly deleted$ = new Subject<number>();
   private readonly actors = new Map<number, InstanceActor>();
   private readonly states = new Map<number, InstanceState>();
   private readonly queue = new KeyedQueue<number>();
@@ -95,7 +98,7 @@ export class InstanceSupervisor {
     private readonly db: Database,
     private readonly settings: SettingsStore,
     private readonly runner: ProcessRunner,
-    private readonly dataDir: string,
+    readonly logs: InstanceLogs,
     log: Logger,
   ) {
     this.store = new InstanceStore(db);
@@ -103,10 +106,6 @@ export class InstanceSupervisor {
   }
 
   readonly initSystem = 'process';
-
-  logPathOf(id: number): string {
-    return join(this.dataDir, 'logs', `tunnel_${id}.log`);
-  }
 
   /**
    * Creates an actor per recorded instance, takes over the processes that still run, and brings the rest to
@@ -120,10 +119,10 @@ export class InstanceSupervisor {
     this.db.transaction(() => {
       for (const record of this.store.all()) {
         const actor = this.createActor(record);
-        const alive =
-          record.pid !== null &&
-          this.runner.adopt(record.pid, record.startTicks, record.configPath, this.logPathOf(record.id));
+        const alive = record.pid !== null && this.runner.adopt(record.pid, record.startTicks, record.configPath);
         if (alive) {
+          // Drain what it wrote while we were away, then follow it.
+          this.logs.channel(record.id).startReading();
           actor.send({ type: 'ADOPT', pid: record.pid! });
           adopted++;
           continue;
@@ -158,7 +157,10 @@ export class InstanceSupervisor {
         spawnTunnel: fromPromise(async () => this.spawn(id)),
         watchTunnel: fromCallback<EventObject, { instanceId: number; pid: number }>(({ sendBack, input }) => {
           let live = true;
-          void this.runner.exitOf(input.pid).then((exit) => live && sendBack({ type: 'EXITED', exit }));
+          void this.runner.exitOf(input.pid).then(async (exit) => {
+            const tail = await this.logs.channel(id).exitTail();
+            if (live) sendBack({ type: 'EXITED', exit: { ...exit, tail } });
+          });
           return () => {
             live = false;
           };
@@ -199,7 +201,7 @@ export class InstanceSupervisor {
       tunnelPath: this.settings.value('TunnelPath'),
       configPath: record.configPath,
       runUser: record.runUser,
-      logPath: this.logPathOf(id),
+      output: this.logs.channel(id).openForTunnel(),
     });
     this.store.setProcess(id, proc.pid, proc.startTicks);
     await this.db.persist();
@@ -234,6 +236,10 @@ export class InstanceSupervisor {
     else if (to === 'failed') this.log.error(fields, 'instance crashed too often in a row, giving up');
     else if (crashed) this.log.warn(fields, 'instance exited');
     else this.log.info(fields, `instance ${to}`);
+    if (to === 'stopped' || to === 'failed') {
+      const idle = () => this.states.get(id) === 'stopped' || this.states.get(id) === 'failed';
+      void this.logs.channel(id).stopReading(idle);
+    }
     if (to === 'failed' && record) {
       // The watchdog gave up: it stays stopped until an operator starts it, also across our own restarts.
       this.store.setDesired(id, 'stopped');
@@ -341,14 +347,12 @@ export class InstanceSupervisor {
       actor.stop();
       this.actors.delete(id);
       this.states.delete(id);
-      const logs = join(this.dataDir, 'logs');
-      await Promise.all([
-        rm(record.configPath, { force: true }),
-        rm(join(logs, `${serviceNameOf(id)}.log`), { force: true }),
-      ]);
+      await rm(record.configPath, { force: true });
+      this.logs.remove(id);
       this.store.delete(id);
       await this.db.persist();
       this.log.info({ instanceID: id, name: record.name }, 'instance deleted');
+      this.deleted$.next(id);
       return record;
     });
   }
@@ -396,7 +400,9 @@ export class InstanceSupervisor {
     for (const actor of this.actors.values()) actor.stop();
     this.actors.clear();
     this.runner.close();
+    this.logs.close();
     this.changes$.complete();
+    this.deleted$.complete();
   }
 }
 

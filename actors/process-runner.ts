@@ -1,8 +1,7 @@
 import { spawn } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
-import { chown, mkdir, open, stat } from 'node:fs/promises';
+import { closeSync } from 'node:fs';
+import { chown, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { ExitInfo } from '../machines/instance.machine.js';
 import type { Logger } from '../src/log/logger.js';
 import { currentOsUser, lookupOsUser } from '../src/system/os-users.js';
 import { pidExists, procCmdline, procStat } from '../src/system/proc.js';
@@ -13,7 +12,8 @@ export interface SpawnRequest {
   tunnelPath: string;
   configPath: string;
   runUser: string;
-  logPath: string;
+  /** Descriptor for the tunnel's stdout and stderr; closed here once the tunnel has it. */
+  output: number;
 }
 
 export interface TunnelProcess {
@@ -22,32 +22,13 @@ export interface TunnelProcess {
   startTicks: number | null;
 }
 
-const ANSI = /\x1b\[[0-9;]*[A-Za-z]/g;
-const TAIL_LINES = 5;
 /** Every this many polls, adopted processes are also checked for zombies and pid reuse (a costlier read). */
 const DEEP_CHECK_EVERY = 10;
 
-/** The last lines of a log file, colour codes stripped: what a failed start shows the operator. */
-export async function tailLines(path: string, count = TAIL_LINES, maxBytes = 8192): Promise<string[]> {
-  let handle;
-  try {
-    handle = await open(path, 'r');
-    const { size } = await handle.stat();
-    const length = Math.min(size, maxBytes);
-    const buffer = Buffer.alloc(length);
-    await handle.read(buffer, 0, length, size - length);
-    return buffer
-      .toString('utf8')
-      .replace(ANSI, '')
-      .split('\n')
-      .map((l) => l.trimEnd())
-      .filter(Boolean)
-      .slice(-count);
-  } catch {
-    return [];
-  } finally {
-    await handle?.close();
-  }
+/** How a process ended, as far as we can know it: an adopted process is not our child, so only that it ended. */
+export interface ProcessExit {
+  code: number | null;
+  signal: string | null;
 }
 
 /** The first directory from the root down to `dir` that a user may not pass through, if any. */
@@ -65,10 +46,9 @@ async function unsearchableDir(dir: string, who: { uid: number; gid: number }): 
 }
 
 interface Watched {
-  exited: Promise<ExitInfo>;
-  logPath: string;
+  exited: Promise<ProcessExit>;
   /** Set for adopted processes, which are not our children and are polled. */
-  adopted?: { startTicks: number | null; resolve: (exit: ExitInfo) => void };
+  adopted?: { startTicks: number | null; resolve: (exit: ProcessExit) => void };
 }
 
 /**
@@ -87,6 +67,14 @@ export class ProcessRunner {
   ) {}
 
   async spawn(request: SpawnRequest): Promise<TunnelProcess> {
+    try {
+      return await this.spawnWith(request);
+    } finally {
+      closeSync(request.output);
+    }
+  }
+
+  private async spawnWith(request: SpawnRequest): Promise<TunnelProcess> {
     const executable = await resolveExecutable(request.tunnelPath);
     const identity = this.identityFor(request.runUser, request.instanceId);
     if (identity) {
@@ -98,24 +86,15 @@ export class ProcessRunner {
       }
       await chown(request.configPath, identity.uid, identity.gid);
     }
-    await mkdir(dirname(request.logPath), { recursive: true });
-    const fd = openSync(request.logPath, 'a', 0o640);
-    let child;
-    try {
-      child = spawn(executable, ['-c', request.configPath], {
-        detached: true,
-        stdio: ['ignore', fd, fd],
-        cwd: dirname(request.configPath),
-        env: this.environmentFor(request.runUser),
-        ...(identity ? { uid: identity.uid, gid: identity.gid } : {}),
-      });
-    } finally {
-      closeSync(fd);
-    }
-    const exited = new Promise<ExitInfo>((resolve) => {
-      child.once('exit', (code, signal) => {
-        void tailLines(request.logPath).then((tail) => resolve({ code, signal, tail }));
-      });
+    const child = spawn(executable, ['-c', request.configPath], {
+      detached: true,
+      stdio: ['ignore', request.output, request.output],
+      cwd: dirname(request.configPath),
+      env: this.environmentFor(request.runUser),
+      ...(identity ? { uid: identity.uid, gid: identity.gid } : {}),
+    });
+    const exited = new Promise<ProcessExit>((resolve) => {
+      child.once('exit', (code, signal) => resolve({ code, signal }));
     });
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);
@@ -125,7 +104,7 @@ export class ProcessRunner {
     });
     child.unref();
     const pid = child.pid!;
-    this.watched.set(pid, { exited, logPath: request.logPath });
+    this.watched.set(pid, { exited });
     return { pid, startTicks: procStat(pid)?.startTicks ?? null };
   }
 
@@ -162,7 +141,7 @@ export class ProcessRunner {
    * Takes over a process an earlier tunnelward started: only when the pid is alive, was started at the recorded
    * time, and runs this config file. Returns false when it is not there (or is someone else).
    */
-  adopt(pid: number, startTicks: number | null, configPath: string, logPath: string): boolean {
+  adopt(pid: number, startTicks: number | null, configPath: string): boolean {
     if (this.watched.has(pid)) return true;
     const stat = procStat(pid);
     if (stat) {
@@ -172,9 +151,9 @@ export class ProcessRunner {
     } else if (!pidExists(pid)) {
       return false;
     }
-    let resolve!: (exit: ExitInfo) => void;
-    const exited = new Promise<ExitInfo>((r) => (resolve = r));
-    this.watched.set(pid, { exited, logPath, adopted: { startTicks: stat?.startTicks ?? startTicks, resolve } });
+    let resolve!: (exit: ProcessExit) => void;
+    const exited = new Promise<ProcessExit>((r) => (resolve = r));
+    this.watched.set(pid, { exited, adopted: { startTicks: stat?.startTicks ?? startTicks, resolve } });
     this.poller ??= setInterval(() => this.poll(), this.pollMs).unref();
     return true;
   }
@@ -192,9 +171,8 @@ export class ProcessRunner {
       }
       if (gone) {
         this.watched.delete(pid);
-        const { resolve } = watched.adopted;
         // Not our child: its exit status went to its new parent, so only the fact of the exit is known.
-        void tailLines(watched.logPath).then((tail) => resolve({ code: null, signal: null, tail }));
+        watched.adopted.resolve({ code: null, signal: null });
       }
     }
     if (adopted === 0 && this.poller) {
@@ -209,8 +187,8 @@ export class ProcessRunner {
   }
 
   /** Resolves when the process exits; at once when it is not one we watch. */
-  exitOf(pid: number): Promise<ExitInfo> {
-    return this.watched.get(pid)?.exited ?? Promise.resolve({ code: null, signal: null, tail: [] });
+  exitOf(pid: number): Promise<ProcessExit> {
+    return this.watched.get(pid)?.exited ?? Promise.resolve({ code: null, signal: null });
   }
 
   /** Signals the whole process group of the tunnel (it leads its group). */

@@ -4,6 +4,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { InstanceSupervisor } from '../../actors/instance-supervisor.js';
+import { InstanceLogs } from '../../actors/instance-logs.js';
 import { ProcessRunner } from '../../actors/process-runner.js';
 import { AccountService } from '../accounts/account-service.js';
 import { PasswordHasher } from '../accounts/password-hasher.js';
@@ -66,7 +67,12 @@ async function startLocked(
   const accounts = new AccountService(db, hasher, options.tokenTtlMs);
   await createFirstSuperuser(accounts, options, dataDir, log);
 
-  const supervisor = new InstanceSupervisor(db, settings, new ProcessRunner(log), dataDir, log);
+  const logs = new InstanceLogs(
+    dataDir,
+    () => ({ maxBytes: settings.value('Log.MaxBytes'), files: settings.value('Log.Files') }),
+    log,
+  );
+  const supervisor = new InstanceSupervisor(db, settings, new ProcessRunner(log), logs, log);
   await supervisor.start(hostBootId(env));
   cleanups.push(() => supervisor.close());
 

@@ -48,6 +48,10 @@ export function defaultSettings(dataDir: string) {
     'Webhook.URL': '',
     'Webhook.Headers': {} as Record<string, string>,
     'Webhook.Body': {} as Record<string, unknown>,
+    /** An instance's log file is rotated (renamed to .1, .2, ...) before it grows past this many bytes. */
+    'Log.MaxBytes': 10 * 1024 * 1024,
+    /** Rotated log files kept per instance. */
+    'Log.Files': 3,
     'RateLimit.Login': 5,
     'RateLimit.PerToken': 100,
   };

@@ -71,6 +71,8 @@ const CHECKS: Record<SettingKey, Check> = {
   'Webhook.URL': url,
   'Webhook.Headers': headers,
   'Webhook.Body': object,
+  'Log.MaxBytes': intRange(256, 1024 * 1024 * 1024),
+  'Log.Files': intRange(1, 100),
   'RateLimit.Login': intRange(1, 1_000_000),
   'RateLimit.PerToken': intRange(1, 1_000_000),
 };

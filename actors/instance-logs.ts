@@ -1,0 +1,280 @@
+import { spawnSync } from 'node:child_process';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+  fstatSync,
+} from 'node:fs';
+import { Socket } from 'node:net';
+import { join } from 'node:path';
+import { map, share, Subject } from 'rxjs';
+import { parseFrpcLine, stripAnsi, type InstanceLogEntry } from '../src/log/log-entries.js';
+import type { Logger } from '../src/log/logger.js';
+
+export interface RotationPolicy {
+  /** Rotate the log file before it grows past this many bytes. */
+  maxBytes: number;
+  /** Rotated files kept beside the live one: `.1` (newest) to `.<files>`. */
+  files: number;
+}
+
+/** How long without new output before the pipe counts as drained after a tunnel exits. */
+const QUIET_MS = 30;
+/** A line longer than this is cut: a tunnel cannot make us buffer without bound. */
+const MAX_LINE = 64 * 1024;
+
+/**
+ * The output of one instance. The tunnel writes into a named pipe that it holds open for reading and writing
+ * itself, so its writes never fail while tunnelward is away (the pipe buffers up to 64 KiB until tunnelward is
+ * back). tunnelward reads the pipe, appends whole lines to `tunnel_<id>.log`, rotates that file by rename at a
+ * size limit (being the only writer, it loses and repeats no line), and publishes each line as an entry.
+ */
+export class LogChannel {
+  readonly entries$ = new Subject<InstanceLogEntry>();
+  /** Each entry as the JSON text a client receives, serialized once however many clients follow. */
+  readonly serialized$ = this.entries$.pipe(
+    map((entry) => JSON.stringify(entry)),
+    share(),
+  );
+  private reader: Socket | undefined;
+  private partial = '';
+  private size: number | undefined;
+  private lastData = 0;
+
+  constructor(
+    readonly id: number,
+    readonly pipePath: string,
+    readonly logPath: string,
+    private readonly policy: () => RotationPolicy,
+    private readonly log: Logger,
+  ) {}
+
+  /** A descriptor of the pipe to hand to the tunnel as its stdout and stderr; the caller closes it after spawning. */
+  openForTunnel(): number {
+    this.ensurePipe();
+    this.startReading();
+    return openSync(this.pipePath, constants.O_RDWR);
+  }
+
+  private ensurePipe(): void {
+    if (existsSync(this.pipePath)) {
+      if (fstatIsFifo(this.pipePath)) return;
+      rmSync(this.pipePath, { force: true });
+    }
+    const made = spawnSync('mkfifo', ['-m', '600', this.pipePath]);
+    if (made.status !== 0) throw new Error(`cannot create ${this.pipePath}: ${made.stderr?.toString().trim() || made.error?.message}`);
+  }
+
+  /** Starts draining the pipe (at spawn, or at start-up for a tunnel that is still running). */
+  startReading(): void {
+    if (this.reader) return;
+    this.ensurePipe();
+    // Read and write: holding a writer ourselves means the pipe never reports end-of-file between tunnels.
+    const fd = openSync(this.pipePath, constants.O_RDWR | constants.O_NONBLOCK);
+    const reader = new Socket({ fd, readable: true, writable: false });
+    reader.setEncoding('utf8');
+    reader.on('data', (chunk: string) => this.onData(chunk));
+    reader.on('error', (err) => this.log.warn({ instanceID: this.id, err }, 'reading the tunnel output failed'));
+    this.reader = reader;
+  }
+
+  /**
+   * Stops draining once nothing more arrives and `stillIdle()` holds then (no new tunnel took the pipe over
+   * meanwhile): a stopped instance costs no descriptor.
+   */
+  async stopReading(stillIdle: () => boolean): Promise<void> {
+    await this.quiet();
+    if (!stillIdle()) return;
+    this.flushPartial();
+    this.reader?.destroy();
+    this.reader = undefined;
+  }
+
+  /** Resolves once no output has arrived for a moment: what the tunnel wrote before it exited is in. */
+  async quiet(): Promise<void> {
+    for (;;) {
+      await new Promise((r) => setTimeout(r, QUIET_MS));
+      if (Date.now() - this.lastData >= QUIET_MS) return;
+    }
+  }
+
+  private onData(chunk: string): void {
+    this.lastData = Date.now();
+    const text = this.partial + chunk;
+    const end = text.lastIndexOf('\n');
+    if (end < 0) {
+      this.partial = text;
+      if (text.length > MAX_LINE) this.flushPartial();
+      return;
+    }
+    this.partial = text.slice(end + 1);
+    this.write(text.slice(0, end + 1));
+  }
+
+  private flushPartial(): void {
+    if (this.partial === '') return;
+    const rest = this.partial;
+    this.partial = '';
+    this.write(`${rest}\n`);
+  }
+
+  /** Appends whole lines to the file (rotating first when they would not fit) and publishes them. */
+  private write(lines: string): void {
+    const bytes = Buffer.byteLength(lines);
+    const { maxBytes, files } = this.policy();
+    this.size ??= fileSize(this.logPath);
+    if (this.size > 0 && this.size + bytes > maxBytes) {
+      this.rotate(files);
+      this.size = 0;
+    }
+    const fd = openSync(this.logPath, 'a', 0o640);
+    try {
+      writeSync(fd, lines);
+    } finally {
+      closeSync(fd);
+    }
+    this.size += bytes;
+    if (!this.entries$.observed) return;
+    const now = Date.now();
+    for (const line of lines.split('\n')) {
+      const entry = parseFrpcLine(line, now);
+      if (entry) this.entries$.next(entry);
+    }
+  }
+
+  private rotate(files: number): void {
+    rmSync(`${this.logPath}.${files}`, { force: true });
+    for (let i = files - 1; i >= 1; i--) {
+      if (existsSync(`${this.logPath}.${i}`)) renameSync(`${this.logPath}.${i}`, `${this.logPath}.${i + 1}`);
+    }
+    renameSync(this.logPath, `${this.logPath}.1`);
+  }
+
+  /** The last `count` lines written, newest last, from the live file and, if it is short, the rotated one. */
+  lastLines(count: number): string[] {
+    const lines: string[] = [];
+    for (const path of [this.logPath, `${this.logPath}.1`]) {
+      const found = tailOf(path, count - lines.length);
+      lines.unshift(...found);
+      if (lines.length >= count) break;
+    }
+    return lines.slice(-count);
+  }
+
+  /** The last `count` entries, for a client that just connected. */
+  recentEntries(count: number): InstanceLogEntry[] {
+    const now = Date.now();
+    return this.lastLines(count).flatMap((line) => parseFrpcLine(line, now) ?? []);
+  }
+
+  /** The last lines with colour codes stripped, once the pipe is drained: what a failed start shows. */
+  async exitTail(count = 5): Promise<string[]> {
+    await this.quiet();
+    this.flushPartial();
+    return this.lastLines(count).map((l) => stripAnsi(l).trimEnd()).filter(Boolean);
+  }
+
+  close(): void {
+    this.reader?.destroy();
+    this.reader = undefined;
+    this.entries$.complete();
+  }
+
+  /** Removes the pipe and every log file of the instance. */
+  remove(): void {
+    this.close();
+    rmSync(this.pipePath, { force: true });
+    for (let i = 0; i <= this.policy().files + 1; i++) rmSync(i === 0 ? this.logPath : `${this.logPath}.${i}`, { force: true });
+  }
+}
+
+function fstatIsFifo(path: string): boolean {
+  try {
+    return statSync(path).isFIFO();
+  } catch {
+    return false;
+  }
+}
+
+function fileSize(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
+}
+
+/** Up to `count` last lines of a file, reading backwards in blocks only as far as needed. */
+function tailOf(path: string, count: number): string[] {
+  if (count <= 0) return [];
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return [];
+  }
+  try {
+    const size = fstatSync(fd).size;
+    let position = size;
+    let text = '';
+    const block = 16 * 1024;
+    while (position > 0) {
+      const length = Math.min(block, position);
+      position -= length;
+      const buffer = Buffer.alloc(length);
+      readSync(fd, buffer, 0, length, position);
+      text = buffer.toString('utf8') + text;
+      if (text.split('\n').length > count + 1) break;
+    }
+    return text.split('\n').filter((l) => l !== '').slice(-count);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The log channels of every instance, created on first use. */
+export class InstanceLogs {
+  private readonly channels = new Map<number, LogChannel>();
+  readonly dir: string;
+
+  constructor(
+    dataDir: string,
+    private readonly policy: () => RotationPolicy,
+    private readonly log: Logger,
+  ) {
+    this.dir = join(dataDir, 'logs');
+    mkdirSync(this.dir, { recursive: true, mode: 0o750 });
+  }
+
+  channel(id: number): LogChannel {
+    let channel = this.channels.get(id);
+    if (!channel) {
+      channel = new LogChannel(
+        id,
+        join(this.dir, `tunnel_${id}.pipe`),
+        join(this.dir, `tunnel_${id}.log`),
+        this.policy,
+        this.log,
+      );
+      this.channels.set(id, channel);
+    }
+    return channel;
+  }
+
+  remove(id: number): void {
+    this.channel(id).remove();
+    this.channels.delete(id);
+  }
+
+  close(): void {
+    for (const channel of this.channels.values()) channel.close();
+    this.channels.clear();
+  }
+}

@@ -1,0 +1,77 @@
+import { formatLogTimestamp } from '../util/time.js';
+
+/** An entry of the system log stream: level 0 DEBUG, 1 INFO, 2 WARNING, 3 ERROR, 4 FATAL. */
+export interface SystemLogEntry {
+  level: number;
+  content: string;
+  timestamp: string;
+}
+
+/** An entry of an instance log stream, parsed from one line of the tunnel client's output. */
+export interface InstanceLogEntry {
+  level: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
+  content: string;
+  timestamp: string;
+}
+
+const ANSI = /\x1b\[[0-9;?]*[A-Za-z]/g;
+
+export const stripAnsi = (text: string): string => text.replace(ANSI, '');
+
+const FRPC_LEVELS: Record<string, InstanceLogEntry['level']> = { T: 'DEBUG', D: 'DEBUG', I: 'INFO', W: 'WARN', E: 'ERROR' };
+/** `2026-11-21 21:06:47.576 [I] [client/service.go:295] try to connect to server...` */
+const FRPC_LINE = /^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(\.\d{1,3})? \[([TDIWE])\] (?:\[[\w./-]+:\d+\] )?(.*)$/;
+
+/**
+ * Parses one line of frpc's output; colour codes are stripped first. A line frpc did not format (a Go panic, a
+ * message of the shell) becomes an INFO entry stamped with the time it was read. Undefined for a blank line.
+ */
+export function parseFrpcLine(raw: string, now: number): InstanceLogEntry | undefined {
+  const line = stripAnsi(raw).trimEnd();
+  if (line === '') return undefined;
+  const m = FRPC_LINE.exec(line);
+  if (!m) return { level: 'INFO', content: line, timestamp: formatLogTimestamp(now) };
+  const millis = (m[2] ?? '.000').padEnd(4, '0');
+  return { level: FRPC_LEVELS[m[3]!]!, content: m[4]!, timestamp: `${m[1]}${millis}` };
+}
+
+const PINO_LEVELS: Array<[number, number]> = [
+  [60, 4],
+  [50, 3],
+  [40, 2],
+  [30, 1],
+  [0, 0],
+];
+/** Fields of every pino entry that the stream does not repeat in `content`. */
+const OMITTED = new Set(['level', 'time', 'pid', 'hostname', 'msg', 'v']);
+
+function describe(value: unknown): string {
+  if (value !== null && typeof value === 'object') {
+    // Errors: the message only, never a stack (the stream may be read without a token).
+    const message = (value as { message?: unknown }).message;
+    if (typeof message === 'string') return JSON.stringify(message);
+    return JSON.stringify(value);
+  }
+  return typeof value === 'string' && /^[\w./:@-]*$/.test(value) && value !== '' ? value : JSON.stringify(value);
+}
+
+/** Turns one JSON line written by pino (secrets already redacted) into a system log entry. */
+export function systemEntryFromPino(line: string): SystemLogEntry | undefined {
+  let record: Record<string, unknown>;
+  try {
+    record = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  const pinoLevel = Number(record.level);
+  const level = PINO_LEVELS.find(([min]) => pinoLevel >= min)![1];
+  const fields = Object.entries(record)
+    .filter(([k]) => !OMITTED.has(k))
+    .map(([k, v]) => `${k}=${describe(v)}`);
+  const msg = typeof record.msg === 'string' ? record.msg : '';
+  return {
+    level,
+    content: fields.length > 0 ? `${msg} (${fields.join(' ')})` : msg,
+    timestamp: formatLogTimestamp(Number(record.time) || Date.now()),
+  };
+}
