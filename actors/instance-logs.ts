@@ -38,9 +38,9 @@ const MAX_LINE = 64 * 1024;
  */
 export class LogChannel {
   readonly entries$ = new Subject<InstanceLogEntry>();
-  /** Each entry as the JSON text a client receives, serialized once however many clients follow. */
+  /** Each entry as the JSON a client receives, serialized once however many clients follow. */
   readonly serialized$ = this.entries$.pipe(
-    map((entry) => JSON.stringify(entry)),
+    map((entry) => Buffer.from(JSON.stringify(entry))),
     share(),
   );
   private reader: Socket | undefined;

@@ -10,8 +10,10 @@ import { AccountService } from '../accounts/account-service.js';
 import { PasswordHasher } from '../accounts/password-hasher.js';
 import { writeFileAtomic } from '../fs/atomic.js';
 import { createApp } from '../http/app.js';
+import { LogStreams } from '../http/log-streams.js';
 import { RateLimiter } from '../http/rate-limiter.js';
 import { createLogger, flushLogger, type Logger } from '../log/logger.js';
+import { SystemLog } from '../log/system-log.js';
 import { DEFAULTS } from '../settings/defaults.js';
 import { SettingsStore } from '../settings/settings-store.js';
 import { Database } from '../storage/database.js';
@@ -54,7 +56,8 @@ async function startLocked(
 ): Promise<RunningDaemon> {
   const { store: settings, unknownKeys } = await SettingsStore.load(dataDir);
   const options = resolveOptions(flags, env, settings.get());
-  const log = createLogger({ debug: settings.value('Debug') });
+  const systemLog = new SystemLog();
+  const log = createLogger({ debug: settings.value('Debug'), onEntry: systemLog.onLine });
   if (unknownKeys.length > 0) log.warn({ keys: unknownKeys }, 'settings.toml has keys tunnelward does not know; kept as they are');
   const settingsSub = settings.changes$.subscribe(({ changed, settings: s }) => {
     if (changed.includes('Debug')) log.level = s.Debug ? 'debug' : 'info';
@@ -102,6 +105,8 @@ async function startLocked(
 
   const server = createServer(app.callback());
   server.keepAliveTimeout = 65_000;
+  const streams = new LogStreams(server, { accounts, supervisor, systemLog, log });
+  cleanups.push(() => streams.close());
   await listen(server, options.port, options.host);
   cleanups.push(() => closeServer(server));
   const { port } = server.address() as AddressInfo;

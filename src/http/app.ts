@@ -60,6 +60,15 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     httpLog.error({ err, method: ctx?.method, path: ctx?.path }, 'request failed');
   });
 
+  app.use(async (ctx, next) => {
+    const started = performance.now();
+    try {
+      await next();
+    } finally {
+      // The path only: a query string may carry a token.
+      httpLog.debug({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) }, 'request');
+    }
+  });
   app.use(envelope());
   app.use(requireJsonBody);
   app.use(

@@ -1,0 +1,236 @@
+import type { IncomingMessage, Server } from 'node:http';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { map, share, type Observable, type Subscription } from 'rxjs';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { InstanceSupervisor } from '../../actors/instance-supervisor.js';
+import type { AccountService, Authenticated } from '../accounts/account-service.js';
+import { AppError } from '../errors.js';
+import type { Logger } from '../log/logger.js';
+import type { SystemLog } from '../log/system-log.js';
+
+/** Close codes: 44xx mirror the HTTP status that would have refused the client. */
+export const CLOSE = {
+  sessionEnded: 4401,
+  instanceDeleted: 4404,
+  tooSlow: 4429,
+  shuttingDown: 1001,
+} as const;
+
+export interface LogStreamOptions {
+  /** Bytes a client may have waiting in its send buffer; past that it is closed as too slow. */
+  maxBufferedBytes: number;
+  /** Entries of an instance log sent to a client when it connects. */
+  replayLines: number;
+  /** Open streams at most; more are refused with 503. */
+  maxClients: number;
+  /** A client that does not answer a ping within this period is dropped. */
+  pingIntervalMs: number;
+}
+
+export const DEFAULT_STREAM_OPTIONS: LogStreamOptions = {
+  maxBufferedBytes: 1024 * 1024,
+  replayLines: 100,
+  maxClients: 1000,
+  pingIntervalMs: 30_000,
+};
+
+interface Deps {
+  accounts: AccountService;
+  supervisor: InstanceSupervisor;
+  systemLog: SystemLog;
+  log: Logger;
+}
+
+/** A connected client: a bounded send buffer, and the subscriptions and timers to drop when it goes. */
+class StreamClient {
+  private readonly subscriptions: Subscription[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  alive = true;
+
+  constructor(
+    readonly ws: WebSocket,
+    readonly auth: Authenticated | undefined,
+    private readonly maxBufferedBytes: number,
+  ) {
+    ws.on('pong', () => (this.alive = true));
+  }
+
+  /** Sends one entry; a client that cannot keep up is closed instead of being buffered for without bound. */
+  send(data: Buffer | string): void {
+    if (this.ws.readyState !== this.ws.OPEN) return;
+    if (this.ws.bufferedAmount > this.maxBufferedBytes) {
+      this.close(CLOSE.tooSlow, `client too slow: more than ${this.maxBufferedBytes} bytes waiting`);
+      return;
+    }
+    this.ws.send(data, { binary: false });
+  }
+
+  follow(source: Observable<Buffer | string>): void {
+    this.subscriptions.push(source.subscribe((data) => this.send(data)));
+  }
+
+  closeAt(when: number, code: number, reason: string): void {
+    this.timer = setTimeout(() => this.close(code, reason), Math.max(0, Math.min(when - Date.now(), 2 ** 31 - 1)));
+  }
+
+  close(code: number, reason: string): void {
+    this.dispose();
+    if (this.ws.readyState === this.ws.OPEN || this.ws.readyState === this.ws.CONNECTING) {
+      this.ws.close(code, reason);
+      // A peer that reads nothing would keep the close frame and our buffer waiting: cut it off soon after.
+      setTimeout(() => this.ws.terminate(), 1000).unref();
+    }
+  }
+
+  dispose(): void {
+    for (const s of this.subscriptions.splice(0)) s.unsubscribe();
+    clearTimeout(this.timer);
+  }
+}
+
+/** Writes a refusal in the response envelope on a socket that asked for an upgrade, and closes it. */
+function refuse(socket: Duplex, status: number, message: string): void {
+  const body = JSON.stringify({ success: false, message });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
+const toBuffer = (entry: unknown) => Buffer.from(JSON.stringify(entry));
+
+/**
+ * The WebSocket log streams on the daemon's own HTTP server: `/system/getLogs` (the daemon's log; token optional)
+ * and `/tunnelAct/instanceMgr/logs` (one instance's output; token required, owner or superuser). Every check
+ * happens before the upgrade and refuses with the contract's status and message.
+ */
+export class LogStreams {
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 4096 });
+  private readonly clients = new Set<StreamClient>();
+  private readonly subscriptions: Subscription[] = [];
+  private readonly pinger: NodeJS.Timeout;
+  private readonly log: Logger;
+  /** Each system entry serialized once, however many clients follow. */
+  private readonly systemLog$: Observable<Buffer>;
+
+  constructor(
+    server: Server,
+    private readonly deps: Deps,
+    private readonly options: LogStreamOptions = DEFAULT_STREAM_OPTIONS,
+  ) {
+    this.log = deps.log.child({ component: 'streams' });
+    this.systemLog$ = deps.systemLog.entries$.pipe(map(toBuffer), share());
+    server.on('upgrade', (req, socket, head) => this.onUpgrade(req, socket, head));
+    this.subscriptions.push(
+      deps.accounts.sessionsEnded$.subscribe(({ sessionIds, reason }) => {
+        const ended = new Set(sessionIds);
+        for (const client of this.clients) {
+          if (client.auth && ended.has(client.auth.session.id)) client.close(CLOSE.sessionEnded, reason);
+        }
+      }),
+    );
+    this.pinger = setInterval(() => this.ping(), options.pingIntervalMs);
+    this.pinger.unref();
+  }
+
+  get size(): number {
+    return this.clients.size;
+  }
+
+  private onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on('error', () => socket.destroy());
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    try {
+      if (this.clients.size >= this.options.maxClients) throw new AppError(503, 'too many log streams open, try again later');
+      if (url.pathname === '/system/getLogs') this.systemStream(url, req, socket, head);
+      else if (url.pathname === '/tunnelAct/instanceMgr/logs') this.instanceStream(url, req, socket, head);
+      else throw new AppError(404, `no such stream: ${url.pathname}`);
+    } catch (err) {
+      if (err instanceof AppError) refuse(socket, err.status, err.message);
+      else {
+        this.log.error({ err }, 'log stream upgrade failed');
+        refuse(socket, 500, 'internal error');
+      }
+    }
+  }
+
+  private systemStream(url: URL, req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const token = url.searchParams.get('token');
+    const auth = token ? this.deps.accounts.authenticate(token) : undefined;
+    this.accept(req, socket, head, auth, (client) => {
+      for (const entry of this.deps.systemLog.recent()) client.send(toBuffer(entry));
+      client.follow(this.systemLog$);
+    });
+  }
+
+
+  private instanceStream(url: URL, req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const rawId = url.searchParams.get('instanceID');
+    if (rawId === null || rawId === '') throw new AppError(400, 'instanceID is required');
+    if (!/^\d{1,15}$/.test(rawId) || Number(rawId) < 1) throw new AppError(400, 'invalid instanceID format');
+    const token = url.searchParams.get('token');
+    if (!token) throw new AppError(401, 'Token is required');
+    const auth = this.deps.accounts.authenticate(token);
+    const id = Number(rawId);
+    let record;
+    try {
+      record = this.deps.supervisor.get(id).record;
+    } catch {
+      throw new AppError(404, 'Instance not found');
+    }
+    if (record.ownerId !== auth.user.id && auth.user.type !== 'superuser') {
+      throw new AppError(403, "You don't have access to this instance");
+    }
+    const channel = this.deps.supervisor.logs.channel(id);
+    this.accept(req, socket, head, auth, (client) => {
+      for (const entry of channel.recentEntries(this.options.replayLines)) client.send(toBuffer(entry));
+      client.follow(channel.serialized$);
+      const deleted = this.deps.supervisor.deleted$.subscribe((gone) => {
+        if (gone === id) client.close(CLOSE.instanceDeleted, 'instance deleted');
+      });
+      client.ws.once('close', () => deleted.unsubscribe());
+    });
+  }
+
+  private accept(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    auth: Authenticated | undefined,
+    start: (client: StreamClient) => void,
+  ): void {
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      const client = new StreamClient(ws, auth, this.options.maxBufferedBytes);
+      this.clients.add(client);
+      ws.on('close', () => {
+        client.dispose();
+        this.clients.delete(client);
+      });
+      ws.on('error', () => ws.terminate());
+      if (auth) client.closeAt(auth.session.expireAt, CLOSE.sessionEnded, 'token expired');
+      start(client);
+    });
+  }
+
+  /** Drops clients that did not answer the previous ping: a dead peer must not hold resources for ever. */
+  private ping(): void {
+    for (const client of this.clients) {
+      if (!client.alive) {
+        client.dispose();
+        client.ws.terminate();
+        continue;
+      }
+      client.alive = false;
+      client.ws.ping();
+    }
+  }
+
+  close(): void {
+    clearInterval(this.pinger);
+    for (const s of this.subscriptions) s.unsubscribe();
+    for (const client of this.clients) client.close(CLOSE.shuttingDown, 'tunnelward is stopping');
+    this.wss.close();
+  }
+}
+

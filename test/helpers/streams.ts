@@ -1,0 +1,44 @@
+import { WebSocket } from 'ws';
+
+export interface Stream {
+  ws: WebSocket;
+  messages: any[];
+  closed: Promise<{ code: number; reason: string }>;
+  /** Waits until `predicate` holds for the messages received so far. */
+  waitFor(predicate: (messages: any[]) => boolean, timeoutMs?: number): Promise<any[]>;
+}
+
+/** Opens a log stream; rejects with `{ status, body }` when the server refuses the upgrade. */
+export function openStream(url: string): Promise<Stream> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url);
+    const messages: any[] = [];
+    const closed = new Promise<{ code: number; reason: string }>((r) =>
+      ws.on('close', (code, reason) => r({ code, reason: reason.toString() })),
+    );
+    ws.on('message', (data) => messages.push(JSON.parse(data.toString())));
+    ws.on('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (c) => (body += c));
+      res.on('end', () => reject({ status: res.statusCode, body: JSON.parse(body) }));
+    });
+    ws.on('error', (err) => reject(err));
+    ws.on('open', () =>
+      resolve({
+        ws,
+        messages,
+        closed,
+        async waitFor(predicate, timeoutMs = 10_000) {
+          const deadline = Date.now() + timeoutMs;
+          while (!predicate(messages)) {
+            if (Date.now() > deadline) throw new Error(`stream condition not met; ${messages.length} messages`);
+            await new Promise((r) => setTimeout(r, 20));
+          }
+          return messages;
+        },
+      }),
+    );
+  });
+}
+
+export const wsUrl = (httpUrl: string, path: string) => httpUrl.replace(/^http/, 'ws') + path;
