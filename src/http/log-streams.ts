@@ -52,6 +52,7 @@ class StreamClient {
     readonly ws: WebSocket,
     readonly auth: Authenticated | undefined,
     private readonly maxBufferedBytes: number,
+    private readonly onTooSlow: () => void,
   ) {
     ws.on('pong', () => (this.alive = true));
   }
@@ -61,6 +62,7 @@ class StreamClient {
     if (this.ws.readyState !== this.ws.OPEN) return;
     if (this.ws.bufferedAmount > this.maxBufferedBytes) {
       this.close(CLOSE.tooSlow, `client too slow: more than ${this.maxBufferedBytes} bytes waiting`);
+      this.onTooSlow();
       return;
     }
     this.ws.send(data, { binary: false });
@@ -158,7 +160,7 @@ export class LogStreams {
   private systemStream(url: URL, req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const token = url.searchParams.get('token');
     const auth = token ? this.deps.accounts.authenticate(token) : undefined;
-    this.accept(req, socket, head, auth, (client) => {
+    this.accept(req, socket, head, auth, {}, (client) => {
       for (const entry of this.deps.systemLog.recent()) client.send(toBuffer(entry));
       client.follow(this.systemLog$);
     });
@@ -183,7 +185,7 @@ export class LogStreams {
       throw new AppError(403, "You don't have access to this instance");
     }
     const channel = this.deps.supervisor.logs.channel(id);
-    this.accept(req, socket, head, auth, (client) => {
+    this.accept(req, socket, head, auth, { instanceID: id }, (client) => {
       for (const entry of channel.recentEntries(this.options.replayLines)) client.send(toBuffer(entry));
       client.follow(channel.serialized$);
       const deleted = this.deps.supervisor.deleted$.subscribe((gone) => {
@@ -198,10 +200,13 @@ export class LogStreams {
     socket: Duplex,
     head: Buffer,
     auth: Authenticated | undefined,
+    about: { instanceID?: number },
     start: (client: StreamClient) => void,
   ): void {
     this.wss.handleUpgrade(req, socket, head, (ws) => {
-      const client = new StreamClient(ws, auth, this.options.maxBufferedBytes);
+      const tooSlow = () =>
+        this.log.warn({ ...about, limit: this.options.maxBufferedBytes }, 'closed a log stream client that is too slow');
+      const client = new StreamClient(ws, auth, this.options.maxBufferedBytes, tooSlow);
       this.clients.add(client);
       ws.on('close', () => {
         client.dispose();

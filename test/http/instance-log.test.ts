@@ -1,0 +1,161 @@
+import { readdir } from 'node:fs/promises';
+import { connect } from 'node:net';
+import test from 'ava';
+import { dispose, startDaemon, type Daemon } from '../helpers/daemon.js';
+import { createInstance, instanceSettings, waitFor } from '../helpers/instances.js';
+import { openStream, wsUrl } from '../helpers/streams.js';
+
+let daemon: Daemon;
+let root: string;
+test.before(async () => {
+  daemon = await startDaemon({ settingsToml: instanceSettings({ 'Log.MaxBytes': 4096, 'Log.Files': 2 }) });
+  root = await daemon.login();
+});
+test.after.always(async () => {
+  const list = await daemon.get('/tunnelAct/instanceMgr/list', { token: root });
+  for (const i of list.body.data ?? []) await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: String(i.instanceID) }, { token: root });
+  await dispose(daemon);
+});
+
+const streamUrl = (query: string) => wsUrl(daemon.url, `/tunnelAct/instanceMgr/logs${query}`);
+const refusal = (query: string) => openStream(streamUrl(query)).then(() => ({ status: 101, body: {} as any }), (e) => e);
+
+test('every pre-upgrade check answers with the contract status and message', async (t) => {
+  const { id } = await createInstance(daemon, root, 'il_checks');
+  const admin = await daemon.userWithToken(root, 'il_admin', 'admin');
+  const cases: Array<[string, number, string | RegExp]> = [
+    [`?token=${root}`, 400, 'instanceID is required'],
+    [`?instanceID=abc&token=${root}`, 400, 'invalid instanceID format'],
+    [`?instanceID=1.5&token=${root}`, 400, 'invalid instanceID format'],
+    [`?instanceID=${id}`, 401, 'Token is required'],
+    [`?instanceID=${id}&token=bogus`, 401, /^Invalid token: /],
+    [`?instanceID=99999&token=${root}`, 404, 'Instance not found'],
+    [`?instanceID=${id}&token=${admin.token}`, 403, "You don't have access to this instance"],
+  ];
+  for (const [query, status, message] of cases) {
+    const res = await refusal(query);
+    t.is(res.status, status, query);
+    t.false(res.body.success);
+    if (typeof message === 'string') t.is(res.body.message, message, query);
+    else t.regex(res.body.message, message, query);
+  }
+  // A user whose account was removed: the token no longer resolves.
+  const gone = await daemon.userWithToken(root, 'il_gone', 'admin');
+  await daemon.post('/userMgr/remove', { targetUserID: gone.userID }, { token: root });
+  const removed = await refusal(`?instanceID=${id}&token=${gone.token}`);
+  t.is(removed.status, 401);
+});
+
+test('the owner streams parsed entries: the last lines first, then new ones, across restarts', async (t) => {
+  const owner = await daemon.userWithToken(root, 'il_owner', 'admin');
+  const { id } = await createInstance(daemon, owner.token, 'il_follow', { metadatas: { 'fixture.logEveryMs': '50', 'fixture.logLevelCycle': 'true' }, 'log.level': 'debug' });
+  await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: owner.token });
+  await new Promise((r) => setTimeout(r, 400));
+  const stream = await openStream(streamUrl(`?instanceID=${id}&token=${owner.token}`));
+  const replayed = await stream.waitFor((m) => m.some((e) => e.content.includes('start frpc service')));
+  const start = replayed.find((e) => e.content.includes('start frpc service'));
+  t.is(start.level, 'INFO');
+  t.regex(start.timestamp, /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}$/);
+  t.regex(start.content, /^start frpc service for config file \[/);
+  await stream.waitFor((m) => new Set(m.map((e) => e.level)).size === 4);
+  t.deepEqual([...new Set(stream.messages.map((e) => e.level))].sort(), ['DEBUG', 'ERROR', 'INFO', 'WARN']);
+  t.false(stream.messages.some((e) => e.content.includes('\x1b')), 'no colour codes');
+  const ticks = () => stream.messages.filter((e) => /fixture: tick \d+/.test(e.content)).length;
+  const before = ticks();
+  await stream.waitFor(() => ticks() > before + 3);
+  await daemon.post('/tunnelAct/instanceMgr/restart', { instanceID: id }, { token: owner.token });
+  const restarts = () => stream.messages.filter((e) => e.content.includes('start frpc service')).length;
+  await stream.waitFor(() => restarts() >= 2, 10_000);
+  t.true(restarts() >= 2, 'the stream goes on across a restart of the tunnel');
+  // The superuser may follow any instance.
+  const su = await openStream(streamUrl(`?instanceID=${id}&token=${root}`));
+  await su.waitFor((m) => m.length > 0);
+  su.ws.close();
+  await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token: owner.token });
+  stream.ws.close();
+});
+
+test('the stream closes on logout, session removal, user removal and instance deletion', async (t) => {
+  const { id } = await createInstance(daemon, root, 'il_close');
+  // Superusers may follow any instance: one per case, so each session is easy to find.
+  const users = await Promise.all(['il_su_a', 'il_su_b', 'il_su_c', 'il_su_d'].map((n) => daemon.userWithToken(root, n, 'superuser')));
+  const [a, b, c, d] = await Promise.all(users.map((u) => openStream(streamUrl(`?instanceID=${id}&token=${u.token}`))));
+
+  await daemon.get('/logout', { token: users[0]!.token });
+  t.like(await a!.closed, { code: 4401, reason: 'logged out' });
+
+  const sessions = (await daemon.get('/sessionMgr/list', { token: root })).body.data;
+  const sessionB = sessions.find((s: any) => s.Username === 'il_su_b').ID;
+  await daemon.post('/sessionMgr/remove', { sessionID: sessionB }, { token: root });
+  t.like(await b!.closed, { code: 4401, reason: 'session removed' });
+
+  await daemon.post('/userMgr/remove', { targetUserID: users[2]!.userID }, { token: root });
+  t.like(await c!.closed, { code: 4401, reason: 'user removed' });
+
+  await daemon.post('/tunnelAct/instanceMgr/delete', { instanceID: id }, { token: root });
+  t.like(await d!.closed, { code: 4404, reason: 'instance deleted' });
+});
+
+test('a stream closes when its token expires', async (t) => {
+  const short = await startDaemon({ settingsToml: instanceSettings(), env: { TUNNELWARD_TOKEN_TTL_MS: '1500' } });
+  t.teardown(() => dispose(short));
+  const token = await short.login();
+  const { id } = await createInstance(short, token, 'il_expiry');
+  const stream = await openStream(wsUrl(short.url, `/tunnelAct/instanceMgr/logs?instanceID=${id}&token=${token}`));
+  const started = Date.now();
+  t.like(await stream.closed, { code: 4401, reason: 'token expired' });
+  t.true(Date.now() - started < 3000);
+});
+
+test('rotation by rename at the size limit loses and repeats no line', async (t) => {
+  const { id } = await createInstance(daemon, root, 'il_rotate', { metadatas: { 'fixture.logEveryMs': '2' } });
+  const stream = await openStream(streamUrl(`?instanceID=${id}&token=${root}`));
+  await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root });
+  const ticks = () =>
+    stream.messages.flatMap((e) => {
+      const m = /fixture: tick (\d+)$/.exec(e.content);
+      return m ? [Number(m[1])] : [];
+    });
+  await stream.waitFor(() => ticks().length >= 400, 20_000);
+  const files = (await readdir(`${daemon.dataDir}/logs`)).filter((f) => f.startsWith(`tunnel_${id}.log`)).sort();
+  t.deepEqual(files, [`tunnel_${id}.log`, `tunnel_${id}.log.1`, `tunnel_${id}.log.2`], 'rotated, 2 kept');
+  await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token: root });
+  const seen = ticks();
+  t.deepEqual(seen, Array.from({ length: seen.length }, (_, i) => i + 1), 'every tick once, in order');
+  stream.ws.close();
+});
+
+/** A client that completes the WebSocket handshake and then never reads. */
+function stuckClient(url: string): Promise<() => void> {
+  const { hostname, port, pathname, search } = new URL(url.replace(/^ws/, 'http'));
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => {
+      socket.write(
+        `GET ${pathname}${search} HTTP/1.1\r\nHost: ${hostname}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+          'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+      );
+    });
+    socket.once('data', (chunk) => {
+      if (!chunk.toString().startsWith('HTTP/1.1 101')) reject(new Error(chunk.toString()));
+      socket.pause();
+      resolve(() => socket.destroy());
+    });
+    socket.on('error', reject);
+  });
+}
+
+test('a stuck client is closed as too slow while a fast one receives every line', async (t) => {
+  const lines = 150_000;
+  const { id } = await createInstance(daemon, root, 'il_slow', { metadatas: { 'fixture.logBurst': String(lines) } });
+  const fast = await openStream(streamUrl(`?instanceID=${id}&token=${root}`));
+  const destroyStuck = await stuckClient(streamUrl(`?instanceID=${id}&token=${root}`));
+  t.teardown(destroyStuck);
+  await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root });
+  const bursts = () => fast.messages.filter((e) => e.content.includes('burst line')).length;
+  await fast.waitFor(() => bursts() >= lines, 60_000);
+  t.is(bursts(), lines);
+  const closed = await daemon.waitForOutput(new RegExp(`"instanceID":${id},.*closed a log stream client that is too slow`));
+  t.truthy(closed);
+  fast.ws.close();
+  await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token: root });
+});
