@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { InstanceSupervisor } from '../../actors/instance-supervisor.js';
 import { InstanceLogs } from '../../actors/instance-logs.js';
 import { ProcessRunner } from '../../actors/process-runner.js';
+import { eventsOf, WebhookNotifier } from '../../actors/webhook-notifier.js';
 import { AccountService } from '../accounts/account-service.js';
 import { PasswordHasher } from '../accounts/password-hasher.js';
 import { writeFileAtomic } from '../fs/atomic.js';
@@ -17,6 +18,7 @@ import { SystemLog } from '../log/system-log.js';
 import { DEFAULTS } from '../settings/defaults.js';
 import { SettingsStore } from '../settings/settings-store.js';
 import { Database } from '../storage/database.js';
+import { PersistentCounter } from '../storage/meta.js';
 import { hostBootId } from '../system/proc.js';
 import { loadSoftwareInfo } from '../system/software-info.js';
 import { DataDirLock } from './data-dir-lock.js';
@@ -76,8 +78,11 @@ async function startLocked(
     log,
   );
   const supervisor = new InstanceSupervisor(db, settings, new ProcessRunner(log), logs, log);
+  const notifier = new WebhookNotifier(() => settings.get(), new PersistentCounter(db, 'event_seq').next, log);
+  const notifications = supervisor.changes$.subscribe((change) => eventsOf(change).forEach((e) => notifier.publish(e)));
   await supervisor.start(hostBootId(env));
   cleanups.push(() => supervisor.close());
+  cleanups.push(() => notifications.unsubscribe());
 
   const window = options.rateWindowMs;
   const limits = {
@@ -106,9 +111,10 @@ async function startLocked(
   const server = createServer(app.callback());
   server.keepAliveTimeout = 65_000;
   const streams = new LogStreams(server, { accounts, supervisor, systemLog, log });
-  cleanups.push(() => streams.close());
   await listen(server, options.port, options.host);
   cleanups.push(() => closeServer(server));
+  // Cleanups run in reverse: streams close before the server waits for its connections.
+  cleanups.push(() => streams.close());
   const { port } = server.address() as AddressInfo;
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
   const url = `http://${host}:${port}`;
@@ -141,6 +147,11 @@ async function startLocked(
       return stopping;
     },
   };
+  cleanups.push(async () => {
+    notifier.publish(serviceEvent('service.stopping'));
+    await notifier.drain(DEFAULTS.shutdownGraceMs);
+  });
+  notifier.publish(serviceEvent('service.started'));
   log.info({ url, dataDir }, 'listening');
   process.stdout.write(`tunnelward listening on ${url}\n`);
   return daemon;
@@ -169,6 +180,16 @@ async function createFirstSuperuser(
     );
   }
 }
+
+const serviceEvent = (event: 'service.started' | 'service.stopping') => ({
+  event,
+  instanceID: null,
+  name: 'tunnelward',
+  from: null,
+  to: null,
+  exitCode: null,
+  signal: null,
+});
 
 function listen(server: Server, port: number, host: string): Promise<void> {
   return new Promise((resolve, reject) => {

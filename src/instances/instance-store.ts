@@ -1,4 +1,5 @@
 import type { Database } from '../storage/database.js';
+import { getMeta, setMeta } from '../storage/meta.js';
 
 export type DesiredState = 'running' | 'stopped';
 
@@ -139,10 +140,10 @@ export class InstanceStore {
   }
 
   getMeta(key: string): string | undefined {
-    return this.db.get<{ value: string }>('SELECT value FROM meta WHERE key = ?', [key])?.value;
+    return getMeta(this.db, key);
   }
 
   setMeta(key: string, value: string): void {
-    this.db.run('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value', [key, value]);
+    setMeta(this.db, key, value);
   }
 }

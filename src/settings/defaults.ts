@@ -48,6 +48,10 @@ export function defaultSettings(dataDir: string) {
     'Webhook.URL': '',
     'Webhook.Headers': {} as Record<string, string>,
     'Webhook.Body': {} as Record<string, unknown>,
+    /** Each delivery attempt gives up after this long. */
+    'Webhook.TimeoutSecs': 5,
+    /** Attempts after the first one, on network errors and 5xx answers (never on 4xx). */
+    'Webhook.Retries': 3,
     /** An instance's log file is rotated (renamed to .1, .2, ...) before it grows past this many bytes. */
     'Log.MaxBytes': 10 * 1024 * 1024,
     /** Rotated log files kept per instance. */

@@ -42,6 +42,9 @@ const url: Check = (v) => {
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const headers: Check = (v) => {
   if (!isPlainObject(v)) return 'must be an object of header names to string values';
+  if (Object.keys(v).some((name) => name.toLowerCase() === 'content-length' || name.toLowerCase() === 'host')) {
+    return 'cannot set Content-Length or Host';
+  }
   for (const [name, value] of Object.entries(v)) {
     if (!HEADER_NAME.test(name)) return `has an invalid header name: ${JSON.stringify(name)}`;
     if (typeof value !== 'string' || /[\r\n\0]/.test(value)) return `header ${name} must be a single-line string`;
@@ -71,6 +74,8 @@ const CHECKS: Record<SettingKey, Check> = {
   'Webhook.URL': url,
   'Webhook.Headers': headers,
   'Webhook.Body': object,
+  'Webhook.TimeoutSecs': seconds(0.1, 120),
+  'Webhook.Retries': intRange(0, 20),
   'Log.MaxBytes': intRange(256, 1024 * 1024 * 1024),
   'Log.Files': intRange(1, 100),
   'RateLimit.Login': intRange(1, 1_000_000),

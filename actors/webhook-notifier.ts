@@ -1,0 +1,184 @@
+import type { Logger } from '../src/log/logger.js';
+import type { Settings } from '../src/settings/defaults.js';
+import type { InstanceStateChange } from './instance-supervisor.js';
+
+export type NotificationKind =
+  | 'instance.started'
+  | 'instance.stopped'
+  | 'instance.crashed'
+  | 'instance.restarting'
+  | 'instance.failed'
+  | 'instance.bootServiceError'
+  | 'service.started'
+  | 'service.stopping';
+
+export interface NotificationEvent {
+  event: NotificationKind;
+  instanceID: number | null;
+  name: string;
+  from: string | null;
+  to: string | null;
+  exitCode: number | null;
+  signal: string | null;
+  /** For instance.restarting: crashes in a row, and the delay before the next start. */
+  attempt?: number;
+  delayMs?: number;
+  /** For instance.bootServiceError: what failed. */
+  message?: string;
+  at: string;
+  seq: number;
+}
+
+type Draft = Omit<NotificationEvent, 'seq' | 'at'>;
+
+/** What an instance's change of state means to someone watching from outside; adoption at start-up is no news. */
+export function eventsOf(change: InstanceStateChange): Draft[] {
+  const base = {
+    instanceID: change.instanceID,
+    name: change.name,
+    from: change.from,
+    to: change.to,
+    exitCode: change.exitCode,
+    signal: change.signal,
+  };
+  const crashed: Draft = { event: 'instance.crashed', ...base };
+  switch (change.to) {
+    case 'running':
+      return change.from === 'starting' ? [{ event: 'instance.started', ...base }] : [];
+    case 'backoff':
+      return [crashed, { event: 'instance.restarting', ...base, attempt: change.attempt, delayMs: change.delayMs ?? 0 }];
+    case 'failed':
+      return [crashed, { event: 'instance.failed', ...base }];
+    case 'stopped':
+      return change.from === 'running' || change.from === 'starting' ? [crashed] : [{ event: 'instance.stopped', ...base }];
+    default:
+      return [];
+  }
+}
+
+/** Fills `{{field}}` placeholders in every string of the configured body; JSON.stringify escapes the values. */
+export function renderBody(template: unknown, event: NotificationEvent): unknown {
+  if (typeof template === 'string') {
+    return template.replace(/\{\{\s*(\w+)\s*\}\}/g, (_, field: string) => {
+      const value = (event as unknown as Record<string, unknown>)[field];
+      return value === undefined || value === null ? '' : String(value);
+    });
+  }
+  if (Array.isArray(template)) return template.map((item) => renderBody(item, event));
+  if (template !== null && typeof template === 'object') {
+    return Object.fromEntries(Object.entries(template).map(([k, v]) => [k, renderBody(v, event)]));
+  }
+  return template;
+}
+
+export interface NotifierOptions {
+  /** Events waiting at most; past that new events are dropped and counted. */
+  capacity: number;
+  /** First delay between attempts; it doubles with each retry. */
+  retryDelayMs: number;
+}
+
+export const DEFAULT_NOTIFIER_OPTIONS: NotifierOptions = { capacity: 1000, retryDelayMs: 500 };
+
+/** Where a request went, without the path or query (webhook URLs often carry a secret in them). */
+const originOf = (url: string): string => {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return 'an invalid URL';
+  }
+};
+
+/**
+ * Delivers notification events to the configured webhook. `publish` never waits: events go into a bounded queue
+ * that one worker delivers in order, with a timeout per attempt and retries with backoff on network errors and
+ * 5xx (none on 4xx). Settings are read at each attempt, so a change applies at once.
+ */
+export class WebhookNotifier {
+  readonly stats = { published: 0, delivered: 0, failed: 0, dropped: 0 };
+  private readonly queue: NotificationEvent[] = [];
+  private worker: Promise<void> | undefined;
+  private readonly log: Logger;
+  private stopping = false;
+
+  constructor(
+    private readonly settings: () => Readonly<Settings>,
+    private readonly nextSeq: () => number,
+    log: Logger,
+    private readonly options: NotifierOptions = DEFAULT_NOTIFIER_OPTIONS,
+  ) {
+    this.log = log.child({ component: 'webhook' });
+  }
+
+  private enabled(s: Readonly<Settings>): boolean {
+    return s['Notification.Enabled'] && s['Notification.Method'] === 'webhook' && s['Webhook.URL'] !== '';
+  }
+
+  publish(draft: Draft): void {
+    if (!this.enabled(this.settings())) return;
+    const event: NotificationEvent = { ...draft, at: new Date().toISOString(), seq: this.nextSeq() };
+    this.stats.published++;
+    if (this.queue.length >= this.options.capacity) {
+      this.stats.dropped++;
+      this.log.warn({ event: event.event, seq: event.seq, dropped: this.stats.dropped }, 'notification queue full, event dropped');
+      return;
+    }
+    this.queue.push(event);
+    this.worker ??= this.work().finally(() => (this.worker = undefined));
+  }
+
+  private async work(): Promise<void> {
+    for (let event = this.queue.shift(); event; event = this.queue.shift()) await this.deliver(event);
+  }
+
+  private async deliver(event: NotificationEvent): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const s = this.settings();
+      if (!this.enabled(s)) return;
+      const outcome = await this.attempt(s, event);
+      if (outcome === 'delivered') {
+        this.stats.delivered++;
+        return;
+      }
+      const retries = s['Webhook.Retries'];
+      if (outcome === 'refused' || attempt > retries || this.stopping) {
+        this.stats.failed++;
+        this.log.warn(
+          { event: event.event, seq: event.seq, to: originOf(s['Webhook.URL']), attempts: attempt, reason: outcome },
+          'notification not delivered',
+        );
+        return;
+      }
+      await new Promise((r) => setTimeout(r, this.options.retryDelayMs * 2 ** (attempt - 1)));
+    }
+  }
+
+  /** One request: 'delivered' on 2xx, 'refused' on 4xx (retrying would not help), else the reason to retry. */
+  private async attempt(s: Readonly<Settings>, event: NotificationEvent): Promise<string> {
+    const template = s['Webhook.Body'];
+    const body = Object.keys(template).length === 0 ? event : renderBody(template, event);
+    const method = s['Webhook.Method'];
+    try {
+      const res = await fetch(s['Webhook.URL'], {
+        method,
+        headers: { 'Content-Type': 'application/json', ...s['Webhook.Headers'] },
+        body: method === 'GET' ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(s['Webhook.TimeoutSecs'] * 1000),
+        redirect: 'manual',
+      });
+      await res.arrayBuffer().catch(() => undefined);
+      if (res.status >= 200 && res.status < 300) return 'delivered';
+      return res.status >= 400 && res.status < 500 ? 'refused' : `HTTP ${res.status}`;
+    } catch (err) {
+      const e = err as Error;
+      return e.name === 'TimeoutError' ? 'timed out' : `network error: ${(e.cause as Error | undefined)?.message ?? e.message}`;
+    }
+  }
+
+  /** Waits (at most `timeoutMs`) for queued events to go out; used when tunnelward stops. */
+  async drain(timeoutMs: number): Promise<void> {
+    this.stopping = true;
+    if (!this.worker) return;
+    await Promise.race([this.worker, new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+  }
+}

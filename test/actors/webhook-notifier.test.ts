@@ -1,0 +1,66 @@
+import test from 'ava';
+import pino from 'pino';
+import { eventsOf, renderBody, WebhookNotifier, type NotificationEvent } from '../../actors/webhook-notifier.js';
+import { defaultSettings } from '../../src/settings/defaults.js';
+import { startReceiver } from '../helpers/receiver.js';
+
+const silent = pino({ level: 'silent' });
+
+test('state changes map to notification events', (t) => {
+  const base = { instanceID: 3, name: 'web', exitCode: 1, signal: null, attempt: 2, delayMs: 2000, at: 0 };
+  const kinds = (from: any, to: any) => eventsOf({ ...base, from, to }).map((e) => e.event);
+  t.deepEqual(kinds('starting', 'running'), ['instance.started']);
+  t.deepEqual(kinds('stopped', 'running'), [], 'adoption at start-up is no news');
+  t.deepEqual(kinds('stopping', 'stopped'), ['instance.stopped']);
+  t.deepEqual(kinds('backoff', 'stopped'), ['instance.stopped']);
+  t.deepEqual(kinds('running', 'stopped'), ['instance.crashed']);
+  t.deepEqual(kinds('running', 'backoff'), ['instance.crashed', 'instance.restarting']);
+  t.deepEqual(kinds('starting', 'failed'), ['instance.crashed', 'instance.failed']);
+  t.deepEqual(kinds('stopped', 'starting'), []);
+  t.like(eventsOf({ ...base, from: 'running', to: 'backoff' })[1], { attempt: 2, delayMs: 2000 });
+});
+
+test('body templates fill {{field}} placeholders, escaped by JSON', (t) => {
+  const event = { event: 'instance.crashed', name: 'we"b\n', exitCode: 1, seq: 7 } as unknown as NotificationEvent;
+  const body = renderBody({ text: '{{name}} {{event}} ({{exitCode}}) #{{ seq }} {{nope}}', list: ['{{seq}}'], n: 5 }, event);
+  t.deepEqual(body, { text: 'we"b\n instance.crashed (1) #7 ', list: ['7'], n: 5 });
+  t.is(JSON.parse(JSON.stringify(body)).text, 'we"b\n instance.crashed (1) #7 ');
+});
+
+test('a full queue drops new events and counts them; publish never waits', async (t) => {
+  const receiver = await startReceiver(() => {
+    // never answers
+  });
+  t.teardown(() => receiver.close());
+  const settings = {
+    ...defaultSettings('/tmp'),
+    'Notification.Enabled': true,
+    'Webhook.URL': receiver.url,
+    'Webhook.TimeoutSecs': 0.3,
+    'Webhook.Retries': 0,
+  };
+  let seq = 0;
+  const notifier = new WebhookNotifier(() => settings, () => ++seq, silent, { capacity: 3, retryDelayMs: 10 });
+  const started = performance.now();
+  for (let i = 0; i < 10; i++) {
+    notifier.publish({ event: 'service.started', instanceID: null, name: 'x', from: null, to: null, exitCode: null, signal: null });
+  }
+  t.true(performance.now() - started < 50, 'publishing does not wait for delivery');
+  // One in flight, three queued, six dropped.
+  t.is(notifier.stats.dropped, 6);
+  await receiver.waitFor((r) => r.length >= 4, 5000);
+  await notifier.drain(2000);
+  t.is(notifier.stats.failed, 4);
+  t.deepEqual(receiver.received.map((r) => r.body.seq), [1, 2, 3, 4]);
+});
+
+test('nothing is sent while notifications are off', async (t) => {
+  const receiver = await startReceiver();
+  t.teardown(() => receiver.close());
+  const settings = { ...defaultSettings('/tmp'), 'Webhook.URL': receiver.url };
+  const notifier = new WebhookNotifier(() => settings, () => 1, silent);
+  notifier.publish({ event: 'service.started', instanceID: null, name: 'x', from: null, to: null, exitCode: null, signal: null });
+  await notifier.drain(200);
+  t.is(notifier.stats.published, 0);
+  t.is(receiver.received.length, 0);
+});
