@@ -26,7 +26,7 @@ export interface RotationPolicy {
 }
 
 /** How long without new output before the pipe counts as drained after a tunnel exits. */
-const QUIET_MS = 30;
+const QUIET_MS = 5;
 /** A line longer than this is cut: a tunnel cannot make us buffer without bound. */
 const MAX_LINE = 64 * 1024;
 

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { BenchDaemon, ADMIN } from './lib/daemon.js';
 import { load, percentile } from './lib/load.js';
+import { childrenOf, processesByConfig } from './lib/procs.js';
 import type { Row } from './run.js';
 
 export interface Scenario {
@@ -115,5 +116,175 @@ const fixtureInstances: Scenario = {
   },
 };
 
-export const scenarios: Scenario[] = [http, fixtureInstances];
+const STAND_IN = join(PACKAGE_ROOT, 'bench', 'stand-ins', 'sleep-and-log.sh');
+
+/** Runs `jobs` with at most `width` in flight. */
+async function inParallel<T>(count: number, width: number, job: (i: number) => Promise<T>): Promise<T[]> {
+  const results: T[] = new Array(count);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(width, count) }, async () => {
+      while (next < count) {
+        const i = next++;
+        results[i] = await job(i);
+      }
+    }),
+  );
+  return results;
+}
+
+async function latency(count: number, call: () => Promise<unknown>): Promise<{ p50: number; p99: number }> {
+  const samples: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const t0 = performance.now();
+    await call();
+    samples.push(performance.now() - t0);
+  }
+  samples.sort((a, b) => a - b);
+  return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Waits for a new child of `parent` whose command line holds `config`; returns when it appeared (ms, performance clock). */
+async function newChildFor(parent: number, config: string, old: number, timeoutMs: number): Promise<number> {
+  const { readFileSync } = await import('node:fs');
+  const deadline = performance.now() + timeoutMs;
+  while (performance.now() < deadline) {
+    for (const pid of childrenOf(parent)) {
+      if (pid === old) continue;
+      try {
+        if (readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes(config)) return performance.now();
+      } catch {
+        // gone already
+      }
+    }
+    await new Promise((r) => setImmediate(r));
+  }
+  return NaN;
+}
+
+/** A thousand tunnels: start, footprint, idle cost, control-plane latency, crashes, and a kill -9 of the daemon. */
+const scale: Scenario = {
+  name: 'scale',
+  async run({ quick }) {
+    const count = quick ? 200 : 1000;
+    const idleSeconds = quick ? 10 : 60;
+    const rows: Omit<Row, 'scenario'>[] = [];
+    const settings = `TunnelPath = ${JSON.stringify(STAND_IN)}\n${LIFTED}`;
+    let daemon = await BenchDaemon.start({ settingsToml: settings });
+    const dataDir = daemon.dataDir;
+    try {
+      await daemon.login();
+      const ids = await inParallel(count, 16, async (i) => {
+        const res = await daemon.call('POST', '/tunnelAct/instanceMgr/create', {
+          instanceInfo: { name: `scale_${i}`, serverAddr: '127.0.0.1', serverPort: '7000', auth_method: 'token' },
+        });
+        if (!res.success) throw new Error(res.message);
+        return String(res.data.instanceID);
+      });
+      rows.push({ metric: `daemon RSS, ${count} stopped`, value: await daemon.rssMiB(), unit: 'MiB' });
+
+      const t0 = performance.now();
+      const started = await inParallel(count, count, (i) => daemon.call('POST', '/tunnelAct/instanceMgr/start', { instanceID: ids[i] }));
+      const allRunning = performance.now() - t0;
+      const failed = started.filter((r) => !r.success);
+      rows.push({ metric: `start ${count} (StartSecs 1 included)`, value: allRunning, unit: 'ms', goal: '< 5000' });
+      if (failed.length) rows.push({ metric: `failed starts (first: ${failed[0].message})`, value: failed.length, unit: '' });
+      const list = await daemon.call('GET', '/tunnelAct/instanceMgr/list');
+      rows.push({ metric: 'running per list', value: list.data.filter((i: any) => i.isRunning).length, unit: 'inst' });
+      rows.push({ metric: `daemon RSS, ${count} running`, value: await daemon.rssMiB(), unit: 'MiB', goal: '< 100' });
+      rows.push({ metric: `daemon open fds, ${count} running`, value: await daemon.openFds(), unit: 'fds', goal: '< 1500' });
+
+      const listLatency = await latency(quick ? 50 : 200, () => daemon.call('GET', '/tunnelAct/instanceMgr/list'));
+      const statusLatency = await latency(quick ? 50 : 200, () => daemon.call('GET', `/tunnelAct/instanceMgr/status?instanceID=${ids[count >> 1]}`));
+      rows.push({ metric: `list (${count}) p50 / p99`, value: `${listLatency.p50.toFixed(2)} / ${listLatency.p99.toFixed(2)}`, unit: 'ms', goal: 'p50 < 20' });
+      rows.push({ metric: 'status p50 / p99', value: `${statusLatency.p50.toFixed(2)} / ${statusLatency.p99.toFixed(2)}`, unit: 'ms', goal: 'p50 < 20' });
+
+      await sleep(2000);
+      const cpu0 = await daemon.cpuSeconds();
+      await sleep(idleSeconds * 1000);
+      const idleCpu = ((await daemon.cpuSeconds()) - cpu0) / idleSeconds * 100;
+      rows.push({ metric: `daemon CPU idle over ${idleSeconds} s`, value: idleCpu, unit: '%', goal: '< 0.5' });
+
+      // Crash of a spawned tunnel: time until the daemon notices, and until a new process runs.
+      const crash = async (which: number, parent: number) => {
+        const procs = await processesByConfig('sleep-and-log.sh');
+        const config = [...procs.keys()].find((c) => c.endsWith(`tunnel_${ids[which]}.toml`))!;
+        const pid = procs.get(config)!.find((p) => childrenOf(parent).includes(p) || true)!;
+        const killedAt = performance.now();
+        process.kill(pid, 'SIGKILL');
+        const appeared = await newChildFor(parent, config, pid, 5000);
+        return appeared - killedAt;
+      };
+      const spawnedCrash: number[] = [];
+      for (let i = 0; i < 5; i++) spawnedCrash.push(await crash(i * 7, daemon.proc.pid!));
+      spawnedCrash.sort((a, b) => a - b);
+      rows.push({ metric: 'crash of a spawned tunnel to new process p50', value: spawnedCrash[2]!, unit: 'ms', goal: '< 100' });
+      const noticed = await noticeTimes(daemon, 3);
+      rows.push({ metric: 'crash of a spawned tunnel to noticed p50', value: noticed, unit: 'ms', goal: '< 50' });
+
+      // kill -9 of the daemon, then a new one: every tunnel re-adopted, none started twice.
+      await sleep(1500);
+      await daemon.stop('SIGKILL');
+      const r0 = performance.now();
+      daemon = await BenchDaemon.start({ dataDir });
+      await daemon.login();
+      let running = 0;
+      while (performance.now() - r0 < 30_000) {
+        const now = await daemon.call('GET', '/tunnelAct/instanceMgr/list');
+        running = now.data.filter((i: any) => i.isRunning).length;
+        if (running === count) break;
+        await sleep(20);
+      }
+      rows.push({ metric: `kill -9 + restart: all ${count} running again`, value: performance.now() - r0, unit: 'ms', goal: '< 3000' });
+      const procs = await processesByConfig('sleep-and-log.sh');
+      const shells = [...procs.values()].map((pids) => pids.length);
+      rows.push({ metric: 're-adopted and running', value: running, unit: 'inst' });
+      rows.push({ metric: 'tunnels running twice after restart', value: shells.filter((n) => n > 1).length, unit: 'inst', goal: '0' });
+      const adoptedCrash: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const procsNow = await processesByConfig('sleep-and-log.sh');
+        const config = [...procsNow.keys()].find((c) => c.endsWith(`tunnel_${ids[100 + i]}.toml`))!;
+        const pid = procsNow.get(config)![0]!;
+        const killedAt = performance.now();
+        process.kill(pid, 'SIGKILL');
+        adoptedCrash.push((await newChildFor(daemon.proc.pid!, config, pid, 10_000)) - killedAt);
+      }
+      adoptedCrash.sort((a, b) => a - b);
+      rows.push({ metric: 'crash of a re-adopted tunnel to new process p50', value: adoptedCrash[1]!, unit: 'ms', goal: '< 2000' });
+
+      const s0 = performance.now();
+      await inParallel(count, count, (i) => daemon.call('POST', '/tunnelAct/instanceMgr/stop', { instanceID: ids[i] }));
+      rows.push({ metric: `stop ${count}`, value: performance.now() - s0, unit: 'ms' });
+      const left = await processesByConfig('sleep-and-log.sh');
+      rows.push({ metric: 'tunnels left after stopping all', value: left.size, unit: 'inst', goal: '0' });
+    } finally {
+      await daemon.stop();
+      const left = await processesByConfig('sleep-and-log.sh');
+      for (const pids of left.values()) for (const pid of pids) process.kill(-pid, 'SIGKILL');
+      await daemon.remove();
+    }
+    return rows;
+  },
+};
+
+/** Median delay between a kill and the daemon's log line about it, from the pino timestamps of its own output. */
+async function noticeTimes(daemon: BenchDaemon, samples: number): Promise<number> {
+  const delays: number[] = [];
+  for (let i = 0; i < samples; i++) {
+    const procs = await processesByConfig('sleep-and-log.sh');
+    const [config, pids] = [...procs.entries()][200 + i]!;
+    const id = /tunnel_(\d+)\.toml$/.exec(config)![1];
+    const killedAt = Date.now();
+    process.kill(pids[0]!, 'SIGKILL');
+    const line = await daemon.waitForLine(new RegExp(`"instanceID":${id},.*"to":"backoff"`), 5000);
+    delays.push(JSON.parse(line).time - killedAt);
+    await sleep(300);
+  }
+  delays.sort((a, b) => a - b);
+  return delays[Math.floor(samples / 2)]!;
+}
+
+export const scenarios: Scenario[] = [http, fixtureInstances, scale];
 export { ADMIN };

@@ -20,7 +20,10 @@ export interface Timing {
   stopTimeoutMs: number;
   /** After SIGKILL, wait this long before giving up on the process. */
   killTimeoutMs: number;
-  /** First restart delay after a crash; it doubles with each crash in a row, up to the cap. */
+  /**
+   * Restart delays: the first crash after a stable run restarts at once; from the second crash in a row on the
+   * delay is this, doubling with each further crash, up to the cap.
+   */
   backoffBaseMs: number;
   backoffCapMs: number;
   /** This much uptime resets the crash count. */
@@ -78,8 +81,9 @@ export interface InstanceInput {
   watchdog: boolean;
 }
 
+/** The delay before restarting after the `attempt`-th crash in a row: 0, base, 2 base, 4 base, ... up to the cap. */
 export const backoffDelay = (timing: Timing, attempt: number): number =>
-  Math.min(timing.backoffCapMs, timing.backoffBaseMs * 2 ** Math.max(0, attempt - 1));
+  attempt <= 1 ? 0 : Math.min(timing.backoffCapMs, timing.backoffBaseMs * 2 ** (attempt - 2));
 
 export function describeExit(exit: ExitInfo): string {
   const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;

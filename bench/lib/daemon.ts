@@ -10,6 +10,8 @@ export const ADMIN = { username: 'admin', passwd: 'Bench123!x' };
 export class BenchDaemon {
   url = '';
   token = '';
+  /** Lines of standard output, kept for the last few thousand. */
+  readonly lines: string[] = [];
   private constructor(
     readonly proc: ChildProcess,
     readonly dataDir: string,
@@ -32,14 +34,33 @@ export class BenchDaemon {
       proc.stdout!.setEncoding('utf8');
       proc.stdout!.on('data', (chunk: string) => {
         buffer += chunk;
-        const m = buffer.match(/tunnelward listening on (http:\/\/\S+)/);
-        if (m) resolve(m[1]!);
-        if (buffer.length > 1 << 20) buffer = buffer.slice(-4096);
+        const parts = buffer.split('\n');
+        buffer = parts.pop()!;
+        for (const line of parts) {
+          daemon.lines.push(line);
+          const m = line.match(/tunnelward listening on (http:\/\/\S+)/);
+          if (m) resolve(m[1]!);
+        }
+        if (daemon.lines.length > 20_000) daemon.lines.splice(0, 10_000);
       });
       proc.once('exit', (code) => reject(new Error(`daemon exited with ${code} before listening`)));
     });
     proc.stdout!.resume();
     return daemon;
+  }
+
+  /** Waits for a line of output that matches, among those not seen by an earlier wait. */
+  async waitForLine(pattern: RegExp, timeoutMs: number): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const line = this.lines.find((l) => pattern.test(l));
+      if (line) {
+        this.lines.splice(0, this.lines.indexOf(line) + 1);
+        return line;
+      }
+      if (Date.now() > deadline) throw new Error(`no daemon output matched ${pattern}`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
   }
 
   headers(): Record<string, string> {

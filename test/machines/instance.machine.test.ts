@@ -117,39 +117,41 @@ test('crash during start: the start fails with the exit code and the last log li
   t.deepEqual(h.spawned, [100], 'a failed manual start is not retried');
 });
 
-test('crash while running: restart after a backoff that doubles, then running again', async (t) => {
+test('crash while running: restart at once the first time, then after a backoff that doubles', async (t) => {
   const h = harness();
   await h.send({ type: 'START' });
   await h.advance(startMs);
   await h.crash(100, { code: 1 });
-  t.is(h.state(), 'backoff');
-  t.is(h.actor.getSnapshot().context.attempt, 1);
   t.like(h.actor.getSnapshot().context.lastExit, { code: 1 });
-  await h.advance(backoffDelay(DEFAULT_TIMING, 1) - 1);
+  t.is(h.actor.getSnapshot().context.attempt, 1);
+  await h.advance(0);
+  t.deepEqual(h.state(), { starting: 'confirming' }, 'no delay after a first crash');
+  await h.crash(101, { code: 1 });
+  t.is(h.state(), 'backoff');
+  await h.advance(backoffDelay(DEFAULT_TIMING, 2) - 1);
   t.is(h.state(), 'backoff');
   await h.advance(1);
   t.deepEqual(h.state(), { starting: 'confirming' });
   await h.advance(startMs);
   t.is(h.state(), 'running');
-  t.deepEqual(h.spawned, [100, 101]);
+  t.deepEqual(h.spawned, [100, 101, 102]);
   t.is(h.replies.length, 1, 'the watchdog restart sends no command reply');
 });
 
-test('repeated crashes: 1 s, 2 s, 4 s, 8 s, then failed, which only a manual start leaves', async (t) => {
+test('repeated crashes: at once, 1 s, 2 s, 4 s, then failed, which only a manual start leaves', async (t) => {
   const h = harness();
   await h.send({ type: 'START' });
   await h.advance(startMs);
   const delays: number[] = [];
   for (let i = 1; i < startLimit; i++) {
     await h.crash(h.spawned.at(-1)!);
-    t.is(h.state(), 'backoff');
     const delay = backoffDelay(DEFAULT_TIMING, h.actor.getSnapshot().context.attempt);
     delays.push(delay);
     await h.advance(delay);
     await h.advance(startMs);
     t.is(h.state(), 'running');
   }
-  t.deepEqual(delays, [1000, 2000, 4000, 8000]);
+  t.deepEqual(delays, [0, 1000, 2000, 4000]);
   await h.crash(h.spawned.at(-1)!);
   t.is(h.state(), 'failed');
   const spawnedBefore = h.spawned.length;
@@ -172,7 +174,7 @@ test('a stable run resets the crash count', async (t) => {
   await h.send({ type: 'START' });
   await h.advance(startMs);
   await h.crash(100);
-  await h.advance(1000);
+  await h.advance(0);
   await h.advance(startMs);
   t.is(h.actor.getSnapshot().context.attempt, 1);
   await h.advance(stableMs);
@@ -199,12 +201,14 @@ test('stop during backoff wins over the pending restart', async (t) => {
   await h.send({ type: 'START' });
   await h.advance(startMs);
   await h.crash(100);
+  await h.advance(0);
+  await h.crash(101);
   t.is(h.state(), 'backoff');
   await h.send({ type: 'STOP' });
   t.is(h.state(), 'stopped');
   t.like(h.replies.at(-1), { command: 'stop', ok: true });
   await h.advance(DEFAULT_TIMING.backoffCapMs);
-  t.deepEqual(h.spawned, [100], 'no restart after the stop');
+  t.deepEqual(h.spawned, [100, 101], 'no restart after the stop');
 });
 
 test('stop: SIGTERM to the group, stopped once it exits', async (t) => {
@@ -297,7 +301,7 @@ test('a spawn error during a watchdog restart counts as a crash', async (t) => {
   await h.advance(startMs);
   h.setSpawnError('binary vanished');
   await h.crash(100);
-  await h.advance(1000);
+  await h.advance(0);
   t.is(h.state(), 'backoff');
   t.is(h.actor.getSnapshot().context.attempt, 2);
 });
@@ -316,10 +320,12 @@ test('turning the watchdog off during a backoff cancels the restart', async (t) 
   await h.send({ type: 'START' });
   await h.advance(startMs);
   await h.crash(100);
+  await h.advance(0);
+  await h.crash(101);
   await h.send({ type: 'CONFIGURE', watchdog: false });
   t.is(h.state(), 'stopped');
   await h.advance(DEFAULT_TIMING.backoffCapMs);
-  t.deepEqual(h.spawned, [100]);
+  t.deepEqual(h.spawned, [100, 101]);
 });
 
 test('new timings apply to the next delay', async (t) => {
@@ -329,7 +335,11 @@ test('new timings apply to the next delay', async (t) => {
   await h.advance(10);
   t.is(h.state(), 'running');
   await h.crash(100);
-  await h.advance(50);
+  await h.advance(0);
+  await h.crash(101);
+  await h.advance(49);
+  t.is(h.state(), 'backoff');
+  await h.advance(1);
   t.deepEqual(h.state(), { starting: 'confirming' });
 });
 
@@ -338,8 +348,8 @@ test('an adopted process is running and its crash is handled', async (t) => {
   await h.send({ type: 'ADOPT', pid: 4242 });
   t.is(h.state(), 'running');
   await h.crash(4242, { code: null, signal: null });
-  t.is(h.state(), 'backoff');
-  await h.advance(1000);
+  t.is(h.actor.getSnapshot().context.attempt, 1);
+  await h.advance(0);
   await h.advance(startMs);
   t.is(h.state(), 'running');
 });

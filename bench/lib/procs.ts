@@ -1,0 +1,28 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+
+/** Direct children of a process (spawned by its main thread), from /proc. */
+export function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'latin1').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** Every live process whose command line holds `-c <config>`, keyed by that config path. */
+export async function processesByConfig(marker: string): Promise<Map<string, number[]>> {
+  const found = new Map<string, number[]>();
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, 'latin1').catch(() => '');
+    if (!cmdline.includes(marker)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'latin1').catch(() => '');
+    if (!stat || stat.slice(stat.lastIndexOf(')') + 2)[0] === 'Z') continue;
+    const args = cmdline.split('\0');
+    const config = args[args.indexOf('-c') + 1];
+    if (!config) continue;
+    found.set(config, [...(found.get(config) ?? []), Number(entry)]);
+  }
+  return found;
+}

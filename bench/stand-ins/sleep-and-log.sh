@@ -1,0 +1,9 @@
+#!/bin/sh
+# A tunnel-client stand-in for scale benchmarks: takes -c <file> like frpc, says it started, then sleeps.
+# Tiny on purpose (one shell and one sleep), so that the host's memory is not what limits a thousand of them.
+if [ "$1" != "-c" ] || [ ! -r "$2" ]; then
+  echo "usage: $0 -c <config file>" >&2
+  exit 1
+fi
+echo "[I] stand-in started with config file [$2]"
+while :; do sleep 3600; done
