@@ -1,4 +1,5 @@
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import {
   closeSync,
   constants,
@@ -16,6 +17,8 @@ import { Socket } from 'node:net';
 import { join } from 'node:path';
 import { map, share, Subject } from 'rxjs';
 import { parseFrpcLine, stripAnsi, type InstanceLogEntry } from '../src/log/log-entries.js';
+
+const run = promisify(execFile);
 import type { Logger } from '../src/log/logger.js';
 
 export interface RotationPolicy {
@@ -57,25 +60,26 @@ export class LogChannel {
   ) {}
 
   /** A descriptor of the pipe to hand to the tunnel as its stdout and stderr; the caller closes it after spawning. */
-  openForTunnel(): number {
-    this.ensurePipe();
+  async openForTunnel(): Promise<number> {
+    await this.ensurePipe();
     this.startReading();
     return openSync(this.pipePath, constants.O_RDWR);
   }
 
-  private ensurePipe(): void {
-    if (existsSync(this.pipePath)) {
-      if (fstatIsFifo(this.pipePath)) return;
-      rmSync(this.pipePath, { force: true });
+  /** Creates the named pipe unless it is there (normally once, when the instance is created). */
+  async ensurePipe(): Promise<void> {
+    if (isFifo(this.pipePath)) return;
+    rmSync(this.pipePath, { force: true });
+    try {
+      await run('mkfifo', ['-m', '600', this.pipePath]);
+    } catch (err) {
+      throw new Error(`cannot create ${this.pipePath}: ${(err as { stderr?: string }).stderr?.trim() || (err as Error).message}`);
     }
-    const made = spawnSync('mkfifo', ['-m', '600', this.pipePath]);
-    if (made.status !== 0) throw new Error(`cannot create ${this.pipePath}: ${made.stderr?.toString().trim() || made.error?.message}`);
   }
 
-  /** Starts draining the pipe (at spawn, or at start-up for a tunnel that is still running). */
+  /** Starts draining the pipe (at spawn, or at start-up for a tunnel that is still running, whose pipe exists). */
   startReading(): void {
     if (this.reader) return;
-    this.ensurePipe();
     // Read and write: holding a writer ourselves means the pipe never reports end-of-file between tunnels.
     const fd = openSync(this.pipePath, constants.O_RDWR | constants.O_NONBLOCK);
     const reader = new Socket({ fd, readable: true, writable: false });
@@ -195,7 +199,7 @@ export class LogChannel {
   }
 }
 
-function fstatIsFifo(path: string): boolean {
+function isFifo(path: string): boolean {
   try {
     return statSync(path).isFIFO();
   } catch {

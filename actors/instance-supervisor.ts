@@ -150,29 +150,34 @@ export class InstanceSupervisor {
     }
   }
 
+  /**
+   * The machine with its implementations, built once for every instance (a machine is a large object; each
+   * implementation finds its instance through its input or params).
+   */
+  private readonly machine = instanceMachine.provide({
+    actors: {
+      spawnTunnel: fromPromise(async ({ input }) => this.spawn(input.instanceId)),
+      watchTunnel: fromCallback<EventObject, { instanceId: number; pid: number }>(({ sendBack, input }) => {
+        let live = true;
+        void this.runner.exitOf(input.pid).then(async (exit) => {
+          const tail = await this.logs.channel(input.instanceId).exitTail();
+          if (live) sendBack({ type: 'EXITED', exit: { ...exit, tail } });
+        });
+        return () => {
+          live = false;
+        };
+      }),
+    },
+    actions: {
+      terminate: (_, { pid }) => pid !== null && this.runner.signal(pid, 'SIGTERM'),
+      kill: (_, { pid }) => pid !== null && this.runner.signal(pid, 'SIGKILL'),
+    },
+  });
+
   private createActor(record: InstanceRecord): InstanceActor {
     const id = record.id;
-    const machine = instanceMachine.provide({
-      actors: {
-        spawnTunnel: fromPromise(async () => this.spawn(id)),
-        watchTunnel: fromCallback<EventObject, { instanceId: number; pid: number }>(({ sendBack, input }) => {
-          let live = true;
-          void this.runner.exitOf(input.pid).then(async (exit) => {
-            const tail = await this.logs.channel(id).exitTail();
-            if (live) sendBack({ type: 'EXITED', exit: { ...exit, tail } });
-          });
-          return () => {
-            live = false;
-          };
-        }),
-      },
-      actions: {
-        terminate: (_, { pid }) => pid !== null && this.runner.signal(pid, 'SIGTERM'),
-        kill: (_, { pid }) => pid !== null && this.runner.signal(pid, 'SIGKILL'),
-      },
-    });
     const settings = this.settings.get();
-    const actor = createActor(machine, {
+    const actor = createActor(this.machine, {
       input: { instanceId: id, watchdog: settings['Watchdog.Enabled'], timing: timingFrom(settings) },
     });
     this.states.set(id, 'stopped');
@@ -201,7 +206,7 @@ export class InstanceSupervisor {
       tunnelPath: this.settings.value('TunnelPath'),
       configPath: record.configPath,
       runUser: record.runUser,
-      output: this.logs.channel(id).openForTunnel(),
+      output: await this.logs.channel(id).openForTunnel(),
     });
     this.store.setProcess(id, proc.pid, proc.startTicks);
     await this.db.persist();
@@ -319,6 +324,7 @@ export class InstanceSupervisor {
     try {
       await mkdir(instancePath, { recursive: true, mode: 0o711 });
       await writeTunnelConfig(record.configPath, config);
+      await this.logs.channel(record.id).ensurePipe();
     } catch (err) {
       this.store.delete(record.id);
       throw err instanceof AppError ? err : new AppError(500, `cannot write ${record.configPath}: ${(err as Error).message}`);

@@ -5,7 +5,6 @@ import { dirname } from 'node:path';
 import type { Logger } from '../src/log/logger.js';
 import { currentOsUser, lookupOsUser } from '../src/system/os-users.js';
 import { pidExists, procCmdline, procStat } from '../src/system/proc.js';
-import { resolveExecutable } from '../src/system/self-check.js';
 
 export interface SpawnRequest {
   instanceId: number;
@@ -22,6 +21,8 @@ export interface TunnelProcess {
   startTicks: number | null;
 }
 
+/** How long spawns may hold the event loop before they let it serve other work. */
+const SPAWN_SLICE_MS = 15;
 /** Every this many polls, adopted processes are also checked for zombies and pid reuse (a costlier read). */
 const DEEP_CHECK_EVERY = 10;
 
@@ -58,6 +59,9 @@ interface Watched {
  */
 export class ProcessRunner {
   private readonly watched = new Map<number, Watched>();
+  /** Spawns take turns (see `turn`). */
+  private queue: Promise<void> = Promise.resolve();
+  private sliceStarted = 0;
   private poller: NodeJS.Timeout | undefined;
   private polls = 0;
 
@@ -74,8 +78,24 @@ export class ProcessRunner {
     }
   }
 
+  /**
+   * A spawn forks the daemon, which holds the event loop for a millisecond or two. A thousand starts at once would
+   * hold it for seconds in one stretch, so spawns take turns and give the loop back every few milliseconds:
+   * requests, timers and output are served in between.
+   */
+  private turn(): Promise<void> {
+    const mine = this.queue.then(async () => {
+      if (performance.now() - this.sliceStarted < SPAWN_SLICE_MS) return;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      this.sliceStarted = performance.now();
+    });
+    this.queue = mine;
+    return mine;
+  }
+
   private async spawnWith(request: SpawnRequest): Promise<TunnelProcess> {
-    const executable = await resolveExecutable(request.tunnelPath);
+    await this.turn();
+    const executable = request.tunnelPath;
     const identity = this.identityFor(request.runUser, request.instanceId);
     if (identity) {
       const blocked = await unsearchableDir(dirname(request.configPath), identity);
@@ -98,8 +118,16 @@ export class ProcessRunner {
     });
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);
+      // The binary is checked by trying it, not beforehand: one exec instead of a stat, an access and an exec.
       child.once('error', (err: NodeJS.ErrnoException) => {
-        reject(new Error(`cannot start ${executable}: ${err.code === 'EACCES' ? 'permission denied' : err.message}`));
+        const where = executable.includes('/') ? executable : `${executable} on PATH`;
+        reject(
+          new Error(
+            err.code === 'ENOENT' || err.code === 'EACCES'
+              ? `${where} is missing or not an executable file`
+              : `cannot start ${executable}: ${err.message}`,
+          ),
+        );
       });
     });
     child.unref();

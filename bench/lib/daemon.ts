@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../../src/paths.js';
@@ -17,12 +18,14 @@ export class BenchDaemon {
     readonly dataDir: string,
   ) {}
 
-  static async start(options: { dataDir?: string; settingsToml?: string; env?: Record<string, string> } = {}) {
+  static async start(
+    options: { dataDir?: string; settingsToml?: string; env?: Record<string, string>; nodeFlags?: string[] } = {},
+  ) {
     const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'tunnelward-bench-')));
     if (options.settingsToml !== undefined) await writeFile(join(dataDir, 'settings.toml'), options.settingsToml);
     const proc = spawn(
       process.execPath,
-      [join(PACKAGE_ROOT, 'dist/src/cli.js'), 'serve', '--data-dir', dataDir, '--port', '0'],
+      [...(options.nodeFlags ?? []), join(PACKAGE_ROOT, 'dist/src/cli.js'), 'serve', '--data-dir', dataDir, '--port', '0'],
       {
         env: { ...process.env, TUNNELWARD_ADMIN_USER: ADMIN.username, TUNNELWARD_ADMIN_PASSWORD: ADMIN.passwd, ...options.env },
         stdio: ['ignore', 'pipe', 'inherit'],
@@ -81,6 +84,36 @@ export class BenchDaemon {
     if (!res.success) throw new Error(`login failed: ${res.message}`);
     this.token = res.data.token;
     return this.token;
+  }
+
+  /**
+   * A POST on a connection of its own whose X-Timestamp is taken when the connection is up, as a client sending
+   * it then would: a thousand requests at once must not age in the client's own queue.
+   */
+  post(path: string, body: unknown): Promise<any> {
+    const data = JSON.stringify(body);
+    return new Promise((resolve, reject) => {
+      const req = request(this.url + path, {
+        method: 'POST',
+        agent: false,
+        headers: { 'X-Token': this.token, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(data) },
+      });
+      req.on('socket', (socket) => {
+        const send = () => {
+          req.setHeader('X-Timestamp', String(Date.now()));
+          req.end(data);
+        };
+        if (socket.connecting) socket.once('connect', send);
+        else send();
+      });
+      req.on('response', (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve(JSON.parse(text)));
+      });
+      req.on('error', reject);
+    });
   }
 
   /** Resident memory of the daemon process, in MiB. */

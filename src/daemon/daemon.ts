@@ -197,7 +197,9 @@ function listen(server: Server, port: number, host: string): Promise<void> {
       const why = err.code === 'EADDRINUSE' ? 'the address is in use' : err.code === 'EACCES' ? 'permission denied' : err.message;
       reject(new Error(`cannot listen on ${host}:${port}: ${why}`));
     });
-    server.listen(port, host, () => resolve());
+    // A deep accept queue: a burst of clients (a thousand starts at once) must not overflow it, or their
+    // connections wait for the kernel's SYN retry, seconds later.
+    server.listen({ port, host, backlog: 4096 }, () => resolve());
   });
 }
 

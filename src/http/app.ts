@@ -61,6 +61,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   });
 
   app.use(async (ctx, next) => {
+    ctx.state.receivedAt = Date.now();
     const started = performance.now();
     try {
       await next();

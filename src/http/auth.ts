@@ -6,16 +6,21 @@ import type { RateLimiter } from './rate-limiter.js';
 
 export interface AppState {
   auth: Authenticated;
+  /** When the request reached us: the timestamp window is measured against it, not against our own delays. */
+  receivedAt: number;
 }
 
-/** `X-Timestamp` (Unix ms) must be within `windowMs` of the server clock: a replayed request is refused. */
-export function requireTimestamp(windowMs: number, now: () => number = Date.now): Middleware {
+/** `X-Timestamp` (Unix ms) must be within `windowMs` of the server clock when the request arrived: a replay is refused. */
+export function requireTimestamp(windowMs: number, now: () => number = Date.now): Middleware<Partial<AppState>> {
   return async (ctx, next) => {
     const raw = ctx.get('X-Timestamp');
     if (!raw) throw unauthorized('X-Timestamp is required');
     if (!/^-?\d{1,16}$/.test(raw)) throw unauthorized('X-Timestamp must be Unix time in milliseconds (an integer)');
-    if (Math.abs(Number(raw) - now()) > windowMs) {
-      throw unauthorized(`X-Timestamp is outside the allowed window of ${windowMs} ms`);
+    const skew = Number(raw) - (ctx.state.receivedAt ?? now());
+    if (Math.abs(skew) > windowMs) {
+      throw unauthorized(
+        `X-Timestamp is outside the allowed window of ${windowMs} ms (${Math.abs(skew)} ms ${skew < 0 ? 'behind' : 'ahead of'} the server clock)`,
+      );
     }
     await next();
   };
