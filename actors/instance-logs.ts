@@ -20,6 +20,7 @@ import { parseFrpcLine, stripAnsi, type InstanceLogEntry } from '../src/log/log-
 
 const run = promisify(execFile);
 import type { Logger } from '../src/log/logger.js';
+import type { LogSource, LogSourceFactory } from './log-sources.js';
 
 export interface RotationPolicy {
   /** Rotate the log file before it grows past this many bytes. */
@@ -46,7 +47,7 @@ export class LogChannel {
     map((entry) => Buffer.from(JSON.stringify(entry))),
     share(),
   );
-  private reader: Socket | undefined;
+  private reader: Socket | LogSource | undefined;
   private partial = '';
   private size: number | undefined;
   private lastData = 0;
@@ -57,6 +58,8 @@ export class LogChannel {
     readonly logPath: string,
     private readonly policy: () => RotationPolicy,
     private readonly log: Logger,
+    /** Where output comes from when it is not tunnelward's own pipe (an init system's journal or log file). */
+    private readonly source?: LogSourceFactory,
   ) {}
 
   /** A descriptor of the pipe to hand to the tunnel as its stdout and stderr; the caller closes it after spawning. */
@@ -80,6 +83,10 @@ export class LogChannel {
   /** Starts draining the pipe (at spawn, or at start-up for a tunnel that is still running, whose pipe exists). */
   startReading(): void {
     if (this.reader) return;
+    if (this.source) {
+      this.reader = this.source(this.id, (text) => this.onData(text));
+      return;
+    }
     // Read and write: holding a writer ourselves means the pipe never reports end-of-file between tunnels.
     const fd = openSync(this.pipePath, constants.O_RDWR | constants.O_NONBLOCK);
     const reader = new Socket({ fd, readable: true, writable: false });
@@ -97,7 +104,12 @@ export class LogChannel {
     await this.quiet();
     if (!stillIdle()) return;
     this.flushPartial();
-    this.reader?.destroy();
+    this.stopReader();
+  }
+
+  private stopReader(): void {
+    if (this.reader instanceof Socket) this.reader.destroy();
+    else this.reader?.stop();
     this.reader = undefined;
   }
 
@@ -186,8 +198,7 @@ export class LogChannel {
   }
 
   close(): void {
-    this.reader?.destroy();
-    this.reader = undefined;
+    this.stopReader();
     this.entries$.complete();
   }
 
@@ -252,6 +263,7 @@ export class InstanceLogs {
     dataDir: string,
     private readonly policy: () => RotationPolicy,
     private readonly log: Logger,
+    private readonly source?: LogSourceFactory,
   ) {
     this.dir = join(dataDir, 'logs');
     mkdirSync(this.dir, { recursive: true, mode: 0o750 });
@@ -266,6 +278,7 @@ export class InstanceLogs {
         join(this.dir, `tunnel_${id}.log`),
         this.policy,
         this.log,
+        this.source,
       );
       this.channels.set(id, channel);
     }

@@ -21,8 +21,9 @@ import type { SettingsStore } from '../src/settings/settings-store.js';
 import type { Database } from '../src/storage/database.js';
 import { lookupOsUser } from '../src/system/os-users.js';
 import { KeyedQueue } from '../src/util/keyed-queue.js';
+import type { BootService, BootTarget } from './boot-services.js';
 import type { InstanceLogs } from './instance-logs.js';
-import type { ProcessRunner } from './process-runner.js';
+import type { SpawnRequest, TunnelRunner } from './process-runner.js';
 
 export type InstanceState = 'stopped' | 'starting' | 'running' | 'stopping' | 'backoff' | 'failed';
 
@@ -63,6 +64,8 @@ export interface InstanceView {
 
 const INSTANCE_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
+const targetOf = (r: InstanceRecord): BootTarget => ({ id: r.id, name: r.name, runUser: r.runUser, configPath: r.configPath });
+
 export const serviceNameOf = (id: number): string => `tunnel_${id}`;
 
 type InstanceActor = Actor<InstanceMachine>;
@@ -87,6 +90,8 @@ export class InstanceSupervisor {
   readonly changes$ = new Subject<InstanceStateChange>();
   /** Ids of deleted instances, so streams following them can close. */
   readonly deleted$ = new Subject<number>();
+  /** Boot-service operations that failed. */
+  readonly bootErrors$ = new Subject<{ instanceID: number; name: string; message: string }>();
   private readonly actors = new Map<number, InstanceActor>();
   private readonly states = new Map<number, InstanceState>();
   private readonly queue = new KeyedQueue<number>();
@@ -97,7 +102,8 @@ export class InstanceSupervisor {
   constructor(
     private readonly db: Database,
     private readonly settings: SettingsStore,
-    private readonly runner: ProcessRunner,
+    private readonly runner: TunnelRunner,
+    private readonly boot: BootService,
     readonly logs: InstanceLogs,
     log: Logger,
   ) {
@@ -105,7 +111,9 @@ export class InstanceSupervisor {
     this.log = log.child({ component: 'supervisor' });
   }
 
-  readonly initSystem = 'process';
+  get initSystem(): string {
+    return this.runner.initSystem;
+  }
 
   /**
    * Creates an actor per recorded instance, takes over the processes that still run, and brings the rest to
@@ -141,7 +149,7 @@ export class InstanceSupervisor {
         for (const actor of this.actors.values()) actor.send(event);
       }
     });
-    this.log.info({ instances: this.actors.size, adopted, starting: toStart.length, sameBoot }, 'instances loaded');
+    this.log.info({ initSystem: this.initSystem, instances: this.actors.size, adopted, starting: toStart.length, sameBoot }, 'instances loaded');
     for (const id of toStart) {
       this.command(id, 'start').then(
         (done) => done.ok || this.log.warn({ instanceID: id, reason: done.message }, 'could not restore a running instance'),
@@ -169,8 +177,8 @@ export class InstanceSupervisor {
       }),
     },
     actions: {
-      terminate: (_, { pid }) => pid !== null && this.runner.signal(pid, 'SIGTERM'),
-      kill: (_, { pid }) => pid !== null && this.runner.signal(pid, 'SIGKILL'),
+      terminate: (_, { instanceId, pid }) => pid !== null && this.withRequest(instanceId, (r) => this.runner.terminate(r, pid)),
+      kill: (_, { instanceId, pid }) => pid !== null && this.withRequest(instanceId, (r) => this.runner.kill(r, pid)),
     },
   });
 
@@ -197,17 +205,30 @@ export class InstanceSupervisor {
     return actor;
   }
 
+  private requestFor(record: InstanceRecord): SpawnRequest {
+    return {
+      instanceId: record.id,
+      name: record.name,
+      tunnelPath: this.settings.value('TunnelPath'),
+      configPath: record.configPath,
+      runUser: record.runUser,
+    };
+  }
+
+  private withRequest(id: number, act: (request: SpawnRequest) => void): void {
+    const record = this.store.get(id);
+    if (record) act(this.requestFor(record));
+  }
+
   /** The machine's spawn: the process is recorded before the machine learns of it, so a crash of ours loses nothing. */
   private async spawn(id: number): Promise<{ pid: number }> {
     const record = this.store.get(id);
     if (!record) throw new Error(`instance ${id} no longer exists`);
-    const proc = await this.runner.spawn({
-      instanceId: id,
-      tunnelPath: this.settings.value('TunnelPath'),
-      configPath: record.configPath,
-      runUser: record.runUser,
-      output: await this.logs.channel(id).openForTunnel(),
-    });
+    const channel = this.logs.channel(id);
+    let output: number | undefined;
+    if (this.runner.capturesOutput) output = await channel.openForTunnel();
+    else channel.startReading();
+    const proc = await this.runner.spawn({ ...this.requestFor(record), output });
     this.store.setProcess(id, proc.pid, proc.startTicks);
     await this.db.persist();
     return { pid: proc.pid };
@@ -303,7 +324,7 @@ export class InstanceSupervisor {
     return { record, state: this.states.get(id) ?? 'stopped' };
   }
 
-  async create(input: CreateInstance, owner: User): Promise<InstanceRecord> {
+  async create(input: CreateInstance, owner: User): Promise<{ record: InstanceRecord; bootServiceError?: string }> {
     checkInstanceName(input.name);
     checkRunUser(input.runUser);
     if (this.store.nameTaken(input.name)) throw conflict(`an instance named ${input.name} already exists`);
@@ -329,10 +350,20 @@ export class InstanceSupervisor {
       this.store.delete(record.id);
       throw err instanceof AppError ? err : new AppError(500, `cannot write ${record.configPath}: ${(err as Error).message}`);
     }
+    let created = record;
+    let bootServiceError: string | undefined;
+    try {
+      if (record.bootAtStart) await this.boot.enable(targetOf(record));
+      else if (this.runsThroughInit()) await this.boot.prepare(targetOf(record));
+    } catch (err) {
+      bootServiceError = (err as Error).message;
+      if (record.bootAtStart) created = this.store.update(record.id, { bootAtStart: false }) ?? record;
+    }
     await this.db.persist();
-    this.createActor(record);
-    this.log.info({ instanceID: record.id, name: record.name }, 'instance created');
-    return record;
+    this.createActor(created);
+    this.log.info({ instanceID: created.id, name: created.name }, 'instance created');
+    if (bootServiceError) this.reportBootError(created, bootServiceError);
+    return bootServiceError ? { record: created, bootServiceError } : { record: created };
   }
 
   /** Stops the tunnel if it runs, then removes its config file, its logs and its record. */
@@ -353,6 +384,9 @@ export class InstanceSupervisor {
       actor.stop();
       this.actors.delete(id);
       this.states.delete(id);
+      if (record.bootAtStart || this.runsThroughInit()) {
+        await this.boot.remove(targetOf(record)).catch((err) => this.reportBootError(record, (err as Error).message));
+      }
       await rm(record.configPath, { force: true });
       this.logs.remove(id);
       this.store.delete(id);
@@ -373,18 +407,60 @@ export class InstanceSupervisor {
     });
   }
 
-  modifySystem(id: number, change: SystemConfigChange): Promise<InstanceRecord> {
+  /**
+   * Renames, changes the run user, switches start at boot. The boot service follows: enabling creates it,
+   * disabling removes it, and a new name or run user while it is on removes the old one and creates the new one.
+   * A failure there does not fail the request: it comes back as `bootServiceError`, and the record keeps saying
+   * what is really in place.
+   */
+  modifySystem(id: number, change: SystemConfigChange): Promise<{ record: InstanceRecord; bootServiceError?: string }> {
     return this.exclusive(id, async (record) => {
       if (change.name !== undefined) {
         checkInstanceName(change.name);
         if (this.store.nameTaken(change.name, id)) throw conflict(`an instance named ${change.name} already exists`);
       }
       if (change.runUser !== undefined) checkRunUser(change.runUser);
-      const updated = this.store.update(id, change) ?? record;
+      const wantBoot = change.bootAtStart ?? record.bootAtStart;
+      const identityChanged =
+        (change.name !== undefined && change.name !== record.name) ||
+        (change.runUser !== undefined && change.runUser !== record.runUser);
+      let bootAtStart = record.bootAtStart;
+      let bootServiceError: string | undefined;
+      const attempt = async (what: () => Promise<void>) => {
+        try {
+          await what();
+          return true;
+        } catch (err) {
+          bootServiceError = (err as Error).message;
+          return false;
+        }
+      };
+      if (record.bootAtStart && (!wantBoot || identityChanged)) {
+        if (await attempt(() => this.boot.disable(targetOf(record)))) bootAtStart = false;
+      }
+      let updated = this.store.update(id, { name: change.name, runUser: change.runUser }) ?? record;
+      if (!bootServiceError && wantBoot && !bootAtStart) {
+        if (await attempt(() => this.boot.enable(targetOf(updated)))) bootAtStart = true;
+      } else if (!bootServiceError && identityChanged && this.runsThroughInit()) {
+        await attempt(() => this.boot.prepare(targetOf(updated)));
+      }
+      updated = this.store.update(id, { bootAtStart }) ?? updated;
       await this.db.persist();
-      return updated;
+      if (bootServiceError) this.reportBootError(updated, bootServiceError);
+      return bootServiceError ? { record: updated, bootServiceError } : { record: updated };
     });
   }
+
+  /** systemd and init.d need a unit or script to run an instance at all, boot or not. */
+  private runsThroughInit(): boolean {
+    return this.boot.initSystem === 'systemd' || this.boot.initSystem === 'init.d';
+  }
+
+  private reportBootError(record: InstanceRecord, message: string): void {
+    this.log.warn({ instanceID: record.id, reason: message }, 'boot service operation failed');
+    this.bootErrors$.next({ instanceID: record.id, name: record.name, message });
+  }
+
 
   readConfig(id: number): Promise<TunnelConfig> {
     return readTunnelConfig(this.recordOf(id).configPath);
@@ -409,6 +485,7 @@ export class InstanceSupervisor {
     this.logs.close();
     this.changes$.complete();
     this.deleted$.complete();
+    this.bootErrors$.complete();
   }
 }
 

@@ -5,14 +5,42 @@ import { dirname } from 'node:path';
 import type { Logger } from '../src/log/logger.js';
 import { currentOsUser, lookupOsUser } from '../src/system/os-users.js';
 import { pidExists, procCmdline, procStat } from '../src/system/proc.js';
+import { PidWatcher, type ProcessExit } from './pid-watcher.js';
+
+export type { ProcessExit } from './pid-watcher.js';
+
+/** True when `pid` is alive (not a zombie), was started at the recorded time, and runs this config file. */
+export function isSameProcess(pid: number, startTicks: number | null, configPath: string): boolean {
+  const stat = procStat(pid);
+  if (!stat) return pidExists(pid);
+  if (stat.state === 'Z') return false;
+  if (startTicks !== null && stat.startTicks !== startTicks) return false;
+  return procCmdline(pid)?.includes(configPath) ?? false;
+}
 
 export interface SpawnRequest {
   instanceId: number;
+  name: string;
   tunnelPath: string;
   configPath: string;
   runUser: string;
-  /** Descriptor for the tunnel's stdout and stderr; closed here once the tunnel has it. */
-  output: number;
+  /** Descriptor for the tunnel's stdout and stderr (runners that capture output); closed once the tunnel has it. */
+  output?: number;
+}
+
+/** How tunnels are run: by tunnelward itself, or through an init system. The instance machine's I/O goes here. */
+export interface TunnelRunner {
+  readonly initSystem: string;
+  /** True when the tunnel's output comes through the pipe handed over in `SpawnRequest.output`. */
+  readonly capturesOutput: boolean;
+  spawn(request: SpawnRequest): Promise<TunnelProcess>;
+  /** Takes over a process found running at start-up; false when it is gone or is someone else. */
+  adopt(pid: number, startTicks: number | null, configPath: string): boolean;
+  exitOf(pid: number): Promise<ProcessExit>;
+  forget(pid: number): void;
+  terminate(request: SpawnRequest, pid: number): void;
+  kill(request: SpawnRequest, pid: number): void;
+  close(): void;
 }
 
 export interface TunnelProcess {
@@ -23,15 +51,6 @@ export interface TunnelProcess {
 
 /** How long spawns may hold the event loop before they let it serve other work. */
 const SPAWN_SLICE_MS = 15;
-/** Every this many polls, adopted processes are also checked for zombies and pid reuse (a costlier read). */
-const DEEP_CHECK_EVERY = 10;
-
-/** How a process ended, as far as we can know it: an adopted process is not our child, so only that it ended. */
-export interface ProcessExit {
-  code: number | null;
-  signal: string | null;
-}
-
 /** The first directory from the root down to `dir` that a user may not pass through, if any. */
 async function unsearchableDir(dir: string, who: { uid: number; gid: number }): Promise<string | undefined> {
   const parts = dir.split('/').filter(Boolean);
@@ -46,35 +65,33 @@ async function unsearchableDir(dir: string, who: { uid: number; gid: number }): 
   return undefined;
 }
 
-interface Watched {
-  exited: Promise<ProcessExit>;
-  /** Set for adopted processes, which are not our children and are polled. */
-  adopted?: { startTicks: number | null; resolve: (exit: ProcessExit) => void };
-}
 
 /**
  * Runs tunnel clients as detached processes, each in its own process group with its output appended to its log
  * file, so they outlive tunnelward. Children are watched through their exit event; processes adopted from an
  * earlier tunnelward are polled.
  */
-export class ProcessRunner {
-  private readonly watched = new Map<number, Watched>();
+export class ProcessRunner implements TunnelRunner {
+  readonly initSystem = 'process';
+  readonly capturesOutput = true;
+  /** Exits of our own children, from their exit events. */
+  private readonly children = new Map<number, Promise<ProcessExit>>();
+  private readonly adopted: PidWatcher;
   /** Spawns take turns (see `turn`). */
   private queue: Promise<void> = Promise.resolve();
   private sliceStarted = 0;
-  private poller: NodeJS.Timeout | undefined;
-  private polls = 0;
-
   constructor(
     private readonly log: Logger,
-    private readonly pollMs = 1000,
-  ) {}
+    pollMs = 1000,
+  ) {
+    this.adopted = new PidWatcher(pollMs);
+  }
 
   async spawn(request: SpawnRequest): Promise<TunnelProcess> {
     try {
       return await this.spawnWith(request);
     } finally {
-      closeSync(request.output);
+      if (request.output !== undefined) closeSync(request.output);
     }
   }
 
@@ -108,7 +125,7 @@ export class ProcessRunner {
     }
     const child = spawn(executable, ['-c', request.configPath], {
       detached: true,
-      stdio: ['ignore', request.output, request.output],
+      stdio: ['ignore', request.output ?? 'ignore', request.output ?? 'ignore'],
       cwd: dirname(request.configPath),
       env: this.environmentFor(request.runUser),
       ...(identity ? { uid: identity.uid, gid: identity.gid } : {}),
@@ -132,7 +149,7 @@ export class ProcessRunner {
     });
     child.unref();
     const pid = child.pid!;
-    this.watched.set(pid, { exited });
+    this.children.set(pid, exited);
     return { pid, startTicks: procStat(pid)?.startTicks ?? null };
   }
 
@@ -170,57 +187,32 @@ export class ProcessRunner {
    * time, and runs this config file. Returns false when it is not there (or is someone else).
    */
   adopt(pid: number, startTicks: number | null, configPath: string): boolean {
-    if (this.watched.has(pid)) return true;
-    const stat = procStat(pid);
-    if (stat) {
-      if (stat.state === 'Z') return false;
-      if (startTicks !== null && stat.startTicks !== startTicks) return false;
-      if (!procCmdline(pid)?.includes(configPath)) return false;
-    } else if (!pidExists(pid)) {
-      return false;
-    }
-    let resolve!: (exit: ProcessExit) => void;
-    const exited = new Promise<ProcessExit>((r) => (resolve = r));
-    this.watched.set(pid, { exited, adopted: { startTicks: stat?.startTicks ?? startTicks, resolve } });
-    this.poller ??= setInterval(() => this.poll(), this.pollMs).unref();
+    if (this.children.has(pid) || this.adopted.has(pid)) return true;
+    if (!isSameProcess(pid, startTicks, configPath)) return false;
+    void this.adopted.watch(pid, procStat(pid)?.startTicks ?? startTicks);
     return true;
-  }
-
-  private poll(): void {
-    const deep = ++this.polls % DEEP_CHECK_EVERY === 0;
-    let adopted = 0;
-    for (const [pid, watched] of this.watched) {
-      if (!watched.adopted) continue;
-      adopted++;
-      let gone = !pidExists(pid);
-      if (!gone && deep) {
-        const stat = procStat(pid);
-        gone = !stat || stat.state === 'Z' || (watched.adopted.startTicks !== null && stat.startTicks !== watched.adopted.startTicks);
-      }
-      if (gone) {
-        this.watched.delete(pid);
-        // Not our child: its exit status went to its new parent, so only the fact of the exit is known.
-        watched.adopted.resolve({ code: null, signal: null });
-      }
-    }
-    if (adopted === 0 && this.poller) {
-      clearInterval(this.poller);
-      this.poller = undefined;
-    }
   }
 
   /** Drops what is kept of a process once its exit has been handled. */
   forget(pid: number): void {
-    this.watched.delete(pid);
+    this.children.delete(pid);
   }
 
   /** Resolves when the process exits; at once when it is not one we watch. */
   exitOf(pid: number): Promise<ProcessExit> {
-    return this.watched.get(pid)?.exited ?? Promise.resolve({ code: null, signal: null });
+    return this.children.get(pid) ?? this.adopted.exitOf(pid) ?? Promise.resolve({ code: null, signal: null });
+  }
+
+  terminate(_request: SpawnRequest, pid: number): void {
+    this.signal(pid, 'SIGTERM');
+  }
+
+  kill(_request: SpawnRequest, pid: number): void {
+    this.signal(pid, 'SIGKILL');
   }
 
   /** Signals the whole process group of the tunnel (it leads its group). */
-  signal(pid: number, signal: NodeJS.Signals): void {
+  private signal(pid: number, signal: NodeJS.Signals): void {
     try {
       process.kill(-pid, signal);
     } catch (err) {
@@ -236,7 +228,6 @@ export class ProcessRunner {
   }
 
   close(): void {
-    if (this.poller) clearInterval(this.poller);
-    this.poller = undefined;
+    this.adopted.close();
   }
 }

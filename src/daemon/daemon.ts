@@ -4,7 +4,10 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { InstanceSupervisor } from '../../actors/instance-supervisor.js';
+import { bootServiceFor, InitdBootService, SystemdBootService } from '../../actors/boot-services.js';
 import { InstanceLogs } from '../../actors/instance-logs.js';
+import { fileSource, journalSource } from '../../actors/log-sources.js';
+import { ServiceRunner } from '../../actors/service-runner.js';
 import { ProcessRunner } from '../../actors/process-runner.js';
 import { eventsOf, WebhookNotifier } from '../../actors/webhook-notifier.js';
 import { AccountService } from '../accounts/account-service.js';
@@ -15,7 +18,8 @@ import { LogStreams } from '../http/log-streams.js';
 import { RateLimiter } from '../http/rate-limiter.js';
 import { createLogger, flushLogger, type Logger } from '../log/logger.js';
 import { SystemLog } from '../log/system-log.js';
-import { DEFAULTS } from '../settings/defaults.js';
+import { detectInitSystem, type InitSystem } from '../boot/init-system.js';
+import { DEFAULTS, type Settings } from '../settings/defaults.js';
 import { SettingsStore } from '../settings/settings-store.js';
 import { Database } from '../storage/database.js';
 import { PersistentCounter } from '../storage/meta.js';
@@ -72,14 +76,22 @@ async function startLocked(
   const accounts = new AccountService(db, hasher, options.tokenTtlMs);
   await createFirstSuperuser(accounts, options, dataDir, log);
 
+  const initSystem = detectInitSystem(settings.value('InitSystem'));
+  const { runner, boot, source } = runnersFor(initSystem, () => settings.get(), log);
   const logs = new InstanceLogs(
     dataDir,
     () => ({ maxBytes: settings.value('Log.MaxBytes'), files: settings.value('Log.Files') }),
     log,
+    source,
   );
-  const supervisor = new InstanceSupervisor(db, settings, new ProcessRunner(log), logs, log);
+  const supervisor = new InstanceSupervisor(db, settings, runner, boot, logs, log);
   const notifier = new WebhookNotifier(() => settings.get(), new PersistentCounter(db, 'event_seq').next, log);
   const notifications = supervisor.changes$.subscribe((change) => eventsOf(change).forEach((e) => notifier.publish(e)));
+  notifications.add(
+    supervisor.bootErrors$.subscribe(({ instanceID, name, message }) =>
+      notifier.publish({ event: 'instance.bootServiceError', instanceID, name, from: null, to: null, exitCode: null, signal: null, message }),
+    ),
+  );
   await supervisor.start(hostBootId(env));
   cleanups.push(() => supervisor.close());
   cleanups.push(() => notifications.unsubscribe());
@@ -190,6 +202,18 @@ const serviceEvent = (event: 'service.started' | 'service.stopping') => ({
   exitCode: null,
   signal: null,
 });
+
+/** The runner, the boot service and the log source that go with an init system. */
+function runnersFor(initSystem: InitSystem, settings: () => Readonly<Settings>, log: Logger) {
+  const boot = bootServiceFor(initSystem, settings);
+  if (boot instanceof SystemdBootService) {
+    return { runner: new ServiceRunner(boot, settings, log), boot, source: journalSource(() => settings()['Systemd.Journalctl'], log) };
+  }
+  if (boot instanceof InitdBootService) {
+    return { runner: new ServiceRunner(boot, settings, log), boot, source: fileSource((id) => boot.logFile(id), log) };
+  }
+  return { runner: new ProcessRunner(log), boot, source: undefined };
+}
 
 function listen(server: Server, port: number, host: string): Promise<void> {
   return new Promise((resolve, reject) => {

@@ -119,7 +119,7 @@ export class InstanceStore {
       this.db.run('UPDATE instances SET boot_at_start = ? WHERE id = ?', [fields.bootAtStart ? 1 : 0, id]);
     }
     if (fields.runUser !== undefined) this.db.run('UPDATE instances SET run_user = ? WHERE id = ?', [fields.runUser, id]);
-    const defined = Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
+    const defined = Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as Partial<InstanceRecord>;
     return this.replace(id, defined);
   }
 

@@ -56,6 +56,16 @@ export function defaultSettings(dataDir: string) {
     'Log.MaxBytes': 10 * 1024 * 1024,
     /** Rotated log files kept per instance. */
     'Log.Files': 3,
+    /** auto: systemd when /run/systemd/system exists, windows on Windows, else tunnelward runs tunnels itself. */
+    InitSystem: 'auto',
+    'Systemd.UnitDir': '/etc/systemd/system',
+    'Systemd.Systemctl': 'systemctl',
+    'Systemd.Journalctl': 'journalctl',
+    'InitD.ScriptDir': '/etc/init.d',
+    'InitD.UpdateRcD': 'update-rc.d',
+    'InitD.PidDir': '/run',
+    'InitD.LogDir': '/var/log',
+    'Windows.Schtasks': 'schtasks',
     'RateLimit.Login': 5,
     'RateLimit.PerToken': 100,
   };

@@ -8,6 +8,10 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> =>
 
 const nonEmptyString: Check = (v) =>
   typeof v === 'string' && v.trim() !== '' && !v.includes('\0') ? undefined : 'must be a non-empty string';
+const absolutePath: Check = (v) =>
+  typeof v === 'string' && /^\/[A-Za-z0-9_./+@:,=-]*$/.test(v) && !v.split('/').includes('..')
+    ? undefined
+    : 'must be an absolute path of letters, digits and _ . / + @ : , = -';
 const boolean: Check = (v) => (typeof v === 'boolean' ? undefined : 'must be a boolean (true or false)');
 const intRange =
   (min: number, max: number): Check =>
@@ -78,12 +82,21 @@ const CHECKS: Record<SettingKey, Check> = {
   'Webhook.Retries': intRange(0, 20),
   'Log.MaxBytes': intRange(256, 1024 * 1024 * 1024),
   'Log.Files': intRange(1, 100),
+  InitSystem: oneOf('auto', 'process', 'systemd', 'init.d', 'windows'),
+  'Systemd.UnitDir': absolutePath,
+  'Systemd.Systemctl': nonEmptyString,
+  'Systemd.Journalctl': nonEmptyString,
+  'InitD.ScriptDir': absolutePath,
+  'InitD.UpdateRcD': nonEmptyString,
+  'InitD.PidDir': absolutePath,
+  'InitD.LogDir': absolutePath,
+  'Windows.Schtasks': nonEmptyString,
   'RateLimit.Login': intRange(1, 1_000_000),
   'RateLimit.PerToken': intRange(1, 1_000_000),
 };
 
 /** Settings that only take effect when the daemon next starts. */
-export const APPLY_AT_NEXT_START: ReadonlySet<SettingKey> = new Set<SettingKey>(['ListenAddr', 'ListenPort']);
+export const APPLY_AT_NEXT_START: ReadonlySet<SettingKey> = new Set<SettingKey>(['ListenAddr', 'ListenPort', 'InitSystem']);
 
 /** Keys whose values are secrets and never appear in logs. */
 export const SECRET_KEYS: ReadonlySet<SettingKey> = new Set<SettingKey>(['Webhook.Headers']);

@@ -45,7 +45,7 @@ export function instanceRoutes({ supervisor, authenticated }: RouteDeps): Router
   router.post('/create', admin, async (ctx) => {
     const fields = body(ctx);
     const info = objectField(fields, 'instanceInfo', true)!;
-    const record = await supervisor.create(
+    const { record, bootServiceError } = await supervisor.create(
       {
         name: requiredString(info, 'name'),
         serverAddr: requiredString(info, 'serverAddr'),
@@ -57,11 +57,12 @@ export function instanceRoutes({ supervisor, authenticated }: RouteDeps): Router
       },
       ctx.state.auth.user,
     );
-    reply(ctx, `instance ${record.name} created`, {
+    reply(ctx, `instance ${record.name} created${bootServiceError ? ', but its boot service could not be set up' : ''}`, {
       instanceID: record.id,
       name: record.name,
       configPath: record.configPath,
       bootAtStart: record.bootAtStart,
+      ...(bootServiceError ? { bootServiceError, instanceName: record.name } : {}),
     });
   });
 
@@ -84,16 +85,17 @@ export function instanceRoutes({ supervisor, authenticated }: RouteDeps): Router
     } else if (type === 'systemConfig') {
       const unknown = Object.keys(data).filter((k) => !['name', 'bootAtStart', 'runUser'].includes(k));
       if (unknown.length > 0) throw badRequest(`unknown systemConfig keys: ${unknown.join(', ')}`);
-      const record = await supervisor.modifySystem(id, {
+      const { record, bootServiceError } = await supervisor.modifySystem(id, {
         name: optionalString(data, 'name'),
         bootAtStart: optionalBool(data, 'bootAtStart'),
         runUser: optionalString(data, 'runUser'),
       });
-      reply(ctx, `instance ${record.name} modified`, {
+      reply(ctx, `instance ${record.name} modified${bootServiceError ? ', but its boot service could not be changed' : ''}`, {
         instanceID: record.id,
         configPath: record.configPath,
         bootAtStart: record.bootAtStart,
         runUser: record.runUser,
+        ...(bootServiceError ? { bootServiceError, instanceName: record.name } : {}),
       });
     } else {
       throw badRequest('type must be configFile or systemConfig');
@@ -111,7 +113,7 @@ export function instanceRoutes({ supervisor, authenticated }: RouteDeps): Router
     reply(ctx, `instance ${view.record.name} is ${view.state}`, {
       name: view.record.name,
       initSystem: supervisor.initSystem,
-      ...(process.platform === 'linux' ? { serviceName: serviceNameOf(view.record.id) } : {}),
+      ...(process.platform !== 'win32' ? { serviceName: serviceNameOf(view.record.id) } : {}),
       isRunning: isRunning(view),
       state: view.state,
     });

@@ -1,0 +1,172 @@
+import { chmod, mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { InitSystem } from '../src/boot/init-system.js';
+import { initdScript } from '../src/boot/initd-script.js';
+import { checkServiceName } from '../src/boot/names.js';
+import { tunnelUnit } from '../src/boot/systemd-unit.js';
+import { createTaskArgs, deleteTaskArgs } from '../src/boot/windows-task.js';
+import { writeFileAtomic } from '../src/fs/atomic.js';
+import type { Settings } from '../src/settings/defaults.js';
+import { resolveExecutable } from '../src/system/self-check.js';
+import { runCommand } from './commands.js';
+
+/** What a boot service is made from: one instance, as it is now. */
+export interface BootTarget {
+  id: number;
+  name: string;
+  runUser: string;
+  configPath: string;
+}
+
+/**
+ * The operating-system side of an instance. `prepare` writes what the init system needs to run it at all (a unit
+ * file, an init script); `enable`/`disable` switch its start at boot on and off; `remove` undoes everything.
+ */
+export interface BootService {
+  readonly initSystem: InitSystem;
+  prepare(target: BootTarget): Promise<void>;
+  enable(target: BootTarget): Promise<void>;
+  disable(target: BootTarget): Promise<void>;
+  remove(target: BootTarget): Promise<void>;
+}
+
+export const serviceNameOf = (id: number): string => checkServiceName(`tunnel_${id}`);
+
+const describe = (t: BootTarget) => `tunnel ${t.name} (tunnelward instance ${t.id})`;
+
+type SettingsSource = () => Readonly<Settings>;
+
+/** Process mode: tunnelward itself starts the `bootAtStart` instances when the host has booted. */
+export class OwnBootService implements BootService {
+  readonly initSystem = 'process' as const;
+  async prepare(): Promise<void> {}
+  async enable(): Promise<void> {}
+  async disable(): Promise<void> {}
+  async remove(): Promise<void> {}
+}
+
+export class SystemdBootService implements BootService {
+  readonly initSystem = 'systemd' as const;
+  constructor(private readonly settings: SettingsSource) {}
+
+  unitPath(id: number): string {
+    return join(this.settings()['Systemd.UnitDir'], `${serviceNameOf(id)}.service`);
+  }
+
+  private systemctl(...args: string[]) {
+    return runCommand([this.settings()['Systemd.Systemctl'], ...args]);
+  }
+
+  async prepare(t: BootTarget): Promise<void> {
+    const s = this.settings();
+    const unit = tunnelUnit({
+      serviceName: serviceNameOf(t.id),
+      description: describe(t),
+      runUser: t.runUser,
+      tunnelPath: await resolveExecutable(s.TunnelPath),
+      configPath: t.configPath,
+    });
+    await mkdir(s['Systemd.UnitDir'], { recursive: true });
+    await writeFileAtomic(this.unitPath(t.id), unit, { mode: 0o644 });
+    await this.systemctl('daemon-reload');
+  }
+
+  async enable(t: BootTarget): Promise<void> {
+    await this.prepare(t);
+    await this.systemctl('enable', `${serviceNameOf(t.id)}.service`);
+  }
+
+  async disable(t: BootTarget): Promise<void> {
+    await this.systemctl('disable', `${serviceNameOf(t.id)}.service`);
+  }
+
+  async remove(t: BootTarget): Promise<void> {
+    await this.disable(t);
+    await rm(this.unitPath(t.id), { force: true });
+    await this.systemctl('daemon-reload');
+  }
+}
+
+export class InitdBootService implements BootService {
+  readonly initSystem = 'init.d' as const;
+  constructor(private readonly settings: SettingsSource) {}
+
+  scriptPath(id: number): string {
+    return join(this.settings()['InitD.ScriptDir'], serviceNameOf(id));
+  }
+
+  pidFile(id: number): string {
+    return join(this.settings()['InitD.PidDir'], `${serviceNameOf(id)}.pid`);
+  }
+
+  logFile(id: number): string {
+    return join(this.settings()['InitD.LogDir'], `${serviceNameOf(id)}.log`);
+  }
+
+  async prepare(t: BootTarget): Promise<void> {
+    const s = this.settings();
+    const script = initdScript({
+      serviceName: serviceNameOf(t.id),
+      description: describe(t),
+      runUser: t.runUser,
+      tunnelPath: await resolveExecutable(s.TunnelPath),
+      configPath: t.configPath,
+      pidFile: this.pidFile(t.id),
+      logFile: this.logFile(t.id),
+    });
+    await mkdir(s['InitD.ScriptDir'], { recursive: true });
+    await writeFileAtomic(this.scriptPath(t.id), script, { mode: 0o755 });
+    await chmod(this.scriptPath(t.id), 0o755);
+  }
+
+  async enable(t: BootTarget): Promise<void> {
+    await this.prepare(t);
+    await runCommand([this.settings()['InitD.UpdateRcD'], serviceNameOf(t.id), 'defaults']);
+  }
+
+  async disable(t: BootTarget): Promise<void> {
+    await runCommand([this.settings()['InitD.UpdateRcD'], '-f', serviceNameOf(t.id), 'remove']);
+  }
+
+  async remove(t: BootTarget): Promise<void> {
+    await this.disable(t);
+    await rm(this.scriptPath(t.id), { force: true });
+  }
+}
+
+/** Windows: a scheduled task that runs the tunnel at boot (tunnels themselves run as hidden detached processes). */
+export class WindowsBootService implements BootService {
+  readonly initSystem = 'windows' as const;
+  constructor(private readonly settings: SettingsSource) {}
+
+  async prepare(): Promise<void> {}
+
+  async enable(t: BootTarget): Promise<void> {
+    const s = this.settings();
+    await runCommand([
+      s['Windows.Schtasks'],
+      ...createTaskArgs({ taskName: serviceNameOf(t.id), runUser: t.runUser, tunnelPath: s.TunnelPath, configPath: t.configPath }),
+    ]);
+  }
+
+  async disable(t: BootTarget): Promise<void> {
+    await runCommand([this.settings()['Windows.Schtasks'], ...deleteTaskArgs(serviceNameOf(t.id))]);
+  }
+
+  async remove(t: BootTarget): Promise<void> {
+    await this.disable(t);
+  }
+}
+
+export function bootServiceFor(initSystem: InitSystem, settings: SettingsSource): BootService {
+  switch (initSystem) {
+    case 'systemd':
+      return new SystemdBootService(settings);
+    case 'init.d':
+      return new InitdBootService(settings);
+    case 'windows':
+      return new WindowsBootService(settings);
+    default:
+      return new OwnBootService();
+  }
+}
