@@ -1,14 +1,17 @@
 #!/usr/bin/env node
 import { startDaemon } from './daemon/daemon.js';
+import { serviceCommand } from './daemon/own-service.js';
 import type { ServeFlags } from './daemon/options.js';
 import { loadSoftwareInfo } from './system/software-info.js';
 
 const USAGE = `usage: tunnelward [command] [flags]
 
 commands:
-  serve      run the daemon (the default)
-  version    print the version
-  help       print this text
+  serve                          run the daemon (the default)
+  service install|uninstall      install (and enable) or remove tunnelward's own systemd unit
+          [--print] [--data-dir DIR] [--user USER]   --print shows the unit and changes nothing
+  version                        print the version
+  help                           print this text
 
 flags of serve (each overrides its environment variable, which overrides settings.toml):
   --data-dir DIR   data directory, created if missing (TUNNELWARD_DATA_DIR, default ./data)
@@ -54,6 +57,25 @@ async function serve(args: string[]): Promise<void> {
   });
 }
 
+async function service(args: string[]): Promise<void> {
+  const [action, ...rest] = args;
+  if (action !== 'install' && action !== 'uninstall') throw new UsageError('service needs install or uninstall');
+  let print = false;
+  let dataDir: string | undefined;
+  let user: string | undefined;
+  for (let i = 0; i < rest.length; i++) {
+    const arg = rest[i]!;
+    if (arg === '--print') print = true;
+    else if (arg === '--data-dir' || arg === '--user') {
+      const value = rest[++i];
+      if (!value) throw new UsageError(`${arg} needs a value`);
+      if (arg === '--data-dir') dataDir = value;
+      else user = value;
+    } else throw new UsageError(`unknown flag ${arg}`);
+  }
+  await serviceCommand({ action, print, dataDir, user }, (text) => process.stdout.write(text));
+}
+
 async function main(argv: string[]): Promise<void> {
   const [first, ...rest] = argv;
   const command = first === undefined || first.startsWith('-') ? 'serve' : first;
@@ -61,6 +83,8 @@ async function main(argv: string[]): Promise<void> {
   switch (command) {
     case 'serve':
       return serve(args);
+    case 'service':
+      return service(args);
     case 'version':
       process.stdout.write(`tunnelward ${loadSoftwareInfo().Version}\n`);
       return;

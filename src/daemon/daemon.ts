@@ -70,6 +70,8 @@ async function startLocked(
   });
   cleanups.push(() => settingsSub.unsubscribe());
 
+  // Each running tunnel costs one descriptor (its output pipe); Node itself raises the soft limit on open files
+  // to the hard one at start-up, so a thousand tunnels stay clear of EMFILE wherever the hard limit allows.
   const db = await Database.open(join(dataDir, 'tunnelward.db'));
   cleanups.push(() => db.close());
   const hasher = new PasswordHasher(DEFAULTS.passwordHashConcurrency, DEFAULTS.passwordHashQueue);
@@ -243,6 +245,8 @@ function closeServer(server: Server): Promise<void> {
 /** Stops this daemon, then starts a new one with the same arguments and environment, and exits. */
 async function restartInPlace(daemon: RunningDaemon): Promise<void> {
   await daemon.stop('restart requested');
+  // Under tunnelward's own unit, systemd (Restart=always) starts the new one: a child of ours would be a stray.
+  if (process.env.TUNNELWARD_SUPERVISED === 'systemd') process.exit(0);
   const child = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], {
     stdio: 'inherit',
     env: process.env,

@@ -1,0 +1,51 @@
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { runCommand } from '../../actors/commands.js';
+import { tunnelwardUnit } from '../boot/systemd-unit.js';
+import { writeFileAtomic } from '../fs/atomic.js';
+import { PACKAGE_ROOT } from '../paths.js';
+import { SettingsStore } from '../settings/settings-store.js';
+import { resolveDataDir } from './options.js';
+
+export interface ServiceCommandOptions {
+  action: 'install' | 'uninstall';
+  print: boolean;
+  dataDir?: string;
+  user?: string;
+}
+
+const UNIT = 'tunnelward.service';
+
+/**
+ * `tunnelward service install|uninstall [--print]`: tunnelward's own systemd unit, which starts it at boot and
+ * restarts it, without taking the tunnels down with it. `--print` shows the unit and changes nothing.
+ */
+export async function serviceCommand(options: ServiceCommandOptions, out: (text: string) => void): Promise<void> {
+  const dataDir = resolveDataDir({ dataDir: options.dataDir }, process.env);
+  const unit = tunnelwardUnit({
+    nodePath: process.execPath,
+    cliPath: join(PACKAGE_ROOT, 'dist', 'src', 'cli.js'),
+    dataDir,
+    user: options.user,
+  });
+  if (options.print) {
+    out(unit);
+    return;
+  }
+  const { store } = await SettingsStore.load(dataDir);
+  const unitDir = store.value('Systemd.UnitDir');
+  const systemctl = store.value('Systemd.Systemctl');
+  const path = join(unitDir, UNIT);
+  if (options.action === 'install') {
+    await mkdir(unitDir, { recursive: true });
+    await writeFileAtomic(path, unit, { mode: 0o644 });
+    await runCommand([systemctl, 'daemon-reload']);
+    await runCommand([systemctl, 'enable', UNIT]);
+    out(`installed and enabled ${path}; start it with: ${systemctl} start ${UNIT}\n`);
+  } else {
+    await runCommand([systemctl, 'disable', UNIT]);
+    await rm(path, { force: true });
+    await runCommand([systemctl, 'daemon-reload']);
+    out(`disabled and removed ${path}\n`);
+  }
+}

@@ -1,0 +1,52 @@
+import { execFile } from 'node:child_process';
+import { mkdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import test from 'ava';
+import { PACKAGE_ROOT } from '../../src/paths.js';
+import { CLI, tempDir } from '../helpers/daemon.js';
+
+const run = promisify(execFile);
+
+test('service install --print prints a unit that systemd-analyze accepts and that spares the tunnels', async (t) => {
+  const dir = await tempDir();
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const { stdout } = await run(process.execPath, [CLI, 'service', 'install', '--print', '--data-dir', dir]);
+  t.regex(stdout, /^KillMode=process$/m);
+  t.regex(stdout, new RegExp(`^ExecStart=${process.execPath} .*dist/src/cli\\.js serve --data-dir ${dir}$`, 'm'));
+  t.regex(stdout, /^Restart=always$/m);
+  const unit = join(dir, 'tunnelward.service');
+  await writeFile(unit, stdout);
+  const verified = await run('systemd-analyze', ['verify', unit]).then(
+    (r) => r.stderr,
+    (e) => `failed: ${e.stderr}`,
+  );
+  t.is(verified, '');
+});
+
+test('service install and uninstall write the unit and run systemctl (recorded here)', async (t) => {
+  const dir = await tempDir();
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const bin = join(dir, 'bin');
+  await mkdir(bin);
+  await symlink(join(PACKAGE_ROOT, 'test', 'fixtures', 'record-command.mjs'), join(bin, 'systemctl'));
+  const units = join(dir, 'units');
+  await writeFile(join(dir, 'settings.toml'), `[Systemd]\nUnitDir = "${units}"\nSystemctl = "${join(bin, 'systemctl')}"\n`);
+  const record = join(dir, 'commands.log');
+  const env = { ...process.env, TUNNELWARD_TEST_RECORD: record };
+  const installed = await run(process.execPath, [CLI, 'service', 'install', '--data-dir', dir], { env });
+  t.regex(installed.stdout, /installed and enabled/);
+  t.regex(await readFile(join(units, 'tunnelward.service'), 'utf8'), /^KillMode=process$/m);
+  await run(process.execPath, [CLI, 'service', 'uninstall', '--data-dir', dir], { env });
+  await t.throwsAsync(stat(join(units, 'tunnelward.service')));
+  const commands = (await readFile(record, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+  t.deepEqual(commands, [
+    ['systemctl', 'daemon-reload'],
+    ['systemctl', 'enable', 'tunnelward.service'],
+    ['systemctl', 'disable', 'tunnelward.service'],
+    ['systemctl', 'daemon-reload'],
+  ]);
+  const bad = await run(process.execPath, [CLI, 'service', 'start']).catch((e) => e);
+  t.is(bad.code, 2);
+  t.regex(bad.stderr, /service needs install or uninstall/);
+});
