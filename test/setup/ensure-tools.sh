@@ -1,0 +1,17 @@
+#!/bin/sh
+# Tools the tests use from Debian's packages: systemd-analyze (package systemd) checks generated units,
+# start-stop-daemon (dpkg) runs the init.d scripts, mkfifo (coreutils) makes the tunnels' output pipes.
+# Installs what is missing when it can (root with apt-get); otherwise says what to install.
+missing=""
+command -v systemd-analyze >/dev/null 2>&1 || missing="$missing systemd"
+command -v start-stop-daemon >/dev/null 2>&1 || missing="$missing dpkg"
+command -v mkfifo >/dev/null 2>&1 || missing="$missing coreutils"
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "installing for the tests:$missing" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends $missing >/dev/null
+else
+  echo "the tests need these Debian packages:$missing (install them, then run npm test again)" >&2
+  exit 1
+fi
