@@ -340,7 +340,7 @@ test('log.to sends the lines to that file, uncoloured, instead of stdout', async
   t.teardown(() => { child.kill('SIGKILL'); });
   let stdout = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; });
-  const deadline = Date.now() + 3000;
+  const deadline = Date.now() + 15_000;
   let text = '';
   while (!text.includes('start proxy success') && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 20));

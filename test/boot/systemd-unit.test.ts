@@ -85,8 +85,9 @@ test('tunnelward unit has exactly the expected keys, with and without a user', (
   const options = { nodePath: '/usr/bin/node', cliPath: '/opt/tunnelward/dist/src/cli.js', dataDir: '/var/lib/tunnelward' };
   const service: Entries = [
     ['Type', 'simple'],
-    ['ExecStart', '/usr/bin/node /opt/tunnelward/dist/src/cli.js serve --data-dir /var/lib/tunnelward'],
+    ['ExecStart', '/usr/bin/node --max-semi-space-size=1 /opt/tunnelward/dist/src/cli.js serve --data-dir /var/lib/tunnelward'],
     ['Environment', 'TUNNELWARD_SUPERVISED=systemd'],
+    ['Environment', 'MALLOC_ARENA_MAX=2'],
     ['Restart', 'always'],
     ['RestartSec', '2'],
     ['KillMode', 'process'],

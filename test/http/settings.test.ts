@@ -74,7 +74,7 @@ test('get and set: roles, types, unknown keys, persistence across a restart', as
   t.is(set.body.data, undefined);
   t.regex(set.body.message, /unknown keys ignored: Mystery/);
   t.regex(set.body.message, /ListenPort take effect at the next start/);
-  await daemon.waitForOutput(/ignored unknown setting keys.*Mystery/);
+  await daemon.waitForOutput(/"keys":\["Mystery"\].*ignored unknown setting keys/);
   t.false(daemon.output.some((l) => l.includes('s3cret')), 'header values never logged');
 
   const file = parse(await readFile(join(daemon.dataDir, 'settings.toml'), 'utf8')) as any;
