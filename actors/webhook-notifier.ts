@@ -1,3 +1,5 @@
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import type { Logger } from '../src/log/logger.js';
 import type { Settings } from '../src/settings/defaults.js';
 import type { InstanceStateChange } from './instance-supervisor.js';
@@ -154,25 +156,42 @@ export class WebhookNotifier {
   }
 
   /** One request: 'delivered' on 2xx, 'refused' on 4xx (retrying would not help), else the reason to retry. */
-  private async attempt(s: Readonly<Settings>, event: NotificationEvent): Promise<string> {
+  private attempt(s: Readonly<Settings>, event: NotificationEvent): Promise<string> {
     const template = s['Webhook.Body'];
     const body = Object.keys(template).length === 0 ? event : renderBody(template, event);
     const method = s['Webhook.Method'];
-    try {
-      const res = await fetch(s['Webhook.URL'], {
+    const payload = method === 'GET' ? undefined : Buffer.from(JSON.stringify(body));
+    const url = new URL(s['Webhook.URL']);
+    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    return new Promise((resolve) => {
+      // A connection of its own per attempt: a receiver that hangs holds nothing beyond the attempt's timeout.
+      const req = send(url, {
         method,
-        headers: { 'Content-Type': 'application/json', ...s['Webhook.Headers'] },
-        body: method === 'GET' ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(s['Webhook.TimeoutSecs'] * 1000),
-        redirect: 'manual',
+        agent: false,
+        headers: {
+          'Content-Type': 'application/json',
+          ...s['Webhook.Headers'],
+          ...(payload ? { 'Content-Length': String(payload.length) } : {}),
+        },
       });
-      await res.arrayBuffer().catch(() => undefined);
-      if (res.status >= 200 && res.status < 300) return 'delivered';
-      return res.status >= 400 && res.status < 500 ? 'refused' : `HTTP ${res.status}`;
-    } catch (err) {
-      const e = err as Error;
-      return e.name === 'TimeoutError' ? 'timed out' : `network error: ${(e.cause as Error | undefined)?.message ?? e.message}`;
-    }
+      const timer = setTimeout(() => {
+        req.destroy();
+        resolve('timed out');
+      }, s['Webhook.TimeoutSecs'] * 1000);
+      req.on('response', (res) => {
+        res.resume();
+        res.on('end', () => {
+          clearTimeout(timer);
+          const status = res.statusCode ?? 0;
+          resolve(status >= 200 && status < 300 ? 'delivered' : status >= 400 && status < 500 ? 'refused' : `HTTP ${status}`);
+        });
+      });
+      req.on('error', (err) => {
+        clearTimeout(timer);
+        resolve(`network error: ${err.message}`);
+      });
+      req.end(payload);
+    });
   }
 
   /** Waits (at most `timeoutMs`) for queued events to go out; used when tunnelward stops. */

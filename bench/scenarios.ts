@@ -307,5 +307,160 @@ async function noticeTimes(daemon: BenchDaemon, samples: number): Promise<number
   return delays[Math.floor(samples / 2)]!;
 }
 
-export const scenarios: Scenario[] = [http, fixtureInstances, scale];
+/** One instance writing 10 000 lines/s, followed by 1, 10 and 50 WebSocket clients. */
+const logs: Scenario = {
+  name: 'logs',
+  async run({ quick }) {
+    const { WebSocket } = await import('ws');
+    const rate = 10_000;
+    const windowMs = quick ? 3000 : 8000;
+    const rows: Omit<Row, 'scenario'>[] = [];
+    const writer = join(PACKAGE_ROOT, 'bench', 'stand-ins', 'log-rate.mjs');
+    const daemon = await BenchDaemon.start({ settingsToml: `TunnelPath = ${JSON.stringify(writer)}\n${LIFTED}` });
+    try {
+      await daemon.login();
+      const created = await daemon.call('POST', '/tunnelAct/instanceMgr/create', {
+        instanceInfo: { name: 'fanout', serverAddr: '127.0.0.1', serverPort: '7000', auth_method: 'token' },
+        additionalProperties: { metadatas: { rate: String(rate) } },
+      });
+      const id = created.data.instanceID;
+      const start = await daemon.call('POST', '/tunnelAct/instanceMgr/start', { instanceID: String(id) });
+      if (!start.success) throw new Error(start.message);
+      for (const clients of quick ? [1, 10] : [1, 10, 50]) {
+        const counts = new Array<number>(clients).fill(0);
+        const latencies: number[] = [];
+        let measuring = false;
+        const sockets = await Promise.all(
+          Array.from({ length: clients }, (_, i) =>
+            new Promise<InstanceType<typeof WebSocket>>((resolve, reject) => {
+              const ws = new WebSocket(`${daemon.url.replace('http', 'ws')}/tunnelAct/instanceMgr/logs?instanceID=${id}&token=${daemon.token}`);
+              ws.on('message', (data: Buffer) => {
+                if (!measuring) return;
+                const text = data.toString();
+                const at = /at (\d+)"/.exec(text);
+                if (!at) return;
+                counts[i]!++;
+                if ((counts[i]! & 15) === 0) latencies.push(Date.now() - Number(at[1]));
+              });
+              ws.on('open', () => resolve(ws));
+              ws.on('error', reject);
+            }),
+          ),
+        );
+        await sleep(500);
+        const cpu0 = await daemon.cpuSeconds();
+        measuring = true;
+        await sleep(windowMs);
+        measuring = false;
+        const cpu = ((await daemon.cpuSeconds()) - cpu0) / (windowMs / 1000) * 100;
+        const closed = sockets.filter((ws) => ws.readyState !== ws.OPEN).length;
+        for (const ws of sockets) ws.close();
+        latencies.sort((a, b) => a - b);
+        const perClient = counts.map((c) => c / (windowMs / 1000));
+        rows.push({ metric: `${clients} clients: lines/s per client (min / mean)`, value: `${Math.round(Math.min(...perClient))} / ${Math.round(perClient.reduce((a, b) => a + b, 0) / clients)}`, unit: 'lines/s', goal: clients === 50 ? `${rate}` : undefined });
+        rows.push({ metric: `${clients} clients: line latency p50 / p99`, value: `${percentile(latencies, 50)} / ${percentile(latencies, 99)}`, unit: 'ms', goal: clients === 50 ? 'p99 < 250' : undefined });
+        rows.push({ metric: `${clients} clients: daemon CPU`, value: cpu, unit: '%' });
+        if (closed) rows.push({ metric: `${clients} clients: closed as too slow`, value: closed, unit: 'clients' });
+        await sleep(500);
+      }
+      // One stuck client: the daemon's memory stays bounded while it is cut off.
+      const rss0 = await daemon.rssMiB();
+      const { connect } = await import('node:net');
+      const url = new URL(daemon.url);
+      const stuck = connect(Number(url.port), url.hostname, () =>
+        stuck.write(`GET /tunnelAct/instanceMgr/logs?instanceID=${id}&token=${daemon.token} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`),
+      );
+      stuck.once('data', () => stuck.pause());
+      let peak = rss0;
+      for (let i = 0; i < (quick ? 6 : 15); i++) {
+        await sleep(500);
+        peak = Math.max(peak, await daemon.rssMiB());
+      }
+      stuck.destroy();
+      rows.push({ metric: 'daemon RSS before / peak with a stuck client', value: `${rss0.toFixed(1)} / ${peak.toFixed(1)}`, unit: 'MiB' });
+      await daemon.call('POST', '/tunnelAct/instanceMgr/stop', { instanceID: String(id) });
+    } finally {
+      await daemon.stop();
+      await daemon.remove();
+    }
+    return rows;
+  },
+};
+
+/** Start-up with a large database: 1000 instance records and 10 000 sessions. */
+const startup: Scenario = {
+  name: 'startup',
+  async run({ quick }) {
+    const { Database } = await import('../src/storage/database.js');
+    const { hashToken, newToken } = await import('../src/accounts/tokens.js');
+    const { mkdtemp } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const rows: Omit<Row, 'scenario'>[] = [];
+    const dataDir = await mkdtemp(join(tmpdir(), 'tunnelward-bench-'));
+    // Seed: the admin through a first start (for its password hash), then the rows straight into the file.
+    let daemon = await BenchDaemon.start({ dataDir, settingsToml: LIFTED });
+    await daemon.stop();
+    const db = await Database.open(join(dataDir, 'tunnelward.db'));
+    const now = Date.now();
+    db.transaction(() => {
+      for (let i = 0; i < 1000; i++) {
+        db.run(
+          `INSERT INTO instances (name, boot_at_start, run_user, config_path, created_at, created_by, owner_id)
+           VALUES (?, 0, 'root', ?, ?, 'admin', 1)`,
+          [`seed_${i}`, join(dataDir, 'instances', `tunnel_${i + 1}.toml`), now],
+        );
+      }
+      for (let i = 0; i < 10_000; i++) {
+        db.run('INSERT INTO sessions (id, user_id, token_hash, created_at, expire_at) VALUES (?, 1, ?, ?, ?)', [
+          `seed-${i}`,
+          hashToken(newToken()),
+          now,
+          now + 3_600_000,
+        ]);
+      }
+    });
+    await db.close();
+    const { stat } = await import('node:fs/promises');
+    rows.push({ metric: 'database size (1000 instances, 10 000 sessions)', value: (await stat(join(dataDir, 'tunnelward.db'))).size / 1024, unit: 'KiB' });
+    const runs: number[] = [];
+    for (let i = 0; i < (quick ? 2 : 5); i++) {
+      const t0 = performance.now();
+      daemon = await BenchDaemon.start({ dataDir });
+      runs.push(performance.now() - t0);
+      if (i < (quick ? 1 : 4)) await daemon.stop();
+    }
+    runs.sort((a, b) => a - b);
+    rows.push({ metric: 'start-up to listening, median', value: runs[runs.length >> 1]!, unit: 'ms', goal: '< 1000' });
+    try {
+      await daemon.login();
+      // A persisted write at that size: a rename is one UPDATE and one snapshot, acknowledged once on disk.
+      const writes: number[] = [];
+      for (let i = 0; i < 20; i++) {
+        const t0 = performance.now();
+        const res = await daemon.call('POST', '/tunnelAct/instanceMgr/modify', {
+          instanceID: '1',
+          type: 'systemConfig',
+          modifiedData: { name: `renamed_${i}` },
+        });
+        if (!res.success) throw new Error(res.message);
+        writes.push(performance.now() - t0);
+      }
+      writes.sort((a, b) => a - b);
+      rows.push({ metric: 'one persisted write (rename) p50 / p99', value: `${percentile(writes, 50).toFixed(1)} / ${percentile(writes, 99).toFixed(1)}`, unit: 'ms' });
+      const burst = performance.now();
+      await Promise.all(
+        Array.from({ length: 100 }, (_, i) =>
+          daemon.call('POST', '/tunnelAct/instanceMgr/modify', { instanceID: String(i + 2), type: 'systemConfig', modifiedData: { name: `burst_${i}` } }),
+        ),
+      );
+      rows.push({ metric: '100 concurrent persisted writes, all acknowledged', value: performance.now() - burst, unit: 'ms' });
+    } finally {
+      await daemon.stop();
+      await daemon.remove();
+    }
+    return rows;
+  },
+};
+
+export const scenarios: Scenario[] = [http, fixtureInstances, scale, logs, startup];
 export { ADMIN };
