@@ -20,8 +20,9 @@ import type { Settings } from '../src/settings/defaults.js';
 import type { SettingsStore } from '../src/settings/settings-store.js';
 import type { Database } from '../src/storage/database.js';
 import { lookupOsUser } from '../src/system/os-users.js';
+import { getMeta, setMeta } from '../src/storage/meta.js';
 import { KeyedQueue } from '../src/util/keyed-queue.js';
-import type { BootService, BootTarget } from './boot-services.js';
+import { serviceNameOf, type BootService, type BootTarget } from './boot-services.js';
 import type { InstanceLogs } from './instance-logs.js';
 import type { SpawnRequest, TunnelRunner } from './process-runner.js';
 
@@ -66,7 +67,6 @@ const INSTANCE_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
 const targetOf = (r: InstanceRecord): BootTarget => ({ id: r.id, name: r.name, runUser: r.runUser, configPath: r.configPath });
 
-export const serviceNameOf = (id: number): string => `tunnel_${id}`;
 
 type InstanceActor = Actor<InstanceMachine>;
 
@@ -121,7 +121,7 @@ export class InstanceSupervisor {
    * boot of the host, the `bootAtStart` instances are started.
    */
   async start(bootId: string): Promise<void> {
-    const sameBoot = this.store.getMeta('boot_id') === bootId;
+    const sameBoot = getMeta(this.db, 'boot_id') === bootId;
     const toStart: number[] = [];
     let adopted = 0;
     this.db.transaction(() => {
@@ -140,7 +140,7 @@ export class InstanceSupervisor {
         if (!sameBoot) this.store.setDesired(record.id, record.bootAtStart ? 'running' : 'stopped');
         if (shouldRun) toStart.push(record.id);
       }
-      this.store.setMeta('boot_id', bootId);
+      setMeta(this.db, 'boot_id', bootId);
     });
     await this.db.persist();
     this.settingsSub = this.settings.changes$.subscribe(({ changed, settings }) => {

@@ -37,8 +37,14 @@ async function main() {
     if (only && !only.has(scenario.name)) continue;
     process.stderr.write(`bench: ${scenario.name}...\n`);
     const t0 = Date.now();
-    const got = await scenario.run({ quick });
-    rows.push(...got.map((r) => ({ scenario: scenario.name, ...r })));
+    try {
+      const got = await scenario.run({ quick });
+      rows.push(...got.map((r) => ({ scenario: scenario.name, ...r })));
+    } catch (err) {
+      // One scenario failing must not lose the figures of the others.
+      process.stderr.write(`bench: ${scenario.name} failed: ${(err as Error).stack ?? err}\n`);
+      rows.push({ scenario: scenario.name, metric: `FAILED: ${(err as Error).message}`, value: '', unit: '' });
+    }
     process.stderr.write(`bench: ${scenario.name} done in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
   }
   const table = format(rows);

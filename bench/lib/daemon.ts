@@ -3,6 +3,7 @@ import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { NODE_FLAGS } from '../../src/boot/systemd-unit.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 
 export const ADMIN = { username: 'admin', passwd: 'Bench123!x' };
@@ -25,9 +26,16 @@ export class BenchDaemon {
     if (options.settingsToml !== undefined) await writeFile(join(dataDir, 'settings.toml'), options.settingsToml);
     const proc = spawn(
       process.execPath,
-      [...(options.nodeFlags ?? []), join(PACKAGE_ROOT, 'dist/src/cli.js'), 'serve', '--data-dir', dataDir, '--port', '0'],
+      [...NODE_FLAGS, ...(options.nodeFlags ?? []), join(PACKAGE_ROOT, 'dist/src/cli.js'), 'serve', '--data-dir', dataDir, '--port', '0'],
       {
-        env: { ...process.env, TUNNELWARD_ADMIN_USER: ADMIN.username, TUNNELWARD_ADMIN_PASSWORD: ADMIN.passwd, ...options.env },
+        // As `npm start` and tunnelward's own unit run it.
+        env: {
+          ...process.env,
+          MALLOC_ARENA_MAX: '2',
+          TUNNELWARD_ADMIN_USER: ADMIN.username,
+          TUNNELWARD_ADMIN_PASSWORD: ADMIN.passwd,
+          ...options.env,
+        },
         stdio: ['ignore', 'pipe', 'inherit'],
       },
     );

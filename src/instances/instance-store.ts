@@ -1,5 +1,4 @@
 import type { Database } from '../storage/database.js';
-import { getMeta, setMeta } from '../storage/meta.js';
 
 export type DesiredState = 'running' | 'stopped';
 
@@ -137,13 +136,5 @@ export class InstanceStore {
   delete(id: number): void {
     this.db.run('DELETE FROM instances WHERE id = ?', [id]);
     this.records.delete(id);
-  }
-
-  getMeta(key: string): string | undefined {
-    return getMeta(this.db, key);
-  }
-
-  setMeta(key: string, value: string): void {
-    setMeta(this.db, key, value);
   }
 }

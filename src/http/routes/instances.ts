@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { InstanceSupervisor, InstanceView } from '../../../actors/instance-supervisor.js';
-import { serviceNameOf } from '../../../actors/instance-supervisor.js';
+import { serviceNameOf } from '../../../actors/boot-services.js';
 import type { Command } from '../../../machines/instance.machine.js';
 import { hasRole } from '../../accounts/rules.js';
 import { AppError, badRequest, conflict } from '../../errors.js';
