@@ -41,10 +41,11 @@ const MAX_LINE = 64 * 1024;
  * size limit (being the only writer, it loses and repeats no line), and publishes each line as an entry.
  */
 export class LogChannel {
-  readonly entries$ = new Subject<InstanceLogEntry>();
+  /** The entries of each chunk of output, together: a client gets them in one write of several messages. */
+  readonly entries$ = new Subject<InstanceLogEntry[]>();
   /** Each entry as the JSON a client receives, serialized once however many clients follow. */
   readonly serialized$ = this.entries$.pipe(
-    map((entry) => Buffer.from(JSON.stringify(entry))),
+    map((entries) => entries.map((entry) => Buffer.from(JSON.stringify(entry)))),
     share(),
   );
   private reader: Socket | LogSource | undefined;
@@ -159,10 +160,12 @@ export class LogChannel {
     this.size += bytes;
     if (!this.entries$.observed) return;
     const now = Date.now();
+    const entries: InstanceLogEntry[] = [];
     for (const line of lines.split('\n')) {
       const entry = parseFrpcLine(line, now);
-      if (entry) this.entries$.next(entry);
+      if (entry) entries.push(entry);
     }
+    if (entries.length > 0) this.entries$.next(entries);
   }
 
   private rotate(files: number): void {

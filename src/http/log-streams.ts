@@ -1,5 +1,6 @@
 import type { IncomingMessage, Server } from 'node:http';
 import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { map, share, type Observable, type Subscription } from 'rxjs';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -18,8 +19,12 @@ export const CLOSE = {
 } as const;
 
 export interface LogStreamOptions {
-  /** Bytes a client may have waiting in its send buffer; past that it is closed as too slow. */
+  /** Bytes a client may have waiting for longer than `slowGraceMs`; past that it is closed as too slow. */
   maxBufferedBytes: number;
+  /** How long a client may stay above `maxBufferedBytes` (a burst it catches up with is fine). */
+  slowGraceMs: number;
+  /** Bytes a client may never have waiting, however briefly: the bound on memory per client. */
+  hardBufferedBytes: number;
   /** Entries of an instance log sent to a client when it connects. */
   replayLines: number;
   /** Open streams at most; more are refused with 503. */
@@ -30,6 +35,8 @@ export interface LogStreamOptions {
 
 export const DEFAULT_STREAM_OPTIONS: LogStreamOptions = {
   maxBufferedBytes: 1024 * 1024,
+  slowGraceMs: 5000,
+  hardBufferedBytes: 8 * 1024 * 1024,
   replayLines: 100,
   maxClients: 1000,
   pingIntervalMs: 30_000,
@@ -46,30 +53,60 @@ interface Deps {
 class StreamClient {
   private readonly subscriptions: Subscription[] = [];
   private timer: NodeJS.Timeout | undefined;
+  /** Since when more than the soft limit has been waiting. */
+  private behindSince: number | undefined;
   alive = true;
 
   constructor(
     readonly ws: WebSocket,
     readonly auth: Authenticated | undefined,
-    private readonly maxBufferedBytes: number,
+    private readonly options: LogStreamOptions,
     private readonly onTooSlow: () => void,
   ) {
     ws.on('pong', () => (this.alive = true));
   }
 
-  /** Sends one entry; a client that cannot keep up is closed instead of being buffered for without bound. */
-  send(data: Buffer | string): void {
-    if (this.ws.readyState !== this.ws.OPEN) return;
-    if (this.ws.bufferedAmount > this.maxBufferedBytes) {
-      this.close(CLOSE.tooSlow, `client too slow: more than ${this.maxBufferedBytes} bytes waiting`);
-      this.onTooSlow();
-      return;
+  /**
+   * False (and the client closed) when it cannot keep up: more than the hard limit waiting at once, or more than
+   * the soft limit for longer than the grace period. Memory per client stays bounded either way.
+   */
+  keepingUp(now = Date.now()): boolean {
+    const waiting = this.ws.bufferedAmount;
+    const { maxBufferedBytes, hardBufferedBytes, slowGraceMs } = this.options;
+    if (waiting <= maxBufferedBytes) {
+      this.behindSince = undefined;
+      return true;
     }
+    this.behindSince ??= now;
+    if (waiting <= hardBufferedBytes && now - this.behindSince <= slowGraceMs) return true;
+    this.close(CLOSE.tooSlow, `client too slow: more than ${maxBufferedBytes} bytes waiting for ${slowGraceMs} ms`);
+    this.onTooSlow();
+    return false;
+  }
+
+  /** Sends one entry, unless the client cannot keep up. */
+  send(data: Buffer | string): void {
+    if (this.ws.readyState !== this.ws.OPEN || !this.keepingUp()) return;
     this.ws.send(data, { binary: false });
   }
 
   follow(source: Observable<Buffer | string>): void {
     this.subscriptions.push(source.subscribe((data) => this.send(data)));
+  }
+
+  /**
+   * Sends several entries as one write: corking the socket turns a message per line into one system call per
+   * chunk of output, which is what lets one tunnel's lines reach many clients at once.
+   */
+  followBatches(source: Observable<Buffer[]>): void {
+    this.subscriptions.push(
+      source.subscribe((batch) => {
+        const socket = (this.ws as unknown as { _socket?: Socket })._socket;
+        socket?.cork();
+        for (const data of batch) this.send(data);
+        socket?.uncork();
+      }),
+    );
   }
 
   closeAt(when: number, code: number, reason: string): void {
@@ -132,7 +169,7 @@ export class LogStreams {
         }
       }),
     );
-    this.pinger = setInterval(() => this.ping(), options.pingIntervalMs);
+    this.pinger = setInterval(() => this.sweep(), 1000);
     this.pinger.unref();
   }
 
@@ -187,7 +224,7 @@ export class LogStreams {
     const channel = this.deps.supervisor.logs.channel(id);
     this.accept(req, socket, head, auth, { instanceID: id }, (client) => {
       for (const entry of channel.recentEntries(this.options.replayLines)) client.send(toBuffer(entry));
-      client.follow(channel.serialized$);
+      client.followBatches(channel.serialized$);
       const deleted = this.deps.supervisor.deleted$.subscribe((gone) => {
         if (gone === id) client.close(CLOSE.instanceDeleted, 'instance deleted');
       });
@@ -206,7 +243,7 @@ export class LogStreams {
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       const tooSlow = () =>
         this.log.warn({ ...about, limit: this.options.maxBufferedBytes }, 'closed a log stream client that is too slow');
-      const client = new StreamClient(ws, auth, this.options.maxBufferedBytes, tooSlow);
+      const client = new StreamClient(ws, auth, this.options, tooSlow);
       this.clients.add(client);
       ws.on('close', () => {
         client.dispose();
@@ -218,9 +255,16 @@ export class LogStreams {
     });
   }
 
-  /** Drops clients that did not answer the previous ping: a dead peer must not hold resources for ever. */
-  private ping(): void {
+  private sweeps = 0;
+
+  /**
+   * Every second: drops clients that stay behind even when nothing new is sent to them; every ping interval:
+   * drops clients that did not answer the previous ping. A dead or stuck peer must not hold resources.
+   */
+  private sweep(): void {
+    const pinging = ++this.sweeps % Math.max(1, Math.round(this.options.pingIntervalMs / 1000)) === 0;
     for (const client of this.clients) {
+      if (!client.keepingUp() || !pinging) continue;
       if (!client.alive) {
         client.dispose();
         client.ws.terminate();
