@@ -81,18 +81,31 @@ export class LogChannel {
     }
   }
 
-  /** Starts draining the pipe (at spawn, or at start-up for a tunnel that is still running, whose pipe exists). */
-  startReading(): void {
+  /**
+   * Starts draining the pipe: at spawn, or at start-up for a tunnel that is still running. For a spawned tunnel
+   * we also hold a writer, so the pipe never reports end-of-file between tunnels. For an adopted one we read
+   * only, and end-of-file means its last writer, the tunnel, is gone: `onWriterGone` hears it at once, long
+   * before a poll of its pid would.
+   */
+  startReading(onWriterGone?: () => void): void {
     if (this.reader) return;
     if (this.source) {
       this.reader = this.source(this.id, (text) => this.onData(text));
       return;
     }
-    // Read and write: holding a writer ourselves means the pipe never reports end-of-file between tunnels.
-    const fd = openSync(this.pipePath, constants.O_RDWR | constants.O_NONBLOCK);
+    const mode = onWriterGone ? constants.O_RDONLY : constants.O_RDWR;
+    const fd = openSync(this.pipePath, mode | constants.O_NONBLOCK);
     const reader = new Socket({ fd, readable: true, writable: false });
     reader.setEncoding('utf8');
     reader.on('data', (chunk: string) => this.onData(chunk));
+    if (onWriterGone) {
+      reader.on('end', () => {
+        this.flushPartial();
+        if (this.reader === reader) this.reader = undefined;
+        reader.destroy();
+        onWriterGone();
+      });
+    }
     reader.on('error', (err) => this.log.warn({ instanceID: this.id, err }, 'reading the tunnel output failed'));
     this.reader = reader;
   }

@@ -130,8 +130,9 @@ export class InstanceSupervisor {
         const alive = record.pid !== null && this.runner.adopt(record.pid, record.startTicks, record.configPath);
         if (alive) {
           // Drain what it wrote while we were away, then follow it.
-          this.logs.channel(record.id).startReading();
-          actor.send({ type: 'ADOPT', pid: record.pid! });
+          const pid = record.pid!;
+          this.logs.channel(record.id).startReading(() => this.runner.checkNow(pid));
+          actor.send({ type: 'ADOPT', pid });
           adopted++;
           continue;
         }

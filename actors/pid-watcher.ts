@@ -44,6 +44,18 @@ export class PidWatcher {
     return this.watched.get(pid)?.exited;
   }
 
+  /** Checks one process now (a hint that it may have ended arrived); a live one stays watched. */
+  checkNow(pid: number): void {
+    const watched = this.watched.get(pid);
+    if (!watched) return;
+    const stat = procStat(pid);
+    const gone = stat ? stat.state === 'Z' || (watched.startTicks !== null && stat.startTicks !== watched.startTicks) : !pidExists(pid);
+    if (gone) {
+      this.watched.delete(pid);
+      watched.resolve({ code: null, signal: null });
+    }
+  }
+
   private poll(): void {
     const deep = ++this.polls % DEEP_CHECK_EVERY === 0;
     for (const [pid, watched] of this.watched) {

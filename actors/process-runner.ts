@@ -37,6 +37,8 @@ export interface TunnelRunner {
   /** Takes over a process found running at start-up; false when it is gone or is someone else. */
   adopt(pid: number, startTicks: number | null, configPath: string): boolean;
   exitOf(pid: number): Promise<ProcessExit>;
+  /** A hint that a watched process may have ended (its output pipe reported end-of-file). */
+  checkNow(pid: number): void;
   forget(pid: number): void;
   terminate(request: SpawnRequest, pid: number): void;
   kill(request: SpawnRequest, pid: number): void;
@@ -191,6 +193,10 @@ export class ProcessRunner implements TunnelRunner {
     if (!isSameProcess(pid, startTicks, configPath)) return false;
     void this.adopted.watch(pid, procStat(pid)?.startTicks ?? startTicks);
     return true;
+  }
+
+  checkNow(pid: number): void {
+    this.adopted.checkNow(pid);
   }
 
   /** Drops what is kept of a process once its exit has been handled. */

@@ -63,6 +63,10 @@ export class ServiceRunner implements TunnelRunner {
 
   forget(): void {}
 
+  checkNow(pid: number): void {
+    this.watcher.checkNow(pid);
+  }
+
   /** Asks the init system to stop it; it sends SIGTERM and then SIGKILL by its own timeout. */
   terminate(request: SpawnRequest): void {
     const stop =
