@@ -28,6 +28,17 @@ function objectField(fields: Fields, name: string, required: boolean): Fields | 
 
 const isRunning = (view: InstanceView) => view.state === 'running';
 
+/** Formatting a date is the dearest part of a list: each record's is made once (records are replaced, not changed). */
+const createdAtText = new WeakMap<InstanceView['record'], string>();
+const createdAtOf = (record: InstanceView['record']): string => {
+  let text = createdAtText.get(record);
+  if (text === undefined) {
+    text = formatIso(record.createdAt);
+    createdAtText.set(record, text);
+  }
+  return text;
+};
+
 async function runCommand(supervisor: InstanceSupervisor, id: number, command: Command): Promise<string> {
   supervisor.state(id); // 404 before queueing
   const done = await supervisor.command(id, command);
@@ -123,7 +134,7 @@ export function instanceRoutes({ supervisor, authenticated }: RouteDeps): Router
     const list = supervisor.list().map((view) => ({
       instanceID: view.record.id,
       name: view.record.name,
-      createdAt: formatIso(view.record.createdAt),
+      createdAt: createdAtOf(view.record),
       createdBy: view.record.createdBy,
       isRunning: isRunning(view),
       state: view.state,
@@ -139,7 +150,7 @@ export function instanceRoutes({ supervisor, authenticated }: RouteDeps): Router
       instanceID: view.record.id,
       name: view.record.name,
       serviceName: serviceNameOf(view.record.id),
-      createdAt: formatIso(view.record.createdAt),
+      createdAt: createdAtOf(view.record),
       createdBy: view.record.createdBy,
       isRunning: isRunning(view),
       auth_method: config.authMethod,
