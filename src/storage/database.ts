@@ -90,7 +90,7 @@ export class Database {
     const stmt = this.statement(sql);
     try {
       stmt.bind(params);
-      return stmt.step() ? (stmt.getAsObject() as T) : undefined;
+      return stmt.step() ? (this.row(stmt) as T) : undefined;
     } finally {
       stmt.reset();
     }
@@ -101,11 +101,20 @@ export class Database {
     const rows: T[] = [];
     try {
       stmt.bind(params);
-      while (stmt.step()) rows.push(stmt.getAsObject() as T);
+      while (stmt.step()) rows.push(this.row(stmt) as T);
     } finally {
       stmt.reset();
     }
     return rows;
+  }
+
+  /** The current row as an object; several times faster than sql.js's getAsObject (which matters at start-up). */
+  private row(stmt: Statement): Row {
+    const values = stmt.get();
+    const names = stmt.getColumnNames();
+    const row: Row = {};
+    for (let i = 0; i < names.length; i++) row[names[i]!] = values[i]!;
+    return row;
   }
 
   /** Runs a mutation; returns the number of rows it changed. Call `persist()` before acknowledging it. */
