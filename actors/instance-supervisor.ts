@@ -94,6 +94,7 @@ export class InstanceSupervisor {
   readonly bootErrors$ = new Subject<{ instanceID: number; name: string; message: string }>();
   private readonly actors = new Map<number, InstanceActor>();
   private readonly states = new Map<number, InstanceState>();
+  private version = 0;
   private readonly queue = new KeyedQueue<number>();
   private readonly store: InstanceStore;
   private readonly log: Logger;
@@ -126,13 +127,12 @@ export class InstanceSupervisor {
     let adopted = 0;
     this.db.transaction(() => {
       for (const record of this.store.all()) {
-        const actor = this.createActor(record);
         const alive = record.pid !== null && this.runner.adopt(record.pid, record.startTicks, record.configPath);
         if (alive) {
           // Drain what it wrote while we were away, then follow it.
           const pid = record.pid!;
           this.logs.channel(record.id).startReading(() => this.runner.checkNow(pid));
-          actor.send({ type: 'ADOPT', pid });
+          this.createActor(record).send({ type: 'ADOPT', pid });
           adopted++;
           continue;
         }
@@ -150,7 +150,8 @@ export class InstanceSupervisor {
         for (const actor of this.actors.values()) actor.send(event);
       }
     });
-    this.log.info({ initSystem: this.initSystem, instances: this.actors.size, adopted, starting: toStart.length, sameBoot }, 'instances loaded');
+    const instances = this.store.all().length;
+    this.log.info({ initSystem: this.initSystem, instances, adopted, starting: toStart.length, sameBoot }, 'instances loaded');
     for (const id of toStart) {
       this.command(id, 'start').then(
         (done) => done.ok || this.log.warn({ instanceID: id, reason: done.message }, 'could not restore a running instance'),
@@ -199,6 +200,7 @@ export class InstanceSupervisor {
       const from = this.states.get(id)!;
       if (from === to) return;
       this.states.set(id, to);
+      this.version++;
       this.onStateChange(id, from, to, ctx);
     });
     actor.start();
@@ -275,10 +277,9 @@ export class InstanceSupervisor {
     this.changes$.next(change);
   }
 
+  /** The instance's actor, made on first use: an instance that was never started costs no actor. */
   private actorOf(id: number): InstanceActor {
-    const actor = this.actors.get(id);
-    if (!actor) throw notFound(`instance ${id} not found`);
-    return actor;
+    return this.actors.get(id) ?? this.createActor(this.recordOf(id));
   }
 
   private recordOf(id: number): InstanceRecord {
@@ -312,8 +313,13 @@ export class InstanceSupervisor {
   }
 
   state(id: number): InstanceState {
-    this.actorOf(id);
-    return this.states.get(id)!;
+    this.recordOf(id);
+    return this.states.get(id) ?? 'stopped';
+  }
+
+  /** Changes whenever something a list shows changes: a list built at one version can be served again. */
+  get listVersion(): number {
+    return this.version;
   }
 
   list(): InstanceView[] {
@@ -361,7 +367,7 @@ export class InstanceSupervisor {
       if (record.bootAtStart) created = this.store.update(record.id, { bootAtStart: false }) ?? record;
     }
     await this.db.persist();
-    this.createActor(created);
+    this.version++;
     this.log.info({ instanceID: created.id, name: created.name }, 'instance created');
     if (bootServiceError) this.reportBootError(created, bootServiceError);
     return bootServiceError ? { record: created, bootServiceError } : { record: created };
@@ -370,8 +376,8 @@ export class InstanceSupervisor {
   /** Stops the tunnel if it runs, then removes its config file, its logs and its record. */
   remove(id: number): Promise<InstanceRecord> {
     return this.exclusive(id, async (record) => {
-      const actor = this.actorOf(id);
-      if (this.states.get(id) !== 'stopped' && this.states.get(id) !== 'failed') {
+      const actor = this.actors.get(id);
+      if (actor && this.states.get(id) !== 'stopped' && this.states.get(id) !== 'failed') {
         const done = new Promise<CommandDone>((resolve) => {
           const sub = actor.on('commandDone', (e) => {
             sub.unsubscribe();
@@ -382,9 +388,10 @@ export class InstanceSupervisor {
         const result = await done;
         if (!result.ok) throw new AppError(500, `cannot stop instance ${id}: ${result.message}`);
       }
-      actor.stop();
+      actor?.stop();
       this.actors.delete(id);
       this.states.delete(id);
+      this.version++;
       if (record.bootAtStart || this.runsThroughInit()) {
         await this.boot.remove(targetOf(record)).catch((err) => this.reportBootError(record, (err as Error).message));
       }
@@ -447,6 +454,7 @@ export class InstanceSupervisor {
       }
       updated = this.store.update(id, { bootAtStart }) ?? updated;
       await this.db.persist();
+      this.version++;
       if (bootServiceError) this.reportBootError(updated, bootServiceError);
       return bootServiceError ? { record: updated, bootServiceError } : { record: updated };
     });

@@ -97,16 +97,16 @@ const fixtureInstances: Scenario = {
       }
       const rssIdle = await daemon.rssMiB();
       let t0 = performance.now();
-      const started = await Promise.all(ids.map((id) => daemon.call('POST', '/tunnelAct/instanceMgr/start', { instanceID: id })));
+      const started = await Promise.all(ids.map((id) => daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id })));
       const startMs = performance.now() - t0;
-      const failures = started.filter((r) => !r.success).length;
+      const failures = started.filter((r) => !r.success);
       rows.push({ metric: `start ${count} fixture tunnels (StartSecs 1)`, value: startMs, unit: 'ms' });
-      if (failures) rows.push({ metric: 'failed starts', value: failures, unit: '' });
+      if (failures.length) rows.push({ metric: `failed starts (first: ${failures[0].message})`, value: failures.length, unit: '' });
       rows.push({ metric: `daemon RSS, ${count} running`, value: await daemon.rssMiB(), unit: 'MiB' });
       rows.push({ metric: 'daemon RSS, none running', value: rssIdle, unit: 'MiB' });
       rows.push({ metric: `daemon fds, ${count} running`, value: await daemon.openFds(), unit: 'fds' });
       t0 = performance.now();
-      await Promise.all(ids.map((id) => daemon.call('POST', '/tunnelAct/instanceMgr/stop', { instanceID: id })));
+      await Promise.all(ids.map((id) => daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id })));
       rows.push({ metric: `stop ${count} fixture tunnels`, value: performance.now() - t0, unit: 'ms' });
     } finally {
       await daemon.stop();

@@ -130,7 +130,15 @@ export function instanceRoutes({ supervisor, authenticated }: RouteDeps): Router
     });
   });
 
+  // The list is what UIs poll: built once per change of what it shows, and served as it is until the next one.
+  let cached: { version: number; body: string } | undefined;
   router.get('/list', async (ctx) => {
+    const version = supervisor.listVersion;
+    if (cached?.version === version) {
+      ctx.type = 'application/json';
+      ctx.body = cached.body;
+      return;
+    }
     const list = supervisor.list().map((view) => ({
       instanceID: view.record.id,
       name: view.record.name,
@@ -140,6 +148,7 @@ export function instanceRoutes({ supervisor, authenticated }: RouteDeps): Router
       state: view.state,
     }));
     reply(ctx, `${list.length} instances`, list);
+    cached = { version, body: JSON.stringify(ctx.body) };
   });
 
   router.get('/getInfo', async (ctx) => {
