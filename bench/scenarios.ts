@@ -61,9 +61,10 @@ const http: Scenario = {
           const list = await load({ url: `${daemon.url}/tunnelAct/instanceMgr/list`, headers: () => daemon.headers(), connections, durationMs });
           const status = await load({ url: `${daemon.url}/tunnelAct/instanceMgr/status?instanceID=1`, headers: () => daemon.headers(), connections, durationMs });
           rows.push({ metric: `bare koa @${connections} req/s`, value: base.rps, unit: 'req/s' });
+          rows.push({ metric: `bare koa @${connections} p50 / p99`, value: `${base.p50.toFixed(2)} / ${base.p99.toFixed(2)}`, unit: 'ms' });
           rows.push({ metric: `list (${instances}) @${connections} req/s`, value: list.rps, unit: 'req/s' });
           rows.push({ metric: `list @${connections} ratio to bare koa`, value: list.rps / base.rps, unit: 'x', goal: connections === 64 ? '>= 0.5' : undefined });
-          rows.push({ metric: `list @${connections} p50 / p99`, value: `${list.p50.toFixed(2)} / ${list.p99.toFixed(2)}`, unit: 'ms' });
+          rows.push({ metric: `list @${connections} p50 / p99`, value: `${list.p50.toFixed(2)} / ${list.p99.toFixed(2)}`, unit: 'ms', goal: connections === 64 ? 'p99 < 20' : undefined });
           rows.push({ metric: `status @${connections} req/s`, value: status.rps, unit: 'req/s' });
           rows.push({ metric: `status @${connections} p50 / p99`, value: `${status.p50.toFixed(2)} / ${status.p99.toFixed(2)}`, unit: 'ms' });
           if (list.errors + status.errors > 0) rows.push({ metric: `errors @${connections}`, value: list.errors + status.errors, unit: 'req' });
