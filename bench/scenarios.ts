@@ -228,6 +228,7 @@ const scale: Scenario = {
       await sleep(idleSeconds * 1000);
       const idleCpu = ((await daemon.cpuSeconds()) - cpu0) / idleSeconds * 100;
       rows.push({ metric: `daemon CPU idle over ${idleSeconds} s`, value: idleCpu, unit: '%', goal: '< 0.5' });
+      rows.push({ metric: `daemon RSS, ${count} running, after the idle period`, value: await daemon.rssMiB(), unit: 'MiB', goal: '< 100' });
 
       // Crash of a spawned tunnel: time until the daemon notices, and until a new process runs.
       const crash = async (which: number, parent: number) => {
