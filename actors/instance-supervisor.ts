@@ -288,18 +288,22 @@ export class InstanceSupervisor {
     return record;
   }
 
+  /** Sends a command event to an actor and resolves with the outcome it emits for it. */
+  private outcome(actor: InstanceActor, type: 'START' | 'STOP' | 'RESTART'): Promise<CommandDone> {
+    return new Promise((resolve) => {
+      const sub = actor.on('commandDone', (event) => {
+        sub.unsubscribe();
+        resolve(event);
+      });
+      actor.send({ type });
+    });
+  }
+
   /** Sends a command to the instance's actor and resolves with its outcome. */
   command(id: number, command: Command): Promise<CommandDone> {
     return this.queue.run(id, async () => {
-      const actor = this.actorOf(id);
-      const done = new Promise<CommandDone>((resolve) => {
-        const sub = actor.on('commandDone', (event) => {
-          sub.unsubscribe();
-          resolve(event);
-        });
-      });
-      actor.send({ type: command === 'start' ? 'START' : command === 'stop' ? 'STOP' : 'RESTART' });
-      const result = await done;
+      const type = command === 'start' ? 'START' : command === 'stop' ? 'STOP' : 'RESTART';
+      const result = await this.outcome(this.actorOf(id), type);
       if (command === 'stop') this.store.setDesired(id, 'stopped');
       else if (result.ok) this.store.setDesired(id, 'running');
       await this.db.persist();
@@ -378,14 +382,7 @@ export class InstanceSupervisor {
     return this.exclusive(id, async (record) => {
       const actor = this.actors.get(id);
       if (actor && this.states.get(id) !== 'stopped' && this.states.get(id) !== 'failed') {
-        const done = new Promise<CommandDone>((resolve) => {
-          const sub = actor.on('commandDone', (e) => {
-            sub.unsubscribe();
-            resolve(e);
-          });
-        });
-        actor.send({ type: 'STOP' });
-        const result = await done;
+        const result = await this.outcome(actor, 'STOP');
         if (!result.ok) throw new AppError(500, `cannot stop instance ${id}: ${result.message}`);
       }
       actor?.stop();
