@@ -207,3 +207,53 @@ test('injection attempts through name and runUser never reach a unit or a comman
   const unit = await readFile(join(fake.root, 'units', `tunnel_${id}.service`), 'utf8');
   t.false(/evil|\$\(id\)|ExecStartPre/.test(unit));
 });
+
+test('systemd runner: start, status, log stream, crash and stop through systemctl and journalctl (stand-ins that run the unit)', async (t) => {
+  const { openStream, wsUrl } = await import('../helpers/streams.js');
+  const { waitFor } = await import('../helpers/instances.js');
+  const fake = await fakeRoot();
+  t.teardown(() => rm(fake.root, { recursive: true, force: true }));
+  const units = join(fake.root, 'units');
+  const state = join(fake.root, 'systemd');
+  await mkdir(state);
+  const fakeSystemd = join(PACKAGE_ROOT, 'test', 'fixtures', 'fake-systemctl.mjs');
+  await symlink(fakeSystemd, join(fake.bin, 'fake-systemctl'));
+  await symlink(fakeSystemd, join(fake.bin, 'journalctl'));
+  const daemon = await startDaemon({
+    settingsToml: instanceSettings({
+      InitSystem: 'systemd',
+      'Systemd.UnitDir': units,
+      'Systemd.Systemctl': join(fake.bin, 'fake-systemctl'),
+      'Systemd.Journalctl': join(fake.bin, 'journalctl'),
+    }),
+    env: { TUNNELWARD_TEST_RECORD: fake.record, TUNNELWARD_TEST_SYSTEMD: state, TUNNELWARD_TEST_UNIT_DIR: units },
+  });
+  t.teardown(() => dispose(daemon));
+  const token = await daemon.login();
+  const { id, configPath } = await createInstance(daemon, token, 'bs_sysrun', { metadatas: { 'fixture.logEveryMs': '100' } });
+  await fake.commands();
+  const stream = await openStream(wsUrl(daemon.url, `/tunnelAct/instanceMgr/logs?instanceID=${id}&token=${token}`));
+
+  const start = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token });
+  t.true(start.body.success, start.body.message);
+  const calls = (await fake.commands()).map((c) => c.slice(0, 2).join(' '));
+  t.true(calls.includes('fake-systemctl start'));
+  t.true(calls.includes('fake-systemctl show'));
+  const [pid] = await tunnelPids(configPath);
+  t.is(Number(await readFile(join(state, `tunnel_${id}.pid`), 'utf8')), pid, 'the unit runs the tunnel');
+  t.like(await statusOf(daemon, token, id), { isRunning: true, initSystem: 'systemd', serviceName: `tunnel_${id}` });
+  await stream.waitFor((m) => m.some((e) => /fixture: tick \d+/.test(e.content)));
+  t.is(stream.messages.find((e) => /fixture: tick/.test(e.content)).level, 'INFO', 'entries come from the journal');
+
+  // A crash is noticed by watching the main pid; the watchdog starts the unit again.
+  process.kill(pid!, 'SIGKILL');
+  const again = await waitFor(() => tunnelPids(configPath), (p) => p.length === 1 && p[0] !== pid, 15_000);
+  t.not(again[0], pid);
+  await waitFor(() => statusOf(daemon, token, id), (s) => s.isRunning, 15_000);
+
+  const stop = await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token });
+  t.true(stop.body.success, stop.body.message);
+  t.deepEqual(await tunnelPids(configPath), []);
+  t.true((await fake.commands()).some((c) => c[1] === 'stop' && c[2] === '--no-block'));
+  stream.ws.close();
+});
