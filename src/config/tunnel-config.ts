@@ -3,18 +3,14 @@ import { isIP } from 'node:net';
 import { parse, stringify, TomlError } from 'smol-toml';
 import { AppError, badRequest, conflict, notFound } from '../errors.js';
 import { writeFileAtomic } from '../fs/atomic.js';
+import { normalizeDocument } from './legacy-shape.js';
+import { deletePath, getPath, isTable, setPath, splitList, text, type Table } from './toml-tree.js';
 import {
   COMMON_KEYS,
   DOMAIN_TYPES,
   LEGACY_COMMON_KEYS,
-  LEGACY_COMMON_PREFIXES,
-  LEGACY_PROXY_KEYS,
-  LEGACY_PROXY_PREFIXES,
-  LEGACY_VISITOR_KEYS,
-  PROXY_KEYS,
   PROXY_TYPES,
   REMOTE_PORT_TYPES,
-  VISITOR_KEYS,
   type KeySpec,
 } from './frpc-keys.js';
 
@@ -45,7 +41,6 @@ export interface ProxyInput {
   custom_domains?: string[] | string;
 }
 
-type Table = Record<string, unknown>;
 
 const PROXY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 const MAP_ENTRY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -301,100 +296,6 @@ export async function writeTunnelConfig(path: string, config: TunnelConfig): Pro
   await writeFileAtomic(path, config.toString(), { mode: 0o600 });
 }
 
-// ---- reading older shapes ----
-
-function normalizeDocument(raw: Table, what: string): Table {
-  // The older shape keeps settings in a [common] table; its keys join the top level, ahead of the rest.
-  const settings: Table = {};
-  if (isTable(raw.common)) for (const [key, value] of Object.entries(raw.common)) mergeValue(settings, key, value);
-  for (const [key, value] of Object.entries(raw)) {
-    if (key === 'proxies' || key === 'visitors' || (key === 'common' && isTable(value))) continue;
-    mergeValue(settings, key, value);
-  }
-  const doc = normalizeBlock(settings, LEGACY_COMMON_KEYS, LEGACY_COMMON_PREFIXES, COMMON_KEYS);
-
-  const proxies: Table[] = [];
-  const visitors: Table[] = [];
-  for (const block of tablesOf(raw.proxies, 'proxies', what)) {
-    // Older files marked the two roles with `role`; frpc's current format has separate arrays instead.
-    if (block.role === 'visitor') {
-      visitors.push(normalizeVisitor(block));
-      continue;
-    }
-    const proxy = normalizeBlock(block, LEGACY_PROXY_KEYS, LEGACY_PROXY_PREFIXES, PROXY_KEYS);
-    if (proxy.role === 'server') delete proxy.role;
-    proxies.push(proxy);
-  }
-  for (const block of tablesOf(raw.visitors, 'visitors', what)) visitors.push(normalizeVisitor(block));
-  if (raw.proxies !== undefined || proxies.length > 0) doc.proxies = proxies;
-  if (raw.visitors !== undefined || visitors.length > 0) doc.visitors = visitors;
-  return doc;
-}
-
-function normalizeVisitor(block: Table): Table {
-  const visitor = normalizeBlock(block, LEGACY_VISITOR_KEYS, [], VISITOR_KEYS);
-  if (visitor.role === 'visitor') delete visitor.role;
-  return visitor;
-}
-
-/** Maps older keys to their current dotted place (a current key wins over its older spelling) and fixes types. */
-function normalizeBlock(
-  source: Table,
-  legacy: Readonly<Record<string, string>>,
-  prefixes: ReadonlyArray<readonly [string, string]>,
-  specs: Readonly<Record<string, KeySpec>>,
-): Table {
-  const out: Table = {};
-  for (const [key, value] of Object.entries(source)) {
-    const path = legacyPath(key, value, legacy, prefixes);
-    if (path === undefined) mergeValue(out, key, value);
-    else if (getPath(source, path) === undefined && getPath(out, path) === undefined) setPath(out, path, value);
-  }
-  for (const [key, spec] of Object.entries(specs)) {
-    const path = key.split('.');
-    const value = getPath(out, path);
-    if (value === undefined) continue;
-    const fixed = coerce(spec, value);
-    if (fixed !== value) setPath(out, path, fixed);
-  }
-  return out;
-}
-
-function legacyPath(
-  key: string,
-  value: unknown,
-  legacy: Readonly<Record<string, string>>,
-  prefixes: ReadonlyArray<readonly [string, string]>,
-): string[] | undefined {
-  if (isTable(value)) return undefined; // older files hold plain values; a table is already in the current shape
-  if (Object.hasOwn(legacy, key)) return legacy[key].split('.');
-  for (const [prefix, table] of prefixes) {
-    if (key.startsWith(prefix) && key.length > prefix.length) return [...table.split('.'), key.slice(prefix.length)];
-  }
-  return undefined;
-}
-
-/** Lossless fixes of values frpc would refuse: `"7000"` for a port (the older API wrote strings), `"a,b"` for a list. */
-function coerce(spec: KeySpec, value: unknown): unknown {
-  switch (spec.kind) {
-    case 'port':
-    case 'integer':
-      return typeof value === 'string' && /^-?\d{1,15}$/.test(value.trim()) ? Number(value.trim()) : value;
-    case 'boolean':
-      return value === 'true' ? true : value === 'false' ? false : value;
-    case 'strings':
-      return typeof value === 'string' ? splitList(value) : value;
-    default:
-      return value;
-  }
-}
-
-function tablesOf(value: unknown, name: string, what: string): Table[] {
-  if (value === undefined) return [];
-  if (Array.isArray(value) && value.every(isTable)) return value;
-  throw badRequest(`${what}: ${name} must be an array of tables ([[${name}]])`);
-}
-
 function tomlReason(err: TomlError): string {
   // The full message quotes the offending lines, which may hold auth.token: keep only the fixed reason text.
   const reason = err.message.split('\n')[0].replace(/^Invalid TOML document: /, '');
@@ -575,21 +476,6 @@ function viewOf(block: Table): ProxyView {
 
 // ---- small helpers ----
 
-function isTable(value: unknown): value is Table {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date);
-}
-
-function text(value: unknown): string {
-  return value === undefined || value === null || typeof value === 'object' ? '' : String(value);
-}
-
-function splitList(value: string): string[] {
-  return value
-    .split(',')
-    .map((item) => item.trim())
-    .filter((item) => item !== '');
-}
-
 /** Flattens `{ auth: { token } }` to `auth.token`, except where the key's value is itself a table (metadatas). */
 function flattenPatch(patch: Table, prefix = ''): Array<[string, unknown]> {
   const out: Array<[string, unknown]> = [];
@@ -614,45 +500,4 @@ function safeLabel(key: string): string {
 function messageOf(err: unknown): string {
   if (err instanceof AppError) return err.message;
   throw err;
-}
-
-function getPath(table: Table, path: readonly string[]): unknown {
-  let current: unknown = table;
-  for (const part of path) {
-    if (!isTable(current) || !Object.hasOwn(current, part)) return undefined;
-    current = current[part];
-  }
-  return current;
-}
-
-function setPath(table: Table, path: readonly string[], value: unknown): void {
-  let current = table;
-  for (const part of path.slice(0, -1)) {
-    if (!isTable(current[part])) current[part] = {};
-    current = current[part] as Table;
-  }
-  current[path[path.length - 1]] = value;
-}
-
-/** Removes a key, and the tables it leaves empty. */
-function deletePath(table: Table, path: readonly string[]): void {
-  const [head, ...rest] = path;
-  if (rest.length === 0) {
-    delete table[head];
-    return;
-  }
-  const child = table[head];
-  if (!isTable(child)) return;
-  deletePath(child, rest);
-  if (Object.keys(child).length === 0) delete table[head];
-}
-
-/** Merges two parsed tables key by key (a `[common]` key and a top-level table may both define `auth`). */
-function mergeValue(out: Table, key: string, value: unknown): void {
-  const existing = out[key];
-  if (isTable(existing) && isTable(value)) {
-    for (const [k, v] of Object.entries(value)) mergeValue(existing, k, v);
-  } else {
-    out[key] = value;
-  }
 }
