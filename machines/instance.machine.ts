@@ -92,6 +92,18 @@ export function describeExit(exit: ExitInfo): string {
 
 const PAST: Record<Command, string> = { start: 'started', stop: 'stopped', restart: 'restarted' };
 
+/** An operator's start or restart from a state at rest (stopped, failed, backoff): a fresh count of crashes. */
+const startAfresh = {
+  START: {
+    target: '#instance.starting',
+    actions: [{ type: 'acceptCommand', params: { command: 'start' } }, 'resetCrashes'],
+  },
+  RESTART: {
+    target: '#instance.starting',
+    actions: [{ type: 'acceptCommand', params: { command: 'restart' } }, 'resetCrashes'],
+  },
+} as const;
+
 /**
  * The life of one tunnel-client instance. Pure: spawning, watching and signalling the process are named here and
  * provided by a runner (`machine.provide({ actors, actions })`).
@@ -187,11 +199,7 @@ export const instanceMachine = setup({
   states: {
     stopped: {
       on: {
-        START: { target: 'starting', actions: [{ type: 'acceptCommand', params: { command: 'start' } }, 'resetCrashes'] },
-        RESTART: {
-          target: 'starting',
-          actions: [{ type: 'acceptCommand', params: { command: 'restart' } }, 'resetCrashes'],
-        },
+        ...startAfresh,
         STOP: {
           actions: [
             { type: 'acceptCommand', params: { command: 'stop' } },
@@ -337,22 +345,14 @@ export const instanceMachine = setup({
             'clearCommand',
           ],
         },
-        START: { target: 'starting', actions: [{ type: 'acceptCommand', params: { command: 'start' } }, 'resetCrashes'] },
-        RESTART: {
-          target: 'starting',
-          actions: [{ type: 'acceptCommand', params: { command: 'restart' } }, 'resetCrashes'],
-        },
+        ...startAfresh,
         CONFIGURE: [{ guard: 'disablesWatchdog', target: 'stopped', actions: 'configure' }, { actions: 'configure' }],
       },
     },
 
     failed: {
       on: {
-        START: { target: 'starting', actions: [{ type: 'acceptCommand', params: { command: 'start' } }, 'resetCrashes'] },
-        RESTART: {
-          target: 'starting',
-          actions: [{ type: 'acceptCommand', params: { command: 'restart' } }, 'resetCrashes'],
-        },
+        ...startAfresh,
         STOP: {
           actions: [
             { type: 'acceptCommand', params: { command: 'stop' } },
