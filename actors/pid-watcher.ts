@@ -15,6 +15,12 @@ interface Watched {
   resolve: (exit: ProcessExit) => void;
 }
 
+/** What /proc says beyond a signal 0: a zombie, or another process that got the pid since, has ended too. */
+function hasEnded(pid: number, watched: Watched): boolean {
+  const stat = procStat(pid);
+  return !stat || stat.state === 'Z' || (watched.startTicks !== null && stat.startTicks !== watched.startTicks);
+}
+
 /**
  * Notices the exit of processes that are not our children (adopted from an earlier tunnelward, or run by an init
  * system): one timer polls them all with a signal 0, and now and then reads /proc for zombies and reused pids.
@@ -47,29 +53,20 @@ export class PidWatcher {
   /** Checks one process now (a hint that it may have ended arrived); a live one stays watched. */
   checkNow(pid: number): void {
     const watched = this.watched.get(pid);
-    if (!watched) return;
-    const stat = procStat(pid);
-    const gone = stat ? stat.state === 'Z' || (watched.startTicks !== null && stat.startTicks !== watched.startTicks) : !pidExists(pid);
-    if (gone) {
-      this.watched.delete(pid);
-      watched.resolve({ code: null, signal: null });
-    }
+    if (watched && (!pidExists(pid) || hasEnded(pid, watched))) this.end(pid, watched);
   }
 
   private poll(): void {
     const deep = ++this.polls % DEEP_CHECK_EVERY === 0;
     for (const [pid, watched] of this.watched) {
-      let gone = !pidExists(pid);
-      if (!gone && deep) {
-        const stat = procStat(pid);
-        gone = !stat || stat.state === 'Z' || (watched.startTicks !== null && stat.startTicks !== watched.startTicks);
-      }
-      if (gone) {
-        this.watched.delete(pid);
-        watched.resolve({ code: null, signal: null });
-      }
+      if (!pidExists(pid) || (deep && hasEnded(pid, watched))) this.end(pid, watched);
     }
     if (this.watched.size === 0) this.close();
+  }
+
+  private end(pid: number, watched: Watched): void {
+    this.watched.delete(pid);
+    watched.resolve({ code: null, signal: null });
   }
 
   close(): void {

@@ -115,22 +115,22 @@ export class ProcessRunner implements TunnelRunner {
   private async spawnWith(request: SpawnRequest): Promise<TunnelProcess> {
     await this.turn();
     const executable = request.tunnelPath;
-    const identity = this.identityFor(request.runUser, request.instanceId);
-    if (identity) {
-      const blocked = await unsearchableDir(dirname(request.configPath), identity);
+    const { home, switchTo } = this.identityFor(request.runUser, request.instanceId);
+    if (switchTo) {
+      const blocked = await unsearchableDir(dirname(request.configPath), switchTo);
       if (blocked) {
         throw new Error(
           `runUser ${request.runUser} cannot reach ${request.configPath}: ${blocked} is not searchable by it (chmod o+x ${blocked})`,
         );
       }
-      await chown(request.configPath, identity.uid, identity.gid);
+      await chown(request.configPath, switchTo.uid, switchTo.gid);
     }
     const child = spawn(executable, ['-c', request.configPath], {
       detached: true,
       stdio: ['ignore', request.output ?? 'ignore', request.output ?? 'ignore'],
       cwd: dirname(request.configPath),
-      env: this.environmentFor(request.runUser),
-      ...(identity ? { uid: identity.uid, gid: identity.gid } : {}),
+      env: this.environmentFor(request.runUser, home),
+      ...(switchTo ?? {}),
     });
     const exited = new Promise<ProcessExit>((resolve) => {
       child.once('exit', (code, signal) => resolve({ code, signal }));
@@ -155,25 +155,27 @@ export class ProcessRunner implements TunnelRunner {
     return { pid, startTicks: procStat(pid)?.startTicks ?? null };
   }
 
-  /** Who the tunnel runs as: undefined for tunnelward's own user, else the uid/gid to switch to. */
-  private identityFor(runUser: string, instanceId: number): { uid: number; gid: number } | undefined {
+  /**
+   * Who the tunnel runs as, looked up once: the user (for its home) and, when it is not tunnelward's own user,
+   * the uid/gid to switch to.
+   */
+  private identityFor(runUser: string, instanceId: number): { home: string; switchTo?: { uid: number; gid: number } } {
     const me = currentOsUser();
-    if (runUser === me.name) return undefined;
+    if (runUser === me.name) return { home: me.home };
     const user = lookupOsUser(runUser);
     if (!user) throw new Error(`runUser ${runUser} is not a user on this system`);
-    if (user.uid === me.uid) return undefined;
+    if (user.uid === me.uid) return { home: user.home };
     if (me.uid !== 0) {
       throw new Error(
         `tunnelward runs as ${me.name}, not root, so it cannot run instance ${instanceId} as ${runUser}; ` +
           `set runUser to ${me.name} or run tunnelward as root`,
       );
     }
-    return { uid: user.uid, gid: user.gid };
+    return { home: user.home, switchTo: { uid: user.uid, gid: user.gid } };
   }
 
   /** A small, clean environment: tunnelward's own (which may hold secrets) is not passed on. */
-  private environmentFor(runUser: string): NodeJS.ProcessEnv {
-    const home = lookupOsUser(runUser)?.home ?? '/';
+  private environmentFor(runUser: string, home: string): NodeJS.ProcessEnv {
     return {
       PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
       HOME: home,

@@ -20,6 +20,8 @@ interface Waiter {
  */
 export class Database {
   private readonly statements = new Map<string, Statement>();
+  /** Column names of each prepared statement, read once. */
+  private readonly columns = new WeakMap<Statement, string[]>();
   /** Bumped by every mutation; a snapshot taken at generation N holds every mutation up to N. */
   private generation = 0;
   private durableGeneration = 0;
@@ -111,7 +113,11 @@ export class Database {
   /** The current row as an object; several times faster than sql.js's getAsObject (which matters at start-up). */
   private row(stmt: Statement): Row {
     const values = stmt.get();
-    const names = stmt.getColumnNames();
+    let names = this.columns.get(stmt);
+    if (!names) {
+      names = stmt.getColumnNames();
+      this.columns.set(stmt, names);
+    }
     const row: Row = {};
     for (let i = 0; i < names.length; i++) row[names[i]!] = values[i]!;
     return row;
