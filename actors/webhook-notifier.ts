@@ -137,13 +137,14 @@ export class WebhookNotifier {
     for (let attempt = 1; ; attempt++) {
       const s = this.settings();
       if (!this.enabled(s)) return;
-      const outcome = await this.attempt(s, event);
+      // A request Node cannot even build (a header it refuses to send) will not get better: no retries.
+      const outcome = await this.attempt(s, event).catch((err: Error) => `refused: cannot send: ${err.message}`);
       if (outcome === 'delivered') {
         this.stats.delivered++;
         return;
       }
       const retries = s['Webhook.Retries'];
-      if (outcome === 'refused' || attempt > retries || this.stopping) {
+      if (outcome.startsWith('refused') || attempt > retries || this.stopping) {
         this.stats.failed++;
         this.log.warn(
           { event: event.event, seq: event.seq, to: originOf(s['Webhook.URL']), attempts: attempt, reason: outcome },
@@ -183,7 +184,7 @@ export class WebhookNotifier {
         res.on('end', () => {
           clearTimeout(timer);
           const status = res.statusCode ?? 0;
-          resolve(status >= 200 && status < 300 ? 'delivered' : status >= 400 && status < 500 ? 'refused' : `HTTP ${status}`);
+          resolve(status >= 200 && status < 300 ? 'delivered' : status >= 400 && status < 500 ? `refused: HTTP ${status}` : `HTTP ${status}`);
         });
       });
       req.on('error', (err) => {

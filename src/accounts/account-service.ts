@@ -14,6 +14,12 @@ export interface SessionsEnded {
   reason: 'logged out' | 'session removed' | 'user removed' | 'password changed' | 'token expired';
 }
 
+/** A user's role changed: what they hold open may no longer be theirs to hold. */
+export interface RoleChanged {
+  userId: number;
+  type: UserType;
+}
+
 export interface Authenticated {
   user: User;
   session: Session;
@@ -24,6 +30,7 @@ const LOGIN_FAILED = 'invalid username or password';
 /** Users, passwords and login sessions. */
 export class AccountService {
   readonly sessionsEnded$ = new Subject<SessionsEnded>();
+  readonly roleChanged$ = new Subject<RoleChanged>();
   private readonly store: AccountStore;
 
   constructor(
@@ -165,6 +172,7 @@ export class AccountService {
     if (target.type !== newType) {
       this.store.updateType(targetId, newType);
       await this.db.persist();
+      this.roleChanged$.next({ userId: targetId, type: newType });
     }
     return { ...target, type: newType };
   }

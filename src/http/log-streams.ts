@@ -13,6 +13,7 @@ import type { SystemLog } from '../log/system-log.js';
 /** Close codes: 44xx mirror the HTTP status that would have refused the client. */
 export const CLOSE = {
   sessionEnded: 4401,
+  accessWithdrawn: 4403,
   instanceDeleted: 4404,
   tooSlow: 4429,
   shuttingDown: 1001,
@@ -27,8 +28,10 @@ export interface LogStreamOptions {
   hardBufferedBytes: number;
   /** Entries of an instance log sent to a client when it connects. */
   replayLines: number;
-  /** Open streams at most; more are refused with 503. */
+  /** Open streams with a token at most; more are refused with 503. */
   maxClients: number;
+  /** Open streams without a token at most, counted apart so that anonymous clients cannot crowd out owners. */
+  maxAnonymousClients: number;
   /** A client that does not answer a ping within this period is dropped. */
   pingIntervalMs: number;
 }
@@ -39,6 +42,7 @@ export const DEFAULT_STREAM_OPTIONS: LogStreamOptions = {
   hardBufferedBytes: 8 * 1024 * 1024,
   replayLines: 100,
   maxClients: 1000,
+  maxAnonymousClients: 50,
   pingIntervalMs: 30_000,
 };
 
@@ -60,6 +64,8 @@ class StreamClient {
   constructor(
     readonly ws: WebSocket,
     readonly auth: Authenticated | undefined,
+    /** The instance followed, with its owner; absent on the system log stream. */
+    readonly instance: { id: number; ownerId: number | null } | undefined,
     private readonly options: LogStreamOptions,
     private readonly onTooSlow: () => void,
   ) {
@@ -139,6 +145,9 @@ function refuse(socket: Duplex, status: number, message: string): void {
 
 const toBuffer = (entry: unknown) => Buffer.from(JSON.stringify(entry));
 
+/** An instance's log is for its owner and for superusers. */
+const mayFollow = (user: Authenticated['user'], ownerId: number | null) => user.id === ownerId || user.type === 'superuser';
+
 /**
  * The WebSocket log streams on the daemon's own HTTP server: `/system/getLogs` (the daemon's log; token optional)
  * and `/tunnelAct/instanceMgr/logs` (one instance's output; token required, owner or superuser). Every check
@@ -147,6 +156,7 @@ const toBuffer = (entry: unknown) => Buffer.from(JSON.stringify(entry));
 export class LogStreams {
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 4096 });
   private readonly clients = new Set<StreamClient>();
+  private anonymous = 0;
   private readonly subscriptions: Subscription[] = [];
   private readonly pinger: NodeJS.Timeout;
   private readonly log: Logger;
@@ -168,6 +178,14 @@ export class LogStreams {
           if (client.auth && ended.has(client.auth.session.id)) client.close(CLOSE.sessionEnded, reason);
         }
       }),
+      deps.accounts.roleChanged$.subscribe(({ userId, type }) => {
+        for (const client of this.clients) {
+          if (client.auth?.user.id !== userId || !client.instance) continue;
+          if (!mayFollow({ ...client.auth.user, type }, client.instance.ownerId)) {
+            client.close(CLOSE.accessWithdrawn, 'your role no longer gives access to this instance');
+          }
+        }
+      }),
     );
     this.pinger = setInterval(() => this.sweep(), 1000);
     this.pinger.unref();
@@ -181,7 +199,6 @@ export class LogStreams {
     socket.on('error', () => socket.destroy());
     const url = new URL(req.url ?? '/', 'http://localhost');
     try {
-      if (this.clients.size >= this.options.maxClients) throw new AppError(503, 'too many log streams open, try again later');
       if (url.pathname === '/system/getLogs') this.systemStream(url, req, socket, head);
       else if (url.pathname === '/tunnelAct/instanceMgr/logs') this.instanceStream(url, req, socket, head);
       else throw new AppError(404, `no such stream: ${url.pathname}`);
@@ -197,7 +214,7 @@ export class LogStreams {
   private systemStream(url: URL, req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const token = url.searchParams.get('token');
     const auth = token ? this.deps.accounts.authenticate(token) : undefined;
-    this.accept(req, socket, head, auth, {}, (client) => {
+    this.accept(req, socket, head, auth, undefined, (client) => {
       for (const entry of this.deps.systemLog.recent()) client.send(toBuffer(entry));
       client.follow(this.systemLog$);
     });
@@ -218,11 +235,9 @@ export class LogStreams {
     } catch {
       throw new AppError(404, 'Instance not found');
     }
-    if (record.ownerId !== auth.user.id && auth.user.type !== 'superuser') {
-      throw new AppError(403, "You don't have access to this instance");
-    }
+    if (!mayFollow(auth.user, record.ownerId)) throw new AppError(403, "You don't have access to this instance");
     const channel = this.deps.supervisor.logs.channel(id);
-    this.accept(req, socket, head, auth, { instanceID: id }, (client) => {
+    this.accept(req, socket, head, auth, { id, ownerId: record.ownerId }, (client) => {
       for (const entry of channel.recentEntries(this.options.replayLines)) client.send(toBuffer(entry));
       client.followBatches(channel.serialized$);
       const deleted = this.deps.supervisor.deleted$.subscribe((gone) => {
@@ -237,17 +252,21 @@ export class LogStreams {
     socket: Duplex,
     head: Buffer,
     auth: Authenticated | undefined,
-    about: { instanceID?: number },
+    instance: StreamClient['instance'],
     start: (client: StreamClient) => void,
   ): void {
+    if (auth ? this.clients.size - this.anonymous >= this.options.maxClients : this.anonymous >= this.options.maxAnonymousClients) {
+      throw new AppError(503, `too many log streams open${auth ? '' : ' without a token'}, try again later`);
+    }
     this.wss.handleUpgrade(req, socket, head, (ws) => {
+      if (!auth) this.anonymous++;
       const tooSlow = () =>
-        this.log.warn({ ...about, limit: this.options.maxBufferedBytes }, 'closed a log stream client that is too slow');
-      const client = new StreamClient(ws, auth, this.options, tooSlow);
+        this.log.warn({ instanceID: instance?.id, limit: this.options.maxBufferedBytes }, 'closed a log stream client that is too slow');
+      const client = new StreamClient(ws, auth, instance, this.options, tooSlow);
       this.clients.add(client);
       ws.on('close', () => {
         client.dispose();
-        this.clients.delete(client);
+        if (this.clients.delete(client) && !auth) this.anonymous--;
       });
       ws.on('error', () => ws.terminate());
       if (auth) client.closeAt(auth.session.expireAt, CLOSE.sessionEnded, 'token expired');

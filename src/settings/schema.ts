@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import type { SettingKey, Settings } from './defaults.js';
 
 /** Checks one setting's value; returns the reason it is invalid, or undefined when it is fine. */
@@ -6,12 +7,24 @@ type Check = (value: unknown) => string | undefined;
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
-const nonEmptyString: Check = (v) =>
-  typeof v === 'string' && v.trim() !== '' && !v.includes('\0') ? undefined : 'must be a non-empty string';
+/** Control characters (newlines among them) end up in unit files, command lines and logs: never in a setting. */
+const CONTROL = /[\u0000-\u001f\u007f]/;
+const SAFE_PATH = /^\/[A-Za-z0-9_./+@:,=-]*$/;
 const absolutePath: Check = (v) =>
-  typeof v === 'string' && /^\/[A-Za-z0-9_./+@:,=-]*$/.test(v) && !v.split('/').includes('..')
+  typeof v === 'string' && SAFE_PATH.test(v) && !v.split('/').includes('..')
     ? undefined
     : 'must be an absolute path of letters, digits and _ . / + @ : , = -';
+/** A program: an absolute path, or a bare name looked up on PATH (a relative path would depend on the working dir). */
+const PROGRAM_NAME = /^[A-Za-z0-9_+-][A-Za-z0-9_.+-]*$/;
+const command: Check = (v) =>
+  typeof v === 'string' && (PROGRAM_NAME.test(v) || absolutePath(v) === undefined)
+    ? undefined
+    : 'must be an absolute path, or a program name on PATH (letters, digits and _ . + -)';
+/** An IP address or a host name. */
+const address: Check = (v) =>
+  typeof v === 'string' && (isIP(v) !== 0 || /^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$/.test(v))
+    ? undefined
+    : 'must be an IP address or a host name';
 const boolean: Check = (v) => (typeof v === 'boolean' ? undefined : 'must be a boolean (true or false)');
 const intRange =
   (min: number, max: number): Check =>
@@ -36,6 +49,8 @@ const oneOf =
 const url: Check = (v) => {
   if (typeof v !== 'string') return 'must be a string';
   if (v === '') return undefined;
+  // The URL parser drops tabs and newlines silently: refuse them rather than store what we did not check.
+  if (CONTROL.test(v)) return 'must not contain control characters or newlines';
   try {
     const parsed = new URL(v);
     return parsed.protocol === 'http:' || parsed.protocol === 'https:' ? undefined : 'must be an http or https URL';
@@ -51,7 +66,10 @@ const headers: Check = (v) => {
   }
   for (const [name, value] of Object.entries(v)) {
     if (!HEADER_NAME.test(name)) return `has an invalid header name: ${JSON.stringify(name)}`;
-    if (typeof value !== 'string' || /[\r\n\0]/.test(value)) return `header ${name} must be a single-line string`;
+    // What HTTP can carry as it is: printable ASCII and tabs (Node refuses to send anything else).
+    if (typeof value !== 'string' || !/^[\t\x20-\x7e]*$/.test(value)) {
+      return `header ${name} must be a single-line string of printable ASCII characters`;
+    }
   }
   return undefined;
 };
@@ -59,10 +77,10 @@ const object: Check = (v) => (isPlainObject(v) ? undefined : 'must be an object'
 
 /** The type check of every known setting. */
 const CHECKS: Record<SettingKey, Check> = {
-  ListenAddr: nonEmptyString,
+  ListenAddr: address,
   ListenPort: portString,
-  TunnelPath: nonEmptyString,
-  InstancePath: nonEmptyString,
+  TunnelPath: command,
+  InstancePath: absolutePath,
   Debug: boolean,
   'Watchdog.Enabled': boolean,
   'Watchdog.Port': intRange(0, 65535),
@@ -84,13 +102,13 @@ const CHECKS: Record<SettingKey, Check> = {
   'Log.Files': intRange(1, 100),
   InitSystem: oneOf('auto', 'process', 'systemd', 'init.d', 'windows'),
   'Systemd.UnitDir': absolutePath,
-  'Systemd.Systemctl': nonEmptyString,
-  'Systemd.Journalctl': nonEmptyString,
+  'Systemd.Systemctl': command,
+  'Systemd.Journalctl': command,
   'InitD.ScriptDir': absolutePath,
-  'InitD.UpdateRcD': nonEmptyString,
+  'InitD.UpdateRcD': command,
   'InitD.PidDir': absolutePath,
   'InitD.LogDir': absolutePath,
-  'Windows.Schtasks': nonEmptyString,
+  'Windows.Schtasks': command,
   'RateLimit.Login': intRange(1, 1_000_000),
   'RateLimit.PerToken': intRange(1, 1_000_000),
 };

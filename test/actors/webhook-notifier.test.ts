@@ -63,3 +63,26 @@ test('nothing is sent while notifications are off', async (t) => {
   t.is(notifier.stats.published, 0);
   t.is(receiver.received.length, 0);
 });
+
+test('a header Node refuses to send fails the delivery once, logged, without retries or an unhandled rejection', async (t) => {
+  const receiver = await startReceiver();
+  t.teardown(() => receiver.close());
+  const settings = {
+    ...defaultSettings('/tmp'),
+    'Notification.Enabled': true,
+    'Webhook.URL': receiver.url,
+    'Webhook.Headers': { 'X-Name': 'caf\u00e9 \u20ac' },
+    'Webhook.Retries': 3,
+  };
+  const lines: string[] = [];
+  const log = pino({ level: 'info' }, { write: (line: string) => lines.push(line) });
+  const notifier = new WebhookNotifier(() => settings, () => 1, log, { capacity: 10, retryDelayMs: 10 });
+  notifier.publish({ event: 'service.started', instanceID: null, name: 'x', from: null, to: null, exitCode: null, signal: null });
+  await notifier.drain(2000);
+  t.is(notifier.stats.failed, 1);
+  t.is(receiver.received.length, 0);
+  const entry = JSON.parse(lines.find((l) => l.includes('notification not delivered'))!);
+  t.is(entry.attempts, 1, 'not retried');
+  t.regex(entry.reason, /^refused: cannot send: /);
+  t.false(lines.join('').includes('caf'), 'the header value is not logged');
+});

@@ -3,7 +3,7 @@ import { connect } from 'node:net';
 import test from 'ava';
 import { dispose, startDaemon, type Daemon } from '../helpers/daemon.js';
 import { createInstance, instanceSettings, waitFor } from '../helpers/instances.js';
-import { openStream, wsUrl } from '../helpers/streams.js';
+import { openStream, wsUrl, type Stream } from '../helpers/streams.js';
 
 let daemon: Daemon;
 let root: string;
@@ -160,4 +160,49 @@ test('a stuck client is closed as too slow while a fast one receives every line'
   t.truthy(closed);
   fast.ws.close();
   await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token: root });
+});
+
+test('a change of role closes the streams the new role may not hold, and keeps the owner\'s own', async (t) => {
+  const owner = await daemon.userWithToken(root, 'il_role_owner', 'admin');
+  const { id } = await createInstance(daemon, owner.token, 'il_role');
+  const su = await daemon.userWithToken(root, 'il_role_su', 'superuser');
+  const other = await openStream(streamUrl(`?instanceID=${id}&token=${su.token}`));
+  const own = await openStream(streamUrl(`?instanceID=${id}&token=${owner.token}`));
+
+  t.true((await daemon.post('/userMgr/modifyType', { userID: su.userID, newType: 'visitor' }, { token: root })).body.success);
+  t.like(await other.closed, { code: 4403, reason: 'your role no longer gives access to this instance' });
+  const refused = await refusal(`?instanceID=${id}&token=${su.token}`);
+  t.is(refused.status, 403, 'and it cannot open it again');
+
+  t.true((await daemon.post('/userMgr/modifyType', { userID: owner.userID, newType: 'visitor' }, { token: root })).body.success);
+  await new Promise((r) => setTimeout(r, 200));
+  t.is(own.ws.readyState, own.ws.OPEN, 'an owner keeps the stream of their own instance');
+  own.ws.close();
+});
+
+test('anonymous system-log streams are capped apart: an owner still gets a stream when they are all taken', async (t) => {
+  const sys = wsUrl(daemon.url, '/system/getLogs');
+  const anonymous: Stream[] = [];
+  for (let i = 0; i < 50; i++) anonymous.push(await openStream(sys));
+  t.teardown(() => anonymous.forEach((s) => s.ws.close()));
+  const extra = await openStream(sys).then(() => ({ status: 101, body: {} as any }), (e) => e);
+  t.is(extra.status, 503);
+  t.is(extra.body.message, 'too many log streams open without a token, try again later');
+
+  const { id } = await createInstance(daemon, root, 'il_slots');
+  const owner = await openStream(streamUrl(`?instanceID=${id}&token=${root}`));
+  t.is(owner.ws.readyState, owner.ws.OPEN);
+  const withToken = await openStream(`${sys}?token=${root}`);
+  t.is(withToken.ws.readyState, withToken.ws.OPEN, 'a system stream with a token is not counted as anonymous');
+  owner.ws.close();
+  withToken.ws.close();
+
+  // A slot that is given back can be taken again.
+  anonymous.pop()!.ws.close();
+  const again = await waitFor(
+    () => openStream(sys).then((s) => s, () => undefined),
+    (s) => s !== undefined,
+  );
+  t.is(again!.ws.readyState, again!.ws.OPEN);
+  again!.ws.close();
 });

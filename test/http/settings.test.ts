@@ -49,6 +49,19 @@ test('get and set: roles, types, unknown keys, persistence across a restart', as
     ['Webhook.Headers', { 'bad header': 'x' }],
     ['Notification.Method', 'email'],
     ['Webhook.Body', [1]],
+    ['Webhook.Headers', { 'X-Name': 'caf\u00e9' }],
+    ['Webhook.Headers', { 'X-Name': 'a\u0001b' }],
+    ['Webhook.Headers', { 'X-Name': 'a\nInjected: 1' }],
+    ['Webhook.URL', 'http://example.test/a\nb'],
+    ['InstancePath', '../escaped'],
+    ['InstancePath', 'relative/dir'],
+    ['InstancePath', '/srv/a/../b'],
+    ['TunnelPath', 'bin/frpc'],
+    ['TunnelPath', '/usr/bin/frpc\n--evil'],
+    ['ListenAddr', '127.0.0.1\n'],
+    ['ListenAddr', 'bad host'],
+    ['Systemd.Systemctl', 'systemctl\nrm'],
+    ['Systemd.Journalctl', './journalctl'],
   ];
   for (const [key, value] of badTypes) {
     const res = await daemon.post('/settings/set', { 'Watchdog.Enabled': false, [key]: value }, { token: admin.token });

@@ -107,7 +107,7 @@ test('retries on 5xx until delivered; no retry on 4xx', async (t) => {
 
   await daemon.post('/tunnelAct/instanceMgr/modify', { instanceID: retry.id, type: 'systemConfig', modifiedData: { name: 'wh_refused' } }, { token });
   await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: retry.id }, { token });
-  await daemon.waitForOutput(/"reason":"refused".*notification not delivered|notification not delivered.*"reason":"refused"/);
+  await daemon.waitForOutput(/"reason":"refused: HTTP 400".*notification not delivered|notification not delivered.*"reason":"refused: HTTP 400"/);
   await new Promise((r) => setTimeout(r, 800));
   t.is(receiver.received.filter((r) => r.body.name === 'wh_refused').length, 1, 'a 4xx is not retried');
   await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: retry.id }, { token });
