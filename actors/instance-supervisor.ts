@@ -70,6 +70,9 @@ const targetOf = (r: InstanceRecord): BootTarget => ({ id: r.id, name: r.name, r
 
 type InstanceActor = Actor<InstanceMachine>;
 
+/** A command's outcome is awaited for its longest legitimate course (stop, kill, start) plus this. */
+const OUTCOME_MARGIN_MS = 30_000;
+
 function timingFrom(s: Readonly<Settings>): Partial<Timing> {
   return {
     startMs: s['Instance.StartSecs'] * 1000,
@@ -78,6 +81,7 @@ function timingFrom(s: Readonly<Settings>): Partial<Timing> {
     backoffCapMs: s['Watchdog.BackoffMaxSecs'] * 1000,
     stableMs: s['Watchdog.StableSecs'] * 1000,
     startLimit: s['Watchdog.StartLimit'],
+    noRetryExitCodes: s['Watchdog.NoRetryExitCodes'],
   };
 }
 
@@ -96,6 +100,8 @@ export class InstanceSupervisor {
   private readonly states = new Map<number, InstanceState>();
   private version = 0;
   private readonly queue = new KeyedQueue<number>();
+  /** The last command reference handed out. */
+  private refs = 0;
   private readonly store: InstanceStore;
   private readonly log: Logger;
   private settingsSub: { unsubscribe(): void } | undefined;
@@ -170,7 +176,11 @@ export class InstanceSupervisor {
       watchTunnel: fromCallback<EventObject, { instanceId: number; pid: number }>(({ sendBack, input }) => {
         let live = true;
         void this.runner.exitOf(input.pid).then(async (exit) => {
-          const tail = await this.logs.channel(input.instanceId).exitTail();
+          // The last lines only explain the exit: a failure to read them must not hide the exit itself.
+          const tail = await this.logs
+            .channel(input.instanceId)
+            .exitTail()
+            .catch((err: Error) => [`(the last log lines could not be read: ${err.message})`]);
           if (live) sendBack({ type: 'EXITED', exit: { ...exit, tail } });
         });
         return () => {
@@ -288,14 +298,28 @@ export class InstanceSupervisor {
     return record;
   }
 
-  /** Sends a command event to an actor and resolves with the outcome it emits for it. */
+  /**
+   * Sends a command event to an actor and resolves with the outcome it emits for it. Every state answers every
+   * command, so the time limit is only a last safety net: past it the request fails and says so, never hangs.
+   */
   private outcome(actor: InstanceActor, type: 'START' | 'STOP' | 'RESTART'): Promise<CommandDone> {
+    const ref = ++this.refs;
+    const { timing } = actor.getSnapshot().context;
+    const limitMs = timing.stopTimeoutMs + timing.killTimeoutMs + timing.startMs + OUTCOME_MARGIN_MS;
+    const command = type.toLowerCase() as Command;
     return new Promise((resolve) => {
-      const sub = actor.on('commandDone', (event) => {
+      const done = (event: CommandDone) => {
+        clearTimeout(timer);
         sub.unsubscribe();
         resolve(event);
-      });
-      actor.send({ type });
+      };
+      const sub = actor.on('commandDone', (event) => event.ref === ref && done(event));
+      const timer = setTimeout(() => {
+        const { instanceId } = actor.getSnapshot().context;
+        this.log.error({ instanceID: instanceId, command, limitMs }, 'a command got no outcome in time');
+        done({ type: 'commandDone', command, ref, ok: false, conflict: false, message: `had no outcome within ${limitMs} ms` });
+      }, limitMs);
+      actor.send({ type, ref });
     });
   }
 

@@ -1,4 +1,4 @@
-import { assign, emit, fromCallback, fromPromise, setup, type EventObject } from 'xstate';
+import { and, assign, emit, fromCallback, fromPromise, setup, type EventObject } from 'xstate';
 
 /** How a tunnel process ended: exit code or signal, and the last lines of its log. */
 export interface ExitInfo {
@@ -30,6 +30,8 @@ export interface Timing {
   stableMs: number;
   /** This many crashes in a row send the instance to `failed`. */
   startLimit: number;
+  /** Exit codes during a start that say retrying will not help (frpc exits 1 on a config error): `failed` at once. */
+  noRetryExitCodes: readonly number[];
 }
 
 export const DEFAULT_TIMING: Timing = {
@@ -40,6 +42,7 @@ export const DEFAULT_TIMING: Timing = {
   backoffCapMs: 60_000,
   stableMs: 60_000,
   startLimit: 5,
+  noRetryExitCodes: [1],
 };
 
 export interface InstanceContext {
@@ -49,16 +52,19 @@ export interface InstanceContext {
   pid: number | null;
   /** The operator's command waiting for its outcome; null while the watchdog acts on its own. */
   command: Command | null;
+  /** The reference of that command, echoed in its reply so that a reply can never answer another command. */
+  ref: number;
   /** Crashes in a row since the last stable run. */
   attempt: number;
   lastExit: ExitInfo | null;
   lastError: string | null;
 }
 
+/** An operator's command; `ref` comes back in its `commandDone`. */
+export type CommandEvent = { type: 'START' | 'STOP' | 'RESTART'; ref?: number };
+
 export type InstanceEvent =
-  | { type: 'START' }
-  | { type: 'STOP' }
-  | { type: 'RESTART' }
+  | CommandEvent
   /** A process found running at start-up is taken over as it is. */
   | { type: 'ADOPT'; pid: number }
   | { type: 'EXITED'; exit: ExitInfo }
@@ -69,6 +75,7 @@ export type InstanceEvent =
 export interface CommandDone {
   type: 'commandDone';
   command: Command;
+  ref: number;
   ok: boolean;
   /** A refusal because of the current state (start while running), as opposed to a failure. */
   conflict: boolean;
@@ -92,16 +99,13 @@ export function describeExit(exit: ExitInfo): string {
 
 const PAST: Record<Command, string> = { start: 'started', stop: 'stopped', restart: 'restarted' };
 
+const commandOf = (event: InstanceEvent): Command =>
+  event.type === 'START' ? 'start' : event.type === 'STOP' ? 'stop' : 'restart';
+
 /** An operator's start or restart from a state at rest (stopped, failed, backoff): a fresh count of crashes. */
 const startAfresh = {
-  START: {
-    target: '#instance.starting',
-    actions: [{ type: 'acceptCommand', params: { command: 'start' } }, 'resetCrashes'],
-  },
-  RESTART: {
-    target: '#instance.starting',
-    actions: [{ type: 'acceptCommand', params: { command: 'restart' } }, 'resetCrashes'],
-  },
+  START: { target: '#instance.starting', actions: ['acceptCommand', 'resetCrashes'] },
+  RESTART: { target: '#instance.starting', actions: ['acceptCommand', 'resetCrashes'] },
 } as const;
 
 /**
@@ -128,7 +132,8 @@ export const instanceMachine = setup({
     terminate: (_, _params: { instanceId: number; pid: number | null }) => {},
     /** SIGKILL to the process group. */
     kill: (_, _params: { instanceId: number; pid: number | null }) => {},
-    acceptCommand: assign({ command: (_, params: { command: Command }) => params.command }),
+    /** The event's command becomes the one waiting for its outcome. */
+    acceptCommand: assign(({ event }) => ({ command: commandOf(event), ref: (event as CommandEvent).ref ?? 0 })),
     clearCommand: assign({ command: null }),
     configure: assign(({ context, event }) =>
       event.type === 'CONFIGURE'
@@ -145,6 +150,7 @@ export const instanceMachine = setup({
     reply: emit(({ context }, params: { ok: boolean; message?: string; conflict?: boolean }) => ({
       type: 'commandDone' as const,
       command: context.command ?? 'start',
+      ref: context.ref,
       ok: params.ok,
       conflict: params.conflict ?? false,
       message: params.message ?? PAST[context.command ?? 'start'],
@@ -152,6 +158,7 @@ export const instanceMachine = setup({
     replyExit: emit(({ context, event }) => ({
       type: 'commandDone' as const,
       command: context.command ?? 'start',
+      ref: context.ref,
       ok: false,
       conflict: false,
       message: `the tunnel ${event.type === 'EXITED' ? describeExit(event.exit) : 'ended'} before it was up for ${
@@ -161,13 +168,26 @@ export const instanceMachine = setup({
     replySpawnError: emit(({ context, event }) => ({
       type: 'commandDone' as const,
       command: context.command ?? 'start',
+      ref: context.ref,
       ok: false,
       conflict: false,
       message: errorMessage(event),
     })),
+    /** A command that arrives while another one waits for its outcome is answered at once: it never waits unseen. */
+    replyBusy: emit(({ context, event }) => ({
+      type: 'commandDone' as const,
+      command: commandOf(event),
+      ref: (event as CommandEvent).ref ?? 0,
+      ok: false,
+      conflict: true,
+      message: `busy: a ${context.command ?? 'command'} is in progress`,
+    })),
   },
   guards: {
     hasCommand: ({ context }) => context.command !== null,
+    idle: ({ context }) => context.command === null,
+    noRetryExit: ({ context, event }) =>
+      event.type === 'EXITED' && event.exit.code !== null && context.timing.noRetryExitCodes.includes(event.exit.code),
     commandIs: ({ context }, params: { command: Command }) => context.command === params.command,
     watchdogOff: ({ context }) => !context.watchdog,
     crashLimitReached: ({ context }) => context.attempt + 1 >= context.timing.startLimit,
@@ -188,6 +208,7 @@ export const instanceMachine = setup({
     watchdog: input.watchdog,
     pid: null,
     command: null,
+    ref: 0,
     attempt: 0,
     lastExit: null,
     lastError: null,
@@ -195,6 +216,10 @@ export const instanceMachine = setup({
   initial: 'stopped',
   on: {
     CONFIGURE: { actions: 'configure' },
+    // Reached only when the active state does not take the command: another one is waiting for its outcome.
+    START: { actions: 'replyBusy' },
+    STOP: { actions: 'replyBusy' },
+    RESTART: { actions: 'replyBusy' },
   },
   states: {
     stopped: {
@@ -202,7 +227,7 @@ export const instanceMachine = setup({
         ...startAfresh,
         STOP: {
           actions: [
-            { type: 'acceptCommand', params: { command: 'stop' } },
+            'acceptCommand',
             { type: 'reply', params: { ok: true, message: 'already stopped' } },
             'clearCommand',
           ],
@@ -242,9 +267,11 @@ export const instanceMachine = setup({
             ],
           },
           on: {
-            // The process is not there yet: remember the stop and act on it once spawned.
-            STOP: { actions: { type: 'acceptCommand', params: { command: 'stop' } } },
-            START: { actions: { type: 'acceptCommand', params: { command: 'start' } } },
+            // The watchdog is spawning: a stop is acted on once the process is there; a start or a restart waits
+            // for this fresh process, which is what either asks for.
+            STOP: { guard: 'idle', actions: 'acceptCommand' },
+            START: { guard: 'idle', actions: 'acceptCommand' },
+            RESTART: { guard: 'idle', actions: 'acceptCommand' },
           },
         },
         confirming: {
@@ -260,15 +287,21 @@ export const instanceMachine = setup({
           },
           on: {
             EXITED: [
+              {
+                guard: and(['noRetryExit', 'hasCommand']),
+                target: '#instance.failed',
+                actions: ['recordExit', 'countCrash', 'replyExit', 'clearCommand'],
+              },
+              { guard: 'noRetryExit', target: '#instance.failed', actions: ['recordExit', 'countCrash'] },
               { guard: 'hasCommand', target: '#instance.stopped', actions: ['recordExit', 'replyExit', 'clearCommand'] },
               { guard: 'watchdogOff', target: '#instance.stopped', actions: 'recordExit' },
               { guard: 'crashLimitReached', target: '#instance.failed', actions: ['recordExit', 'countCrash'] },
               { target: '#instance.backoff', actions: ['recordExit', 'countCrash'] },
             ],
-            STOP: { target: '#instance.stopping', actions: { type: 'acceptCommand', params: { command: 'stop' } } },
-            RESTART: { target: '#instance.stopping', actions: { type: 'acceptCommand', params: { command: 'restart' } } },
+            STOP: { guard: 'idle', target: '#instance.stopping', actions: 'acceptCommand' },
+            RESTART: { guard: 'idle', target: '#instance.stopping', actions: 'acceptCommand' },
             // A start while the watchdog is already starting it waits for the same outcome.
-            START: { actions: { type: 'acceptCommand', params: { command: 'start' } } },
+            START: { guard: 'idle', actions: 'acceptCommand' },
           },
         },
       },
@@ -288,11 +321,11 @@ export const instanceMachine = setup({
           { guard: 'crashLimitReached', target: 'failed', actions: ['recordExit', 'countCrash'] },
           { target: 'backoff', actions: ['recordExit', 'countCrash'] },
         ],
-        STOP: { target: 'stopping', actions: { type: 'acceptCommand', params: { command: 'stop' } } },
-        RESTART: { target: 'stopping', actions: { type: 'acceptCommand', params: { command: 'restart' } } },
+        STOP: { target: 'stopping', actions: 'acceptCommand' },
+        RESTART: { target: 'stopping', actions: 'acceptCommand' },
         START: {
           actions: [
-            { type: 'acceptCommand', params: { command: 'start' } },
+            'acceptCommand',
             { type: 'reply', params: { ok: false, conflict: true, message: 'already running' } },
             'clearCommand',
           ],
@@ -340,7 +373,7 @@ export const instanceMachine = setup({
         STOP: {
           target: 'stopped',
           actions: [
-            { type: 'acceptCommand', params: { command: 'stop' } },
+            'acceptCommand',
             { type: 'reply', params: { ok: true, message: 'stopped (the pending restart is cancelled)' } },
             'clearCommand',
           ],
@@ -355,7 +388,7 @@ export const instanceMachine = setup({
         ...startAfresh,
         STOP: {
           actions: [
-            { type: 'acceptCommand', params: { command: 'stop' } },
+            'acceptCommand',
             { type: 'reply', params: { ok: true, message: 'already stopped (it had failed)' } },
             'clearCommand',
           ],

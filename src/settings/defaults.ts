@@ -36,6 +36,8 @@ export function defaultSettings(dataDir: string) {
     'Watchdog.BackoffMaxSecs': 60,
     /** Crashes in a row before an instance is given up (`failed`). */
     'Watchdog.StartLimit': 5,
+    /** Exit codes of a tunnel during its start that mean retrying will not help (frpc: 1, a config error): `failed` at once. */
+    'Watchdog.NoRetryExitCodes': [1] as number[],
     /** Uptime after which the crash count starts again from zero. */
     'Watchdog.StableSecs': 60,
     /** A start succeeds once the tunnel has stayed up this long. */

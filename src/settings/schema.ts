@@ -73,6 +73,10 @@ const headers: Check = (v) => {
   }
   return undefined;
 };
+const exitCodes: Check = (v) =>
+  Array.isArray(v) && v.length <= 256 && v.every((c) => Number.isInteger(c) && c >= 0 && c <= 255)
+    ? undefined
+    : 'must be a list of exit codes from 0 to 255';
 const object: Check = (v) => (isPlainObject(v) ? undefined : 'must be an object');
 
 /** The type check of every known setting. */
@@ -88,6 +92,7 @@ const CHECKS: Record<SettingKey, Check> = {
   'Watchdog.BackoffMaxSecs': seconds(0.01, 86400),
   'Watchdog.StartLimit': intRange(1, 1000),
   'Watchdog.StableSecs': seconds(0.01, 86400),
+  'Watchdog.NoRetryExitCodes': exitCodes,
   'Instance.StartSecs': seconds(0, 600),
   'Instance.StopTimeoutSecs': seconds(0.01, 3600),
   'Notification.Enabled': boolean,

@@ -1,93 +1,6 @@
 import test from 'ava';
-import { createActor, fromCallback, fromPromise, SimulatedClock, type EventObject } from 'xstate';
-import {
-  backoffDelay,
-  DEFAULT_TIMING,
-  instanceMachine,
-  type CommandDone,
-  type ExitInfo,
-  type InstanceEvent,
-} from '../../machines/instance.machine.js';
-
-interface Options {
-  watchdog?: boolean;
-  /** What the fake process does on SIGTERM. */
-  onTerm?: 'exit' | 'ignore';
-  /** What the fake process does on SIGKILL: a process stuck in the kernel can outlive it. */
-  onKill?: 'exit' | 'ignore';
-  spawnError?: string;
-}
-
-/** The machine with fake actors: processes are numbers, exits are driven by the test, time by a simulated clock. */
-function harness(options: Options = {}) {
-  const clock = new SimulatedClock();
-  const spawned: number[] = [];
-  const signals: Array<[string, number | null]> = [];
-  const watchers = new Map<number, (exit: ExitInfo) => void>();
-  let nextPid = 100;
-  let spawnError = options.spawnError;
-
-  const exit = (pid: number, exit: Partial<ExitInfo> = {}) =>
-    watchers.get(pid)?.({ code: null, signal: null, tail: [], ...exit });
-
-  const machine = instanceMachine.provide({
-    actors: {
-      spawnTunnel: fromPromise(async () => {
-        if (spawnError) throw new Error(spawnError);
-        const pid = nextPid++;
-        spawned.push(pid);
-        return { pid };
-      }),
-      watchTunnel: fromCallback<EventObject, { instanceId: number; pid: number }>(({ sendBack, input }) => {
-        watchers.set(input.pid, (info) => sendBack({ type: 'EXITED', exit: info }));
-        return () => watchers.delete(input.pid);
-      }),
-    },
-    actions: {
-      terminate: (_, params) => {
-        signals.push(['SIGTERM', params.pid]);
-        if (options.onTerm !== 'ignore' && params.pid !== null) {
-          const pid = params.pid;
-          queueMicrotask(() => exit(pid, { signal: 'SIGTERM' }));
-        }
-      },
-      kill: (_, params) => {
-        signals.push(['SIGKILL', params.pid]);
-        const pid = params.pid!;
-        if (options.onKill !== 'ignore') queueMicrotask(() => exit(pid, { signal: 'SIGKILL' }));
-      },
-    },
-  });
-  const actor = createActor(machine, { input: { instanceId: 7, watchdog: options.watchdog ?? true }, clock });
-  const replies: CommandDone[] = [];
-  actor.on('commandDone', (e) => replies.push(e));
-  actor.start();
-
-  const settle = () => new Promise((r) => setImmediate(r));
-  return {
-    actor,
-    clock,
-    spawned,
-    signals,
-    replies,
-    exit,
-    settle,
-    state: () => actor.getSnapshot().value,
-    setSpawnError: (msg: string | undefined) => (spawnError = msg),
-    async send(event: InstanceEvent) {
-      actor.send(event);
-      await settle();
-    },
-    async advance(ms: number) {
-      clock.increment(ms);
-      await settle();
-    },
-    async crash(pid: number, info: Partial<ExitInfo> = { code: 1 }) {
-      exit(pid, info);
-      await settle();
-    },
-  };
-}
+import { backoffDelay, DEFAULT_TIMING } from '../../machines/instance.machine.js';
+import { harness } from '../helpers/machine-harness.js';
 
 const { startMs, stopTimeoutMs, killTimeoutMs, stableMs, startLimit } = DEFAULT_TIMING;
 
@@ -121,12 +34,12 @@ test('crash while running: restart at once the first time, then after a backoff 
   const h = harness();
   await h.send({ type: 'START' });
   await h.advance(startMs);
-  await h.crash(100, { code: 1 });
-  t.like(h.actor.getSnapshot().context.lastExit, { code: 1 });
+  await h.crash(100, { code: 2 });
+  t.like(h.actor.getSnapshot().context.lastExit, { code: 2 });
   t.is(h.actor.getSnapshot().context.attempt, 1);
   await h.advance(0);
   t.deepEqual(h.state(), { starting: 'confirming' }, 'no delay after a first crash');
-  await h.crash(101, { code: 1 });
+  await h.crash(101, { code: 2 });
   t.is(h.state(), 'backoff');
   await h.advance(backoffDelay(DEFAULT_TIMING, 2) - 1);
   t.is(h.state(), 'backoff');
@@ -354,12 +267,50 @@ test('an adopted process is running and its crash is handled', async (t) => {
   t.is(h.state(), 'running');
 });
 
-test('stop while the process is being spawned stops it once it is there', async (t) => {
+test('stop while the watchdog is spawning a restart stops the new process once it is there', async (t) => {
   const h = harness();
-  h.actor.send({ type: 'START' });
-  h.actor.send({ type: 'STOP' });
-  await h.settle();
+  await h.send({ type: 'START', ref: 1 });
+  await h.advance(startMs);
+  h.holdSpawns();
+  await h.crash(100);
+  await h.advance(0);
+  t.deepEqual(h.state(), { starting: 'spawning' });
+  await h.send({ type: 'STOP', ref: 2 });
+  await h.releaseSpawns();
   t.is(h.state(), 'stopped');
-  t.deepEqual(h.signals, [['SIGTERM', 100]]);
-  t.like(h.replies, [{ command: 'stop', ok: true }]);
+  t.deepEqual(h.signals, [['SIGTERM', 101]]);
+  t.like(h.replies, [{ ref: 1, command: 'start', ok: true }, { ref: 2, command: 'stop', ok: true }]);
+});
+
+test('an exit code that says retrying will not help sends a start straight to failed', async (t) => {
+  // An operator's start: the reply carries the reason; nothing is retried.
+  const manual = harness();
+  await manual.send({ type: 'START', ref: 1 });
+  await manual.crash(100, { code: 1, tail: ['unknown field "serverAdr"'] });
+  t.is(manual.state(), 'failed');
+  t.like(manual.replies, [{ ref: 1, ok: false }]);
+  t.regex(manual.replies[0]!.message, /exited with code 1.*serverAdr/s);
+  await manual.advance(DEFAULT_TIMING.backoffCapMs);
+  t.deepEqual(manual.spawned, [100]);
+
+  // A watchdog restart that exits so during its start: failed at once, no backoff, no reply to nobody.
+  const watchdog = harness();
+  await watchdog.send({ type: 'START', ref: 1 });
+  await watchdog.advance(startMs);
+  await watchdog.crash(100, { code: 1 });
+  await watchdog.advance(0);
+  t.deepEqual(watchdog.state(), { starting: 'confirming' }, 'a crash of a running tunnel is retried, whatever its code');
+  await watchdog.crash(101, { code: 1 });
+  t.is(watchdog.state(), 'failed');
+  t.is(watchdog.replies.length, 1);
+
+  // The codes are a setting: with none, the same exit is retried.
+  const retried = harness();
+  await retried.send({ type: 'CONFIGURE', watchdog: true, timing: { noRetryExitCodes: [] } });
+  await retried.send({ type: 'START', ref: 1 });
+  await retried.advance(startMs);
+  await retried.crash(100, { code: 1 });
+  await retried.advance(0);
+  await retried.crash(101, { code: 1 });
+  t.is(retried.state(), 'backoff');
 });
