@@ -1,4 +1,4 @@
-import { readFile, stat } from 'node:fs/promises';
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import test from 'ava';
 import { parse } from 'smol-toml';
@@ -138,6 +138,24 @@ test('a start that fails reports the exit code and the last log lines', async (t
   t.regex(res.body.message, /fixture: exiting with code 4/);
   t.false(/\x1b\[/.test(res.body.message), 'colour codes stripped');
   t.is((await statusOf(daemon, root, id)).state, 'stopped');
+});
+
+test('a config error (frpc exits 1 during its start) goes straight to failed with frpc\'s message, never retried', async (t) => {
+  const { id, configPath } = await createInstance(daemon, root, 'in_config_error');
+  // A key frpc does not know, written behind tunnelward's back: frpc refuses the file and exits 1.
+  await writeFile(configPath, (await readFile(configPath, 'utf8')) + 'serverAdr = "typo"\n');
+  const res = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root });
+  t.is(res.status, 500);
+  t.regex(res.body.message, /exited with code 1/);
+  t.regex(res.body.message, /serverAdr/);
+  t.is((await statusOf(daemon, root, id)).state, 'failed');
+  await daemon.waitForOutput(new RegExp(`"instanceID":${id},.*"to":"failed"`));
+  // Past several backoff periods (0.1-0.4 s here), nothing was started again.
+  await new Promise((r) => setTimeout(r, 1000));
+  t.deepEqual(await tunnelPids(configPath), []);
+  t.is((await statusOf(daemon, root, id)).state, 'failed');
+  const log = await readFile(`${daemon.dataDir}/logs/tunnel_${id}.log`, 'utf8');
+  t.is(log.split('\n').filter((l) => l.includes('serverAdr')).length, 1, 'one attempt only');
 });
 
 test('concurrent start/stop/restart bursts on one instance end in a consistent state', async (t) => {
