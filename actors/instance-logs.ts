@@ -1,32 +1,24 @@
 import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
-import {
-  closeSync,
-  constants,
-  existsSync,
-  mkdirSync,
-  openSync,
-  readSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeSync,
-  fstatSync,
-} from 'node:fs';
+import { constants, mkdirSync, openSync, readSync, closeSync, fstatSync, rmSync, statSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { Socket } from 'node:net';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { map, share, Subject } from 'rxjs';
 import { parseFrpcLine, stripAnsi, type InstanceLogEntry } from '../src/log/log-entries.js';
-
-const run = promisify(execFile);
 import type { Logger } from '../src/log/logger.js';
+import { LogFileWriter, type LogFault, type RotationPolicy } from './log-file-writer.js';
 import type { LogSource, LogSourceFactory } from './log-sources.js';
 
-export interface RotationPolicy {
-  /** Rotate the log file before it grows past this many bytes. */
-  maxBytes: number;
-  /** Rotated files kept beside the live one: `.1` (newest) to `.<files>`. */
-  files: number;
+export type { RotationPolicy } from './log-file-writer.js';
+
+const run = promisify(execFile);
+
+/** A tunnel log file that stopped (or started again) being writable. */
+export interface LogFaultEvent {
+  instanceID: number;
+  fault: LogFault;
+  recovered: boolean;
 }
 
 /** How long without new output before the pipe counts as drained after a tunnel exits. */
@@ -50,8 +42,8 @@ export class LogChannel {
   );
   private reader: Socket | LogSource | undefined;
   private partial = '';
-  private size: number | undefined;
   private lastData = 0;
+  readonly file: LogFileWriter;
 
   constructor(
     readonly id: number,
@@ -59,9 +51,19 @@ export class LogChannel {
     readonly logPath: string,
     private readonly policy: () => RotationPolicy,
     private readonly log: Logger,
+    faults: Subject<LogFaultEvent>,
     /** Where output comes from when it is not tunnelward's own pipe (an init system's journal or log file). */
     private readonly source?: LogSourceFactory,
-  ) {}
+  ) {
+    this.file = new LogFileWriter(logPath, policy, log.child({ instanceID: id }), {
+      // A disk that cannot keep up slows the reading, and so the tunnel, rather than filling our memory.
+      pressure: (paused) => {
+        if (this.reader instanceof Socket) paused ? this.reader.pause() : this.reader.resume();
+      },
+      faulted: (fault) => faults.next({ instanceID: id, fault, recovered: false }),
+      recovered: (fault) => faults.next({ instanceID: id, fault, recovered: true }),
+    });
+  }
 
   /** A descriptor of the pipe to hand to the tunnel as its stdout and stderr; the caller closes it after spawning. */
   async openForTunnel(): Promise<number> {
@@ -155,22 +157,9 @@ export class LogChannel {
     this.write(`${rest}\n`);
   }
 
-  /** Appends whole lines to the file (rotating first when they would not fit) and publishes them. */
+  /** Queues whole lines for the file and publishes them at once: followers do not wait for the disk. */
   private write(lines: string): void {
-    const bytes = Buffer.byteLength(lines);
-    const { maxBytes, files } = this.policy();
-    this.size ??= fileSize(this.logPath);
-    if (this.size > 0 && this.size + bytes > maxBytes) {
-      this.rotate(files);
-      this.size = 0;
-    }
-    const fd = openSync(this.logPath, 'a', 0o640);
-    try {
-      writeSync(fd, lines);
-    } finally {
-      closeSync(fd);
-    }
-    this.size += bytes;
+    this.file.append(lines);
     if (!this.entries$.observed) return;
     const now = Date.now();
     const entries: InstanceLogEntry[] = [];
@@ -179,14 +168,6 @@ export class LogChannel {
       if (entry) entries.push(entry);
     }
     if (entries.length > 0) this.entries$.next(entries);
-  }
-
-  private rotate(files: number): void {
-    rmSync(`${this.logPath}.${files}`, { force: true });
-    for (let i = files - 1; i >= 1; i--) {
-      if (existsSync(`${this.logPath}.${i}`)) renameSync(`${this.logPath}.${i}`, `${this.logPath}.${i + 1}`);
-    }
-    renameSync(this.logPath, `${this.logPath}.1`);
   }
 
   /** The last `count` lines written, newest last, from the live file and, if it is short, the rotated one. */
@@ -210,6 +191,7 @@ export class LogChannel {
   async exitTail(count = 5): Promise<string[]> {
     await this.quiet();
     this.flushPartial();
+    await this.file.idle();
     return this.lastLines(count).map((l) => stripAnsi(l).trimEnd()).filter(Boolean);
   }
 
@@ -218,11 +200,12 @@ export class LogChannel {
     this.entries$.complete();
   }
 
-  /** Removes the pipe and every log file of the instance. */
-  remove(): void {
+  /** Removes the pipe and every log file of the instance, once what was queued for the file is written. */
+  async remove(): Promise<void> {
     this.close();
-    rmSync(this.pipePath, { force: true });
-    for (let i = 0; i <= this.policy().files + 1; i++) rmSync(i === 0 ? this.logPath : `${this.logPath}.${i}`, { force: true });
+    await this.file.idle();
+    await rm(this.pipePath, { force: true });
+    for (let i = 0; i <= this.policy().files + 1; i++) await rm(i === 0 ? this.logPath : `${this.logPath}.${i}`, { force: true });
   }
 }
 
@@ -231,14 +214,6 @@ function isFifo(path: string): boolean {
     return statSync(path).isFIFO();
   } catch {
     return false;
-  }
-}
-
-function fileSize(path: string): number {
-  try {
-    return statSync(path).size;
-  } catch {
-    return 0;
   }
 }
 
@@ -274,6 +249,8 @@ function tailOf(path: string, count: number): string[] {
 export class InstanceLogs {
   private readonly channels = new Map<number, LogChannel>();
   readonly dir: string;
+  /** Log files that stopped, or started again, being writable. */
+  readonly faults$ = new Subject<LogFaultEvent>();
 
   constructor(
     dataDir: string,
@@ -294,6 +271,7 @@ export class InstanceLogs {
         join(this.dir, `tunnel_${id}.log`),
         this.policy,
         this.log,
+        this.faults$,
         this.source,
       );
       this.channels.set(id, channel);
@@ -301,9 +279,15 @@ export class InstanceLogs {
     return channel;
   }
 
-  remove(id: number): void {
-    this.channel(id).remove();
+  async remove(id: number): Promise<void> {
+    const channel = this.channel(id);
     this.channels.delete(id);
+    await channel.remove();
+  }
+
+  /** The log files that cannot be written now, for the self-check. */
+  failing(): Array<{ instanceID: number; fault: LogFault }> {
+    return [...this.channels.values()].flatMap((c) => (c.file.failing ? [{ instanceID: c.id, fault: c.file.failing }] : []));
   }
 
   close(): void {

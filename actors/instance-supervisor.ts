@@ -340,6 +340,11 @@ export class InstanceSupervisor {
     return this.queue.run(id, async () => job(this.recordOf(id)));
   }
 
+  /** The instance's name, or '' once it is gone. */
+  nameOf(id: number): string {
+    return this.store.get(id)?.name ?? '';
+  }
+
   state(id: number): InstanceState {
     this.recordOf(id);
     return this.states.get(id) ?? 'stopped';
@@ -417,7 +422,7 @@ export class InstanceSupervisor {
         await this.boot.remove(targetOf(record)).catch((err) => this.reportBootError(record, (err as Error).message));
       }
       await rm(record.configPath, { force: true });
-      this.logs.remove(id);
+      await this.logs.remove(id);
       this.store.delete(id);
       await this.db.persist();
       this.log.info({ instanceID: id, name: record.name }, 'instance deleted');

@@ -11,6 +11,8 @@ export type NotificationKind =
   | 'instance.restarting'
   | 'instance.failed'
   | 'instance.bootServiceError'
+  | 'instance.logFailed'
+  | 'instance.logRecovered'
   | 'service.started'
   | 'service.stopping';
 
@@ -25,7 +27,7 @@ export interface NotificationEvent {
   /** For instance.restarting: crashes in a row, and the delay before the next start. */
   attempt?: number;
   delayMs?: number;
-  /** For instance.bootServiceError: what failed. */
+  /** For instance.bootServiceError, instance.logFailed and instance.logRecovered: what happened. */
   message?: string;
   at: string;
   seq: number;

@@ -90,6 +90,20 @@ async function startLocked(
   const notifier = new WebhookNotifier(() => settings.get(), new PersistentCounter(db, 'event_seq').next, log);
   const notifications = supervisor.changes$.subscribe((change) => eventsOf(change).forEach((e) => notifier.publish(e)));
   notifications.add(
+    logs.faults$.subscribe(({ instanceID, fault, recovered }) =>
+      notifier.publish({
+        event: recovered ? 'instance.logRecovered' : 'instance.logFailed',
+        instanceID,
+        name: supervisor.nameOf(instanceID),
+        from: null,
+        to: null,
+        exitCode: null,
+        signal: null,
+        message: recovered ? `log file writable again; ${fault.lostBytes} bytes of output were dropped` : `cannot write the log file: ${fault.reason}`,
+      }),
+    ),
+  );
+  notifications.add(
     supervisor.bootErrors$.subscribe(({ instanceID, name, message }) =>
       notifier.publish({ event: 'instance.bootServiceError', instanceID, name, from: null, to: null, exitCode: null, signal: null, message }),
     ),
@@ -115,6 +129,11 @@ async function startLocked(
     timestampWindowMs: DEFAULTS.timestampWindowMs,
     jsonLimit: DEFAULTS.jsonLimit,
     log,
+    faults: {
+      database: () => db.failing?.reason,
+      instanceLogs: () =>
+        logs.failing().map(({ instanceID, fault }) => `instance ${instanceID}: ${fault.reason}, ${fault.lostBytes} bytes dropped`),
+    },
     restart: () => {
       if (restartRequested) return;
       restartRequested = true;

@@ -5,6 +5,7 @@ import type { InstanceSupervisor } from '../../actors/instance-supervisor.js';
 import type { AccountService } from '../accounts/account-service.js';
 import { AppError } from '../errors.js';
 import type { SettingsStore } from '../settings/settings-store.js';
+import type { RuntimeFaults } from '../system/self-check.js';
 import type { SoftwareInfo } from '../system/software-info.js';
 import { envelope } from './envelope.js';
 import type { RateLimiter } from './rate-limiter.js';
@@ -33,6 +34,8 @@ export interface AppDeps {
   timestampWindowMs: number;
   jsonLimit: string;
   log: Logger;
+  /** Faults the daemon keeps serving through, for the self-check. */
+  faults: RuntimeFaults;
   /** Restarts the daemon in place; called after the reply to /system/restart has been sent. */
   restart: () => void;
 }

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import initSqlJs, { type BindParams, type Database as SqlJsDatabase, type Statement } from 'sql.js';
+import { internal } from '../errors.js';
 import { writeFileAtomic } from '../fs/atomic.js';
 import { MIGRATIONS } from './migrations.js';
 
@@ -30,6 +31,8 @@ export class Database {
   private closed = false;
   /** Snapshots written so far, and the size and duration of the last one. */
   readonly stats = { snapshots: 0, lastBytes: 0, lastMs: 0 };
+  /** Why the last snapshot failed, while no later one has succeeded: changes are in memory, not yet on disk. */
+  failing: { since: number; reason: string } | undefined;
 
   private constructor(
     private readonly db: SqlJsDatabase,
@@ -173,13 +176,18 @@ export class Database {
         try {
           await writeFileAtomic(this.path, snapshot, { mode: 0o600 });
           this.durableGeneration = generation;
+          this.failing = undefined;
           this.stats.snapshots++;
           this.stats.lastBytes = snapshot.length;
           this.stats.lastMs = performance.now() - started;
           this.settle((w) => w.generation <= generation, (w) => w.resolve());
         } catch (err) {
-          // Everyone waiting on this snapshot learns it failed; later changes get a fresh attempt.
-          this.settle((w) => w.generation <= generation, (w) => w.reject(err as Error));
+          // Everyone waiting on this snapshot learns it failed; later changes get a fresh attempt, which also
+          // carries these ones (they stay in memory), so nothing is lost unless the daemon dies first.
+          const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+          this.failing ??= { since: Date.now(), reason };
+          const failure = internal(`the change is made but not yet saved to disk (${reason}); it is saved with the next write that succeeds`);
+          this.settle((w) => w.generation <= generation, (w) => w.reject(failure));
         }
       }
     } finally {

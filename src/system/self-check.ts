@@ -49,8 +49,19 @@ async function writable(dir: string): Promise<string> {
   return `${dir} is writable`;
 }
 
-/** The self-check: settings file valid, data and instance dirs writable, the tunnel client present and its version. */
-export async function selfCheck(dataDir: string, settings: SettingsStore): Promise<CheckResult[]> {
+/** Faults the daemon lives with while it keeps serving: each makes a failed check until its cause goes away. */
+export interface RuntimeFaults {
+  /** Why the database cannot be saved, if it cannot. */
+  database(): string | undefined;
+  /** Instance log files that cannot be written. */
+  instanceLogs(): string[];
+}
+
+/**
+ * The self-check: settings file valid, data and instance dirs writable, the database saved, every instance log
+ * writable, the tunnel client present and its version.
+ */
+export async function selfCheck(dataDir: string, settings: SettingsStore, faults: RuntimeFaults): Promise<CheckResult[]> {
   const tunnelPath = settings.value('TunnelPath');
   const results = await Promise.all([
     check('settings', async () => {
@@ -60,6 +71,16 @@ export async function selfCheck(dataDir: string, settings: SettingsStore): Promi
     check('dataDir', () => writable(dataDir)),
     check('instancePath', () => writable(settings.value('InstancePath'))),
     check('tunnelPath', async () => `${await resolveExecutable(tunnelPath)} is executable`),
+    check('database', async () => {
+      const reason = faults.database();
+      if (reason) throw new Error(`the database cannot be saved (${reason}): recent changes are held in memory only`);
+      return 'the database is saved';
+    }),
+    check('instanceLogs', async () => {
+      const failing = faults.instanceLogs();
+      if (failing.length > 0) throw new Error(`log files that cannot be written (output dropped): ${failing.join('; ')}`);
+      return 'every instance log file is writable';
+    }),
   ]);
   const binary = results[3]!.ok ? tunnelPath : undefined;
   results.push(

@@ -1,4 +1,4 @@
-import { readdir } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import test from 'ava';
 import { dispose, startDaemon, type Daemon } from '../helpers/daemon.js';
@@ -117,11 +117,26 @@ test('rotation by rename at the size limit loses and repeats no line', async (t)
       return m ? [Number(m[1])] : [];
     });
   await stream.waitFor(() => ticks().length >= 400, 20_000);
-  const files = (await readdir(`${daemon.dataDir}/logs`)).filter((f) => f.startsWith(`tunnel_${id}.log`)).sort();
+  // The file follows the stream closely but not in step: lines reach followers before the disk.
+  const files = await waitFor(
+    async () => (await readdir(`${daemon.dataDir}/logs`)).filter((f) => f.startsWith(`tunnel_${id}.log`)).sort(),
+    (names) => names.length === 3,
+  );
   t.deepEqual(files, [`tunnel_${id}.log`, `tunnel_${id}.log.1`, `tunnel_${id}.log.2`], 'rotated, 2 kept');
   await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token: root });
   const seen = ticks();
   t.deepEqual(seen, Array.from({ length: seen.length }, (_, i) => i + 1), 'every tick once, in order');
+  // The files kept hold the latest ticks, oldest file first, each once and in order, up to the last one sent.
+  const last = seen[seen.length - 1]!;
+  const kept = await waitFor(
+    async () => {
+      let text = '';
+      for (const f of [...files].reverse()) text += await readFile(`${daemon.dataDir}/logs/${f}`, 'utf8');
+      return [...text.matchAll(/fixture: tick (\d+)\n/g)].map((m) => Number(m[1]));
+    },
+    (ticks) => ticks[ticks.length - 1] === last,
+  );
+  t.deepEqual(kept, Array.from({ length: kept.length }, (_, i) => last - kept.length + 1 + i), 'the files: each tick once, in order');
   stream.ws.close();
 });
 

@@ -26,7 +26,7 @@ export function systemRoutes(deps: RouteDeps): Router<AppState> {
   });
 
   router.get('/selfCheck', ...admin, async (ctx) => {
-    const checks = await selfCheck(dataDir, settings);
+    const checks = await selfCheck(dataDir, settings, deps.faults);
     const problems = checks.filter((c) => !c.ok).length;
     reply(ctx, problems === 0 ? 'all checks passed' : `${problems} checks found a problem`, {
       ok: problems === 0,
