@@ -1,11 +1,9 @@
 import { isIP } from 'node:net';
+import { isTable } from '../config/toml-tree.js';
 import type { SettingKey, Settings } from './defaults.js';
 
 /** Checks one setting's value; returns the reason it is invalid, or undefined when it is fine. */
 type Check = (value: unknown) => string | undefined;
-
-const isPlainObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Control characters (newlines among them) end up in unit files, command lines and logs: never in a setting. */
 const CONTROL = /[\u0000-\u001f\u007f]/;
@@ -60,7 +58,7 @@ const url: Check = (v) => {
 };
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const headers: Check = (v) => {
-  if (!isPlainObject(v)) return 'must be an object of header names to string values';
+  if (!isTable(v)) return 'must be an object of header names to string values';
   if (Object.keys(v).some((name) => name.toLowerCase() === 'content-length' || name.toLowerCase() === 'host')) {
     return 'cannot set Content-Length or Host';
   }
@@ -77,7 +75,7 @@ const exitCodes: Check = (v) =>
   Array.isArray(v) && v.length <= 256 && v.every((c) => Number.isInteger(c) && c >= 0 && c <= 255)
     ? undefined
     : 'must be a list of exit codes from 0 to 255';
-const object: Check = (v) => (isPlainObject(v) ? undefined : 'must be an object');
+const object: Check = (v) => (isTable(v) ? undefined : 'must be an object');
 
 /** The type check of every known setting. */
 const CHECKS: Record<SettingKey, Check> = {

@@ -2,14 +2,12 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Subject } from 'rxjs';
 import { parse, stringify, TomlError } from 'smol-toml';
+import { isTable, type Table } from '../config/toml-tree.js';
 import { AppError, badRequest, internal } from '../errors.js';
 import { writeFileAtomic } from '../fs/atomic.js';
 import { defaultSettings, type SettingKey, type Settings } from './defaults.js';
 import { APPLY_AT_NEXT_START, checkSetting, isSettingKey, SETTING_KEYS } from './schema.js';
 
-type Table = Record<string, unknown>;
-
-const isTable = (v: unknown): v is Table => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export interface SettingsChange {
   changed: SettingKey[];
