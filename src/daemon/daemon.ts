@@ -83,7 +83,7 @@ async function startLocked(
   const logs = new InstanceLogs(
     dataDir,
     () => ({ maxBytes: settings.value('Log.MaxBytes'), files: settings.value('Log.Files') }),
-    log,
+    log.child({ component: 'instance-logs' }),
     source,
   );
   const supervisor = new InstanceSupervisor(db, settings, runner, boot, logs, log);
@@ -227,13 +227,19 @@ const serviceEvent = (event: 'service.started' | 'service.stopping') => ({
 /** The runner, the boot service and the log source that go with an init system. */
 function runnersFor(initSystem: InitSystem, settings: () => Readonly<Settings>, log: Logger) {
   const boot = bootServiceFor(initSystem, settings);
+  const runnerLog = log.child({ component: 'runner' });
+  const sourceLog = log.child({ component: 'log-source' });
   if (boot instanceof SystemdBootService) {
-    return { runner: new ServiceRunner(boot, settings, log), boot, source: journalSource(() => settings()['Systemd.Journalctl'], log) };
+    return {
+      runner: new ServiceRunner(boot, settings, runnerLog),
+      boot,
+      source: journalSource(() => settings()['Systemd.Journalctl'], sourceLog),
+    };
   }
   if (boot instanceof InitdBootService) {
-    return { runner: new ServiceRunner(boot, settings, log), boot, source: fileSource((id) => boot.logFile(id), log) };
+    return { runner: new ServiceRunner(boot, settings, runnerLog), boot, source: fileSource((id) => boot.logFile(id), sourceLog) };
   }
-  return { runner: new ProcessRunner(log), boot, source: undefined };
+  return { runner: new ProcessRunner(runnerLog), boot, source: undefined };
 }
 
 function listen(server: Server, port: number, host: string): Promise<void> {
