@@ -58,7 +58,9 @@ export class LogChannel {
     this.file = new LogFileWriter(logPath, policy, log.child({ instanceID: id }), {
       // A disk that cannot keep up slows the reading, and so the tunnel, rather than filling our memory.
       pressure: (paused) => {
-        if (this.reader instanceof Socket) paused ? this.reader.pause() : this.reader.resume();
+        if (!(this.reader instanceof Socket)) return;
+        if (paused) this.reader.pause();
+        else this.reader.resume();
       },
       faulted: (fault) => faults.next({ instanceID: id, fault, recovered: false }),
       recovered: (fault) => faults.next({ instanceID: id, fault, recovered: true }),
@@ -79,7 +81,9 @@ export class LogChannel {
     try {
       await run('mkfifo', ['-m', '600', this.pipePath]);
     } catch (err) {
-      throw new Error(`cannot create ${this.pipePath}: ${(err as { stderr?: string }).stderr?.trim() || (err as Error).message}`);
+      throw new Error(`cannot create ${this.pipePath}: ${(err as { stderr?: string }).stderr?.trim() || (err as Error).message}`, {
+        cause: err,
+      });
     }
   }
 

@@ -50,7 +50,7 @@ async function serve(args: string[]): Promise<void> {
   process.once('SIGINT', () => stop('SIGINT'));
   process.on('uncaughtException', (err) => {
     daemon.log.fatal({ err }, 'uncaught exception, stopping');
-    daemon.stop('uncaught exception').finally(() => process.exit(1));
+    void daemon.stop('uncaught exception').finally(() => process.exit(1));
   });
   process.on('unhandledRejection', (err) => {
     daemon.log.error({ err }, 'unhandled promise rejection');

@@ -200,7 +200,9 @@ async function createFirstSuperuser(
   try {
     created = await accounts.ensureFirstSuperuser(options.adminUser, options.adminPassword);
   } catch (err) {
-    throw new Error(`cannot create the first superuser from TUNNELWARD_ADMIN_USER/PASSWORD: ${(err as Error).message}`);
+    throw new Error(`cannot create the first superuser from TUNNELWARD_ADMIN_USER/PASSWORD: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   if (!created) return;
   log.info({ username: created.user.username }, 'created the first superuser');

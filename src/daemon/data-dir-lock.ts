@@ -28,6 +28,7 @@ export class DataDirLock {
       throw new Error(
         `data dir ${real} is in use by another tunnelward${holder ? ` (pid ${holder})` : ''}; ` +
           'stop it first or choose another --data-dir',
+        { cause: err },
       );
     }
     server.unref();

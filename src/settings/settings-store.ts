@@ -90,7 +90,7 @@ export class SettingsStore {
       text = await readFile(path, 'utf8');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
-        throw new Error(`cannot read ${path}: ${(err as Error).message}`);
+        throw new Error(`cannot read ${path}: ${(err as Error).message}`, { cause: err });
       }
     }
     let tree: Table;
@@ -98,7 +98,7 @@ export class SettingsStore {
       tree = parse(text) as Table;
     } catch (err) {
       const where = err instanceof TomlError ? ` at line ${err.line}, column ${err.column}` : '';
-      throw new Error(`${path} is not valid TOML${where}`);
+      throw new Error(`${path} is not valid TOML${where}`, { cause: err });
     }
     const defaults = defaultSettings(dataDir);
     for (const key of SETTING_KEYS) {

@@ -57,7 +57,7 @@ export class Database {
       db.exec('PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF');
       db.exec('PRAGMA user_version');
     } catch (err) {
-      throw new Error(`${path} is not a readable SQLite database: ${(err as Error).message}`);
+      throw new Error(`${path} is not a readable SQLite database: ${(err as Error).message}`, { cause: err });
     }
     const database = new Database(db, path);
     const applied = database.migrate();

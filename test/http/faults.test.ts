@@ -25,7 +25,7 @@ test('a full disk for the logs: output is dropped and reported, the tunnel and t
   const logs = join(dataDir, 'logs');
   await mkdir(logs);
   await run('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', logs]);
-  let daemon: Daemon | undefined;
+  let daemon: Daemon | undefined = undefined;
   t.teardown(async () => {
     if (daemon) await daemon.stop('SIGKILL');
     await run('umount', ['-l', logs]).catch(() => {});
