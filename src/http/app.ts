@@ -15,7 +15,8 @@ import { sessionRoutes } from './routes/sessions.js';
 import { settingsRoutes } from './routes/settings.js';
 import { systemRoutes } from './routes/system.js';
 import { userRoutes } from './routes/users.js';
-import { authenticate, requireTimestamp, type AppState } from './auth.js';
+import { accessGuards, type AccessGuards, type AppState } from './auth.js';
+import { routeGate, type ResourceRouter, type RouteInfo } from './resource-router.js';
 
 export interface RateLimits {
   login: RateLimiter;
@@ -37,10 +38,16 @@ export interface AppDeps {
   restart: () => void;
 }
 
-/** What every route module receives: the app's dependencies and the shared authentication middleware. */
+/** What every route module receives: the app's dependencies and the checks behind each access level. */
 export interface RouteDeps extends AppDeps {
-  /** X-Timestamp window, X-Token session and the per-token rate limit, in that order. */
-  authenticated: Middleware<AppState>[];
+  guards: AccessGuards;
+}
+
+const routeLists = new WeakMap<Koa<AppState>, RouteInfo[]>();
+
+/** Every HTTP route of an app built by `createApp`, as its routers hold them. */
+export function listRoutes(app: Koa<AppState>): RouteInfo[] {
+  return [...(routeLists.get(app) ?? [])];
 }
 
 /** A POST that carries a body must carry JSON: anything else would silently read as an empty request. */
@@ -71,6 +78,16 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     }
   });
   app.use(envelope());
+
+  const routeDeps: RouteDeps = {
+    ...deps,
+    guards: accessGuards(deps.timestampWindowMs, deps.accounts, deps.limits.perToken),
+  };
+  const resources = [systemRoutes, accountRoutes, userRoutes, sessionRoutes, settingsRoutes, instanceRoutes, proxyRoutes];
+  const routers: ResourceRouter[] = resources.map((routes) => routes(routeDeps));
+  routeLists.set(app, routers.flatMap((router) => router.routes));
+
+  app.use(routeGate(routers));
   app.use(requireJsonBody);
   app.use(
     koaBody({
@@ -83,15 +100,6 @@ export function createApp(deps: AppDeps): Koa<AppState> {
       parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
     }),
   );
-
-  const routeDeps: RouteDeps = {
-    ...deps,
-    authenticated: [requireTimestamp(deps.timestampWindowMs), authenticate(deps.accounts, deps.limits.perToken)],
-  };
-  const resources = [systemRoutes, accountRoutes, userRoutes, sessionRoutes, settingsRoutes, instanceRoutes, proxyRoutes];
-  for (const routes of resources) {
-    const router = routes(routeDeps);
-    app.use(router.routes()).use(router.allowedMethods());
-  }
+  for (const router of routers) app.use(router.middleware());
   return app;
 }

@@ -26,8 +26,6 @@ export function envelope(): Middleware {
       if (ctx.body === undefined && ctx.status === 404) {
         ctx.status = 404;
         ctx.body = { success: false, message: `no such endpoint: ${ctx.method} ${ctx.path}` };
-      } else if (ctx.body === undefined && ctx.status === 405) {
-        ctx.body = { success: false, message: `${ctx.method} is not allowed on ${ctx.path}` };
       }
     } catch (err) {
       const e = err as Error & { status?: number; expose?: boolean };
