@@ -114,6 +114,7 @@ async function startLocked(
     dataDir,
     timestampWindowMs: DEFAULTS.timestampWindowMs,
     jsonLimit: DEFAULTS.jsonLimit,
+    jsonMaxDepth: DEFAULTS.jsonMaxDepth,
     log,
     restart: () => {
       if (restartRequested) return;

@@ -7,6 +7,7 @@ import { AppError } from '../errors.js';
 import type { SettingsStore } from '../settings/settings-store.js';
 import type { SoftwareInfo } from '../system/software-info.js';
 import { envelope } from './envelope.js';
+import { checkJsonBody } from './json-body-check.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { accountRoutes } from './routes/accounts.js';
 import { instanceRoutes } from './routes/instances.js';
@@ -33,6 +34,8 @@ export interface AppDeps {
   dataDir: string;
   timestampWindowMs: number;
   jsonLimit: string;
+  /** Containers a JSON body may nest; deeper ones are refused before any route reads them. */
+  jsonMaxDepth: number;
   log: Logger;
   /** Restarts the daemon in place; called after the reply to /system/restart has been sent. */
   restart: () => void;
@@ -100,6 +103,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
       parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
     }),
   );
+  app.use(checkJsonBody(deps.jsonMaxDepth));
   for (const router of routers) app.use(router.middleware());
   return app;
 }

@@ -22,6 +22,7 @@ function appRoutes(): RouteInfo[] {
     dataDir: '',
     timestampWindowMs: 3000,
     jsonLimit: '256kb',
+    jsonMaxDepth: 64,
     log: pino({ enabled: false }),
     restart: () => {},
   };
