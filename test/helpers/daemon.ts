@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../../src/paths.js';
@@ -138,6 +139,19 @@ function requestParts(options: RequestOptions): { headers: Record<string, string
     body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
   }
   return { headers, body };
+}
+
+/** Writes bytes to the daemon's port as they are and returns everything it sends back until it closes. */
+export function exchangeRaw(url: string, data: string | Buffer): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    socket.write(data);
+  });
 }
 
 export async function tempDir(prefix = 'tunnelward-test-'): Promise<string> {
