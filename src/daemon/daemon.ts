@@ -14,6 +14,7 @@ import { AccountService } from '../accounts/account-service.js';
 import { PasswordHasher } from '../accounts/password-hasher.js';
 import { writeFileAtomic } from '../fs/atomic.js';
 import { createApp } from '../http/app.js';
+import { answerClientError } from '../http/client-error.js';
 import { LogStreams } from '../http/log-streams.js';
 import { RateLimiter } from '../http/rate-limiter.js';
 import { createLogger, flushLogger, type Logger } from '../log/logger.js';
@@ -128,6 +129,7 @@ async function startLocked(
     dataDir,
     timestampWindowMs: DEFAULTS.timestampWindowMs,
     jsonLimit: DEFAULTS.jsonLimit,
+    jsonMaxDepth: DEFAULTS.jsonMaxDepth,
     log,
     faults: {
       database: () => db.failing?.reason,
@@ -143,6 +145,7 @@ async function startLocked(
 
   const server = createServer(app.callback());
   server.keepAliveTimeout = 65_000;
+  server.on('clientError', answerClientError);
   const streams = new LogStreams(server, { accounts, supervisor, systemLog, log });
   await listen(server, options.port, options.host);
   cleanups.push(() => closeServer(server));

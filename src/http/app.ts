@@ -8,6 +8,7 @@ import type { SettingsStore } from '../settings/settings-store.js';
 import type { RuntimeFaults } from '../system/self-check.js';
 import type { SoftwareInfo } from '../system/software-info.js';
 import { envelope } from './envelope.js';
+import { checkJsonBody } from './json-body-check.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { accountRoutes } from './routes/accounts.js';
 import { instanceRoutes } from './routes/instances.js';
@@ -16,7 +17,8 @@ import { sessionRoutes } from './routes/sessions.js';
 import { settingsRoutes } from './routes/settings.js';
 import { systemRoutes } from './routes/system.js';
 import { userRoutes } from './routes/users.js';
-import { authenticate, requireTimestamp, type AppState } from './auth.js';
+import { accessGuards, type AccessGuards, type AppState } from './auth.js';
+import { routeGate, type ResourceRouter, type RouteInfo } from './resource-router.js';
 
 export interface RateLimits {
   login: RateLimiter;
@@ -33,6 +35,8 @@ export interface AppDeps {
   dataDir: string;
   timestampWindowMs: number;
   jsonLimit: string;
+  /** Containers a JSON body may nest; deeper ones are refused before any route reads them. */
+  jsonMaxDepth: number;
   log: Logger;
   /** Faults the daemon keeps serving through, for the self-check. */
   faults: RuntimeFaults;
@@ -40,10 +44,16 @@ export interface AppDeps {
   restart: () => void;
 }
 
-/** What every route module receives: the app's dependencies and the shared authentication middleware. */
+/** What every route module receives: the app's dependencies and the checks behind each access level. */
 export interface RouteDeps extends AppDeps {
-  /** X-Timestamp window, X-Token session and the per-token rate limit, in that order. */
-  authenticated: Middleware<AppState>[];
+  guards: AccessGuards;
+}
+
+const routeLists = new WeakMap<Koa<AppState>, RouteInfo[]>();
+
+/** Every HTTP route of an app built by `createApp`, as its routers hold them. */
+export function listRoutes(app: Koa<AppState>): RouteInfo[] {
+  return [...(routeLists.get(app) ?? [])];
 }
 
 /** A POST that carries a body must carry JSON: anything else would silently read as an empty request. */
@@ -74,6 +84,16 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     }
   });
   app.use(envelope());
+
+  const routeDeps: RouteDeps = {
+    ...deps,
+    guards: accessGuards(deps.timestampWindowMs, deps.accounts, deps.limits.perToken),
+  };
+  const resources = [systemRoutes, accountRoutes, userRoutes, sessionRoutes, settingsRoutes, instanceRoutes, proxyRoutes];
+  const routers: ResourceRouter[] = resources.map((routes) => routes(routeDeps));
+  routeLists.set(app, routers.flatMap((router) => router.routes));
+
+  app.use(routeGate(routers));
   app.use(requireJsonBody);
   app.use(
     koaBody({
@@ -86,15 +106,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
       parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
     }),
   );
-
-  const routeDeps: RouteDeps = {
-    ...deps,
-    authenticated: [requireTimestamp(deps.timestampWindowMs), authenticate(deps.accounts, deps.limits.perToken)],
-  };
-  const resources = [systemRoutes, accountRoutes, userRoutes, sessionRoutes, settingsRoutes, instanceRoutes, proxyRoutes];
-  for (const routes of resources) {
-    const router = routes(routeDeps);
-    app.use(router.routes()).use(router.allowedMethods());
-  }
+  app.use(checkJsonBody(deps.jsonMaxDepth));
+  for (const router of routers) app.use(router.middleware());
   return app;
 }

@@ -1,6 +1,6 @@
 import type { Middleware } from 'koa';
 import type { AccountService, Authenticated } from '../accounts/account-service.js';
-import { hasRole, type UserType } from '../accounts/rules.js';
+import { hasRole, isUserType, type UserType } from '../accounts/rules.js';
 import { forbidden, tooManyRequests, unauthorized } from '../errors.js';
 import type { RateLimiter } from './rate-limiter.js';
 
@@ -53,5 +53,26 @@ export function limitByIp(limiter: RateLimiter, what: string): Middleware {
     const wait = limiter.hit(ctx.ip);
     if (wait > 0) throw tooManyRequests(`too many ${what} attempts from this address, try again later`, wait / 1000);
     await next();
+  };
+}
+
+/** Who may call a route: anyone, anyone with a fresh `X-Timestamp`, or a live session holding at least this role. */
+export type Access = 'public' | 'timestamp' | UserType;
+
+/** The checks that enforce an access level, in the order they run. */
+export type AccessGuards = (access: Access) => Middleware<AppState>[];
+
+/** Builds each check once; every route of the app takes its guards from here. */
+export function accessGuards(windowMs: number, accounts: AccountService, perToken: RateLimiter): AccessGuards {
+  const timestamp = requireTimestamp(windowMs);
+  const session = authenticate(accounts, perToken);
+  const roles = new Map<UserType, Middleware<AppState>>();
+  return (access) => {
+    if (access === 'public') return [];
+    if (access === 'timestamp') return [timestamp];
+    // Checked at run time too: a route must never be defined with a level that means nothing.
+    if (!isUserType(access)) throw new Error(`unknown access level: ${String(access)}`);
+    if (!roles.has(access)) roles.set(access, requireRole(access));
+    return [timestamp, session, roles.get(access)!];
   };
 }

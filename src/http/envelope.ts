@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import type { Context, Middleware } from 'koa';
 import { AppError } from '../errors.js';
 
@@ -5,6 +6,15 @@ import { AppError } from '../errors.js';
 export function reply(ctx: Context, message: string, data?: unknown): void {
   ctx.status = 200;
   ctx.body = data === undefined ? { success: true, message } : { success: true, message, data };
+}
+
+/** A whole failure response in the envelope, for a socket that Koa does not answer (a refused upgrade, a parse error). */
+export function rawFailure(status: number, message: string): string {
+  const body = JSON.stringify({ success: false, message });
+  return (
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+  );
 }
 
 /** Errors thrown by koa-body and other libraries carry a status but a message we did not write. */
@@ -26,8 +36,6 @@ export function envelope(): Middleware {
       if (ctx.body === undefined && ctx.status === 404) {
         ctx.status = 404;
         ctx.body = { success: false, message: `no such endpoint: ${ctx.method} ${ctx.path}` };
-      } else if (ctx.body === undefined && ctx.status === 405) {
-        ctx.body = { success: false, message: `${ctx.method} is not allowed on ${ctx.path}` };
       }
     } catch (err) {
       const e = err as Error & { status?: number; expose?: boolean };

@@ -1,5 +1,4 @@
 import type { IncomingMessage, Server } from 'node:http';
-import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { map, share, type Observable, type Subscription } from 'rxjs';
@@ -9,6 +8,7 @@ import type { AccountService, Authenticated } from '../accounts/account-service.
 import { AppError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { SystemLog } from '../log/system-log.js';
+import { rawFailure } from './envelope.js';
 
 /** Close codes: 44xx mirror the HTTP status that would have refused the client. */
 export const CLOSE = {
@@ -136,11 +136,7 @@ class StreamClient {
 
 /** Writes a refusal in the response envelope on a socket that asked for an upgrade, and closes it. */
 function refuse(socket: Duplex, status: number, message: string): void {
-  const body = JSON.stringify({ success: false, message });
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
+  socket.end(rawFailure(status, message));
 }
 
 const toBuffer = (entry: unknown) => Buffer.from(JSON.stringify(entry));

@@ -15,6 +15,8 @@ export const DEFAULTS = {
   passwordHashQueue: 32,
   /** Largest JSON body accepted by the HTTP API. */
   jsonLimit: '256kb',
+  /** Deepest nesting of containers accepted in a JSON body. */
+  jsonMaxDepth: 64,
   /** How often expired sessions and idle rate-limit windows are swept. */
   sweepIntervalMs: 60 * 1000,
   /** How long shutdown waits for open HTTP requests before closing their sockets. */

@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../../src/paths.js';
@@ -52,17 +54,37 @@ export class Daemon {
   }
 
   async request<T = any>(method: string, path: string, options: RequestOptions = {}): Promise<Response<T>> {
-    const headers: Record<string, string> = { ...options.headers };
-    const timestamp = options.timestamp === undefined ? Date.now() : options.timestamp;
-    if (timestamp !== null) headers['X-Timestamp'] = String(timestamp);
-    if (options.token) headers['X-Token'] = options.token;
-    let body: string | undefined;
-    if (options.body !== undefined) {
-      headers['Content-Type'] ??= 'application/json';
-      body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
-    }
+    const { headers, body } = requestParts(options);
     const res = await fetch(this.url + path, { method, headers, body });
     return { status: res.status, headers: res.headers, body: (await res.json()) as Response<T>['body'] };
+  }
+
+  /**
+   * Sends the path exactly as given (fetch would resolve `..`, `//` and percent-escapes first). A response
+   * without a body (HEAD) has `body` undefined.
+   */
+  rawRequest<T = any>(method: string, path: string, options: RequestOptions = {}): Promise<Response<T>> {
+    const { headers, body } = requestParts(options);
+    // Node sends the body of an OPTIONS, DELETE or TRACE request unframed unless its length is given.
+    if (body !== undefined) headers['Content-Length'] = String(Buffer.byteLength(body));
+    const { hostname, port } = new URL(this.url);
+    return new Promise((resolve, reject) => {
+      const req = httpRequest({ method, hostname, port, path, headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('error', reject);
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          const received = new Headers();
+          for (const [name, value] of Object.entries(res.headers)) {
+            if (value !== undefined) received.set(name, Array.isArray(value) ? value.join(', ') : value);
+          }
+          resolve({ status: res.statusCode!, headers: received, body: text ? JSON.parse(text) : undefined });
+        });
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
   }
 
   get<T = any>(path: string, options?: RequestOptions) {
@@ -104,6 +126,32 @@ export class Daemon {
     if (this.proc.exitCode === null && this.proc.signalCode === null) this.proc.kill(signal);
     return this.exited;
   }
+}
+
+function requestParts(options: RequestOptions): { headers: Record<string, string>; body: string | undefined } {
+  const headers: Record<string, string> = { ...options.headers };
+  const timestamp = options.timestamp === undefined ? Date.now() : options.timestamp;
+  if (timestamp !== null) headers['X-Timestamp'] = String(timestamp);
+  if (options.token) headers['X-Token'] = options.token;
+  let body: string | undefined;
+  if (options.body !== undefined) {
+    headers['Content-Type'] ??= 'application/json';
+    body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+  }
+  return { headers, body };
+}
+
+/** Writes bytes to the daemon's port as they are and returns everything it sends back until it closes. */
+export function exchangeRaw(url: string, data: string | Buffer): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    socket.write(data);
+  });
 }
 
 export async function tempDir(prefix = 'tunnelward-test-'): Promise<string> {

@@ -1,17 +1,16 @@
-import Router from '@koa/router';
 import { isUserType } from '../../accounts/rules.js';
 import { badRequest } from '../../errors.js';
-import { limitByIp, requireTimestamp, type AppState } from '../auth.js';
+import { limitByIp } from '../auth.js';
 import { reply } from '../envelope.js';
 import { body, optionalString, requiredString } from '../params.js';
 import type { RouteDeps } from '../app.js';
+import { ResourceRouter } from '../resource-router.js';
 
 /** /register, /login and /logout. */
-export function accountRoutes({ accounts, limits, timestampWindowMs, authenticated }: RouteDeps): Router<AppState> {
-  const router = new Router<AppState>();
-  const timestamp = requireTimestamp(timestampWindowMs);
+export function accountRoutes({ accounts, limits, guards }: RouteDeps): ResourceRouter {
+  const router = new ResourceRouter('', guards);
 
-  router.post('/register', limitByIp(limits.register, 'registration'), timestamp, async (ctx) => {
+  router.post('/register', 'timestamp', limitByIp(limits.register, 'registration'), async (ctx) => {
     const fields = body(ctx);
     const username = requiredString(fields, 'username');
     const passwd = requiredString(fields, 'passwd');
@@ -25,7 +24,7 @@ export function accountRoutes({ accounts, limits, timestampWindowMs, authenticat
     });
   });
 
-  router.post('/login', limitByIp(limits.login, 'login'), timestamp, async (ctx) => {
+  router.post('/login', 'timestamp', limitByIp(limits.login, 'login'), async (ctx) => {
     const fields = body(ctx);
     const username = requiredString(fields, 'username');
     const passwd = requiredString(fields, 'passwd');
@@ -33,7 +32,7 @@ export function accountRoutes({ accounts, limits, timestampWindowMs, authenticat
     reply(ctx, 'logged in', { token, userID: user.id, username: user.username, type: user.type });
   });
 
-  router.get('/logout', ...authenticated, async (ctx) => {
+  router.get('/logout', 'visitor', async (ctx) => {
     await accounts.logout(ctx.state.auth.session);
     reply(ctx, 'logged out');
   });

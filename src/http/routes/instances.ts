@@ -1,4 +1,3 @@
-import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { InstanceSupervisor, InstanceView } from '../../../actors/instance-supervisor.js';
 import { serviceNameOf } from '../../../actors/boot-services.js';
@@ -6,10 +5,10 @@ import type { Command } from '../../../machines/instance.machine.js';
 import { hasRole } from '../../accounts/rules.js';
 import { AppError, badRequest, conflict } from '../../errors.js';
 import { formatIso } from '../../util/time.js';
-import { requireRole, type AppState } from '../auth.js';
 import { reply } from '../envelope.js';
 import { body, optionalBool, optionalString, queryParam, requiredId, requiredString, type Fields } from '../params.js';
 import type { RouteDeps } from '../app.js';
+import { ResourceRouter } from '../resource-router.js';
 
 /** The instance id of a GET request (query, then X-InstanceID header). */
 export function instanceIdParam(ctx: Context): number {
@@ -47,13 +46,11 @@ async function runCommand(supervisor: InstanceSupervisor, id: number, command: C
   throw new AppError(500, `instance ${id} could not ${command}: ${done.message}`);
 }
 
-/** /tunnelAct/instanceMgr/*: mounted behind authentication. */
-export function instanceRoutes({ supervisor, authenticated }: RouteDeps): Router<AppState> {
-  const router = new Router<AppState>({ prefix: '/tunnelAct/instanceMgr' });
-  router.use(...authenticated);
-  const admin = requireRole('admin');
+/** /tunnelAct/instanceMgr/*: changes need an admin, reading any authenticated user. */
+export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
+  const router = new ResourceRouter('/tunnelAct/instanceMgr', guards);
 
-  router.post('/create', admin, async (ctx) => {
+  router.post('/create', 'admin', async (ctx) => {
     const fields = body(ctx);
     const info = objectField(fields, 'instanceInfo', true)!;
     const { record, bootServiceError } = await supervisor.create(
@@ -77,12 +74,12 @@ export function instanceRoutes({ supervisor, authenticated }: RouteDeps): Router
     });
   });
 
-  router.post('/delete', admin, async (ctx) => {
+  router.post('/delete', 'admin', async (ctx) => {
     const record = await supervisor.remove(requiredId(body(ctx), 'instanceID'));
     reply(ctx, `instance ${record.name} deleted`, { instanceID: record.id, name: record.name });
   });
 
-  router.post('/modify', admin, async (ctx) => {
+  router.post('/modify', 'admin', async (ctx) => {
     const fields = body(ctx);
     const id = requiredId(fields, 'instanceID');
     const type = requiredString(fields, 'type');
@@ -114,12 +111,12 @@ export function instanceRoutes({ supervisor, authenticated }: RouteDeps): Router
   });
 
   for (const command of ['start', 'stop', 'restart'] as const) {
-    router.post(`/${command}`, admin, async (ctx) => {
+    router.post(`/${command}`, 'admin', async (ctx) => {
       reply(ctx, await runCommand(supervisor, requiredId(body(ctx), 'instanceID'), command), {});
     });
   }
 
-  router.get('/status', async (ctx) => {
+  router.get('/status', 'visitor', async (ctx) => {
     const view = supervisor.get(instanceIdParam(ctx));
     reply(ctx, `instance ${view.record.name} is ${view.state}`, {
       name: view.record.name,
@@ -132,7 +129,7 @@ export function instanceRoutes({ supervisor, authenticated }: RouteDeps): Router
 
   // The list is what UIs poll: built once per change of what it shows, and served as it is until the next one.
   let cached: { version: number; body: string } | undefined;
-  router.get('/list', async (ctx) => {
+  router.get('/list', 'visitor', async (ctx) => {
     const version = supervisor.listVersion;
     if (cached?.version === version) {
       ctx.type = 'application/json';
@@ -151,7 +148,7 @@ export function instanceRoutes({ supervisor, authenticated }: RouteDeps): Router
     cached = { version, body: JSON.stringify(ctx.body) };
   });
 
-  router.get('/getInfo', async (ctx) => {
+  router.get('/getInfo', 'visitor', async (ctx) => {
     const view = supervisor.get(instanceIdParam(ctx));
     const config = await supervisor.readConfig(view.record.id);
     const privileged = hasRole(ctx.state.auth.user.type, 'admin');

@@ -1,10 +1,9 @@
-import Router from '@koa/router';
 import type { ProxyInput } from '../../config/tunnel-config.js';
 import { badRequest } from '../../errors.js';
-import { requireRole, type AppState } from '../auth.js';
 import { reply } from '../envelope.js';
 import { body, optionalString, requiredId, requiredString, type Fields } from '../params.js';
 import type { RouteDeps } from '../app.js';
+import { ResourceRouter } from '../resource-router.js';
 import { instanceIdParam } from './instances.js';
 
 function proxyInfo(fields: Fields): ProxyInput & Fields {
@@ -15,14 +14,12 @@ function proxyInfo(fields: Fields): ProxyInput & Fields {
 }
 
 /** /tunnelAct/proxyMgr/*: edits the instance's config file only; the tunnel applies it at its next restart. */
-export function proxyRoutes({ supervisor, authenticated }: RouteDeps): Router<AppState> {
-  const router = new Router<AppState>({ prefix: '/tunnelAct/proxyMgr' });
-  router.use(...authenticated);
-  const admin = requireRole('admin');
+export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
+  const router = new ResourceRouter('/tunnelAct/proxyMgr', guards);
 
   const edited = (id: number, configPath: string, proxyName: string) => ({ instanceID: id, configPath, proxyName });
 
-  router.post('/create', admin, async (ctx) => {
+  router.post('/create', 'admin', async (ctx) => {
     const fields = body(ctx);
     const id = requiredId(fields, 'instanceID');
     const info = proxyInfo(fields);
@@ -30,7 +27,7 @@ export function proxyRoutes({ supervisor, authenticated }: RouteDeps): Router<Ap
     reply(ctx, `proxy ${result.name} added to instance ${record.name}`, edited(id, record.configPath, result.name));
   });
 
-  router.post('/modify', admin, async (ctx) => {
+  router.post('/modify', 'admin', async (ctx) => {
     const fields = body(ctx);
     const id = requiredId(fields, 'instanceID');
     const info = proxyInfo(fields);
@@ -43,7 +40,7 @@ export function proxyRoutes({ supervisor, authenticated }: RouteDeps): Router<Ap
     reply(ctx, `proxy ${result.name} of instance ${record.name} modified`, edited(id, record.configPath, result.name));
   });
 
-  router.post('/delete', admin, async (ctx) => {
+  router.post('/delete', 'admin', async (ctx) => {
     const fields = body(ctx);
     const id = requiredId(fields, 'instanceID');
     const name = requiredString(fields, 'proxyName');
@@ -51,7 +48,7 @@ export function proxyRoutes({ supervisor, authenticated }: RouteDeps): Router<Ap
     reply(ctx, `proxy ${name} deleted from instance ${record.name}`, edited(id, record.configPath, name));
   });
 
-  router.post('/setStatus', admin, async (ctx) => {
+  router.post('/setStatus', 'admin', async (ctx) => {
     const fields = body(ctx);
     const id = requiredId(fields, 'instanceID');
     const name = requiredString(fields, 'proxyName');
@@ -64,7 +61,7 @@ export function proxyRoutes({ supervisor, authenticated }: RouteDeps): Router<Ap
     });
   });
 
-  router.get('/list', async (ctx) => {
+  router.get('/list', 'visitor', async (ctx) => {
     const id = instanceIdParam(ctx);
     const proxies = (await supervisor.readConfig(id)).proxies();
     reply(ctx, `${proxies.length} proxies`, { instanceID: id, proxyCount: proxies.length, proxies });

@@ -1,16 +1,14 @@
-import Router from '@koa/router';
 import { formatIso } from '../../util/time.js';
-import { requireRole, type AppState } from '../auth.js';
 import { reply } from '../envelope.js';
 import { body, requiredString } from '../params.js';
 import type { RouteDeps } from '../app.js';
+import { ResourceRouter } from '../resource-router.js';
 
-/** /sessionMgr/*: mounted behind authentication. */
-export function sessionRoutes({ accounts, authenticated }: RouteDeps): Router<AppState> {
-  const router = new Router<AppState>({ prefix: '/sessionMgr' });
-  router.use(...authenticated);
+/** /sessionMgr/*: listing needs an admin, removing a superuser. */
+export function sessionRoutes({ accounts, guards }: RouteDeps): ResourceRouter {
+  const router = new ResourceRouter('/sessionMgr', guards);
 
-  router.get('/list', requireRole('admin'), async (ctx) => {
+  router.get('/list', 'admin', async (ctx) => {
     const sessions = accounts.listSessions().map((s) => ({
       ID: s.id,
       UserID: s.userId,
@@ -20,7 +18,7 @@ export function sessionRoutes({ accounts, authenticated }: RouteDeps): Router<Ap
     reply(ctx, `${sessions.length} active sessions`, sessions);
   });
 
-  router.post('/remove', requireRole('superuser'), async (ctx) => {
+  router.post('/remove', 'superuser', async (ctx) => {
     const sessionID = requiredString(body(ctx), 'sessionID');
     await accounts.removeSession(sessionID);
     reply(ctx, `session ${sessionID} removed`);

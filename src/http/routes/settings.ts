@@ -1,11 +1,10 @@
-import Router from '@koa/router';
 import type { Settings } from '../../settings/defaults.js';
 import { isSettingKey } from '../../settings/schema.js';
 import { notFound } from '../../errors.js';
-import { requireRole, type AppState } from '../auth.js';
 import { reply } from '../envelope.js';
 import { body, queryParam } from '../params.js';
 import type { RouteDeps } from '../app.js';
+import { ResourceRouter } from '../resource-router.js';
 
 /** Shown in place of each webhook header value: headers often carry credentials. */
 export const MASK = '********';
@@ -17,12 +16,11 @@ function shown(settings: Readonly<Settings>, key: keyof Settings): unknown {
   return key === 'Webhook.Headers' ? maskHeaders(settings[key]) : settings[key];
 }
 
-/** /settings/*: mounted behind authentication. */
-export function settingsRoutes({ settings, log, authenticated }: RouteDeps): Router<AppState> {
-  const router = new Router<AppState>({ prefix: '/settings' });
-  router.use(...authenticated, requireRole('admin'));
+/** /settings/*: an admin's. */
+export function settingsRoutes({ settings, log, guards }: RouteDeps): ResourceRouter {
+  const router = new ResourceRouter('/settings', guards);
 
-  router.get('/get', async (ctx) => {
+  router.get('/get', 'admin', async (ctx) => {
     const key = queryParam(ctx, 'key');
     const current = settings.get();
     if (key === undefined || key === '') {
@@ -34,7 +32,7 @@ export function settingsRoutes({ settings, log, authenticated }: RouteDeps): Rou
     reply(ctx, key, { key, value: shown(current, key) });
   });
 
-  router.post('/set', async (ctx) => {
+  router.post('/set', 'admin', async (ctx) => {
     const patch = { ...body(ctx) };
     // A header sent back masked, as /settings/get shows it, keeps its current value.
     const headers = patch['Webhook.Headers'];

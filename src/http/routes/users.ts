@@ -1,22 +1,19 @@
-import Router from '@koa/router';
 import type { User } from '../../accounts/account-service.js';
 import { isUserType } from '../../accounts/rules.js';
 import { badRequest } from '../../errors.js';
 import { formatDateTime } from '../../util/time.js';
-import { requireRole, type AppState } from '../auth.js';
 import { reply } from '../envelope.js';
 import { body, optionalString, requiredId, requiredString } from '../params.js';
 import type { RouteDeps } from '../app.js';
+import { ResourceRouter } from '../resource-router.js';
 
 const userData = (u: User) => ({ userID: u.id, username: u.username, type: u.type });
 
-/** /userMgr/*: mounted behind authentication. */
-export function userRoutes({ accounts, authenticated }: RouteDeps): Router<AppState> {
-  const router = new Router<AppState>({ prefix: '/userMgr' });
-  router.use(...authenticated);
-  const superuser = requireRole('superuser');
+/** /userMgr/*: a superuser's, except that every user may modify themself. */
+export function userRoutes({ accounts, guards }: RouteDeps): ResourceRouter {
+  const router = new ResourceRouter('/userMgr', guards);
 
-  router.post('/create', superuser, async (ctx) => {
+  router.post('/create', 'superuser', async (ctx) => {
     const fields = body(ctx);
     const username = requiredString(fields, 'username');
     const passwd = requiredString(fields, 'passwd');
@@ -26,12 +23,12 @@ export function userRoutes({ accounts, authenticated }: RouteDeps): Router<AppSt
     reply(ctx, `user ${user.username} created`, userData(user));
   });
 
-  router.post('/remove', superuser, async (ctx) => {
+  router.post('/remove', 'superuser', async (ctx) => {
     const user = await accounts.removeUser(requiredId(body(ctx), 'targetUserID'));
     reply(ctx, `user ${user.username} removed`);
   });
 
-  router.post('/modify', requireRole('visitor'), async (ctx) => {
+  router.post('/modify', 'visitor', async (ctx) => {
     const fields = body(ctx);
     const userID = requiredId(fields, 'userID');
     const username = optionalString(fields, 'username') || undefined;
@@ -40,7 +37,7 @@ export function userRoutes({ accounts, authenticated }: RouteDeps): Router<AppSt
     reply(ctx, `user ${user.username} modified`);
   });
 
-  router.post('/modifyType', superuser, async (ctx) => {
+  router.post('/modifyType', 'superuser', async (ctx) => {
     const fields = body(ctx);
     const userID = requiredId(fields, 'userID');
     const newType = requiredString(fields, 'newType');
@@ -49,7 +46,7 @@ export function userRoutes({ accounts, authenticated }: RouteDeps): Router<AppSt
     reply(ctx, `user ${user.username} is now ${user.type}`);
   });
 
-  router.get('/list', superuser, async (ctx) => {
+  router.get('/list', 'superuser', async (ctx) => {
     const users = accounts.listUsers().map((u) => ({
       UserID: u.id,
       Username: u.username,

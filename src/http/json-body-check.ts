@@ -1,0 +1,63 @@
+import type { Middleware } from 'koa';
+import { badRequest } from '../errors.js';
+
+interface Visit {
+  value: unknown;
+  /** Containers above this value: the body itself is at depth 0. */
+  depth: number;
+  parent?: Visit;
+  key?: string | number;
+}
+
+/** Where a value sits in the body, e.g. `Webhook.Body.items[2]`; walked back from the value, only on failure. */
+function locate(visit: Visit): string {
+  const keys: Array<string | number> = [];
+  for (let v: Visit | undefined = visit; v?.key !== undefined; v = v.parent) keys.push(v.key);
+  return keys
+    .reverse()
+    .map((key, i) => (typeof key === 'number' ? `[${key}]` : i === 0 ? key : `.${key}`))
+    .join('');
+}
+
+/**
+ * What is wrong with a parsed JSON body, if anything: nesting deeper than `maxDepth` containers, or a string or
+ * key that is not well-formed UTF-16 (a lone surrogate, which JSON's `\ud800` escape can produce). Walked with
+ * an explicit stack: a body deep enough to matter would overflow a recursive walk.
+ */
+export function jsonBodyProblem(body: unknown, maxDepth: number): string | undefined {
+  const pending: Visit[] = [{ value: body, depth: 0 }];
+  while (pending.length > 0) {
+    const visit = pending.pop()!;
+    const { value } = visit;
+    if (typeof value === 'string') {
+      if (!value.isWellFormed()) {
+        return `request body has invalid Unicode (a lone surrogate) in the string at ${locate(visit) || 'its top level'}`;
+      }
+      continue;
+    }
+    if (value === null || typeof value !== 'object') continue;
+    if (visit.depth >= maxDepth) return 'request body is nested too deeply';
+    const depth = visit.depth + 1;
+    if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) pending.push({ value: value[i], depth, parent: visit, key: i });
+      continue;
+    }
+    for (const [key, child] of Object.entries(value)) {
+      if (!key.isWellFormed()) {
+        const where = locate(visit);
+        return `request body has invalid Unicode (a lone surrogate) in a key ${where ? `inside ${where}` : 'at its top level'}`;
+      }
+      pending.push({ value: child, depth, parent: visit, key });
+    }
+  }
+  return undefined;
+}
+
+/** Refuses a parsed JSON body that is nested too deeply or holds invalid Unicode, before any route reads it. */
+export function checkJsonBody(maxDepth: number): Middleware {
+  return async (ctx, next) => {
+    const problem = jsonBodyProblem((ctx.request as { body?: unknown }).body, maxDepth);
+    if (problem) throw badRequest(problem);
+    await next();
+  };
+}

@@ -1,0 +1,74 @@
+import Router, { type RouterMiddleware } from '@koa/router';
+import type { Middleware } from 'koa';
+import { AppError, notFound } from '../errors.js';
+import type { Access, AccessGuards, AppState } from './auth.js';
+
+export type RouteMethod = 'GET' | 'POST';
+
+/** One route as its router holds it: the path it matches exactly and the access level that guards it. */
+export interface RouteInfo {
+  method: RouteMethod;
+  path: string;
+  access: Access;
+}
+
+type Handler = RouterMiddleware<AppState>;
+
+/**
+ * The router of one resource. A route is defined together with its access level, and its guards run before
+ * its handlers, so no route exists without its check and no check depends on a path prefix matching the same
+ * way as the route does.
+ */
+export class ResourceRouter {
+  readonly routes: RouteInfo[] = [];
+  private readonly router: Router<AppState>;
+
+  constructor(
+    prefix: string,
+    private readonly guards: AccessGuards,
+  ) {
+    // path-to-regexp ignores case and a trailing slash by default; the contract's paths are exact.
+    this.router = new Router<AppState>({ prefix, sensitive: true, strict: true });
+  }
+
+  get(path: string, access: Access, ...handlers: Handler[]): this {
+    return this.define('GET', path, access, handlers);
+  }
+
+  post(path: string, access: Access, ...handlers: Handler[]): this {
+    return this.define('POST', path, access, handlers);
+  }
+
+  private define(method: RouteMethod, path: string, access: Access, handlers: Handler[]): this {
+    if (handlers.length === 0) throw new Error(`route ${method} ${path} has no handler`);
+    this.router.register(path, [method], [...(this.guards(access) as Handler[]), ...handlers]);
+    // The path as the router holds it, prefix applied: what the route list reports is what is matched.
+    const layer = this.router.stack.at(-1)!;
+    this.routes.push({ method, path: String(layer.path), access });
+    return this;
+  }
+
+  /** The methods served on `path`, by the same matching that dispatches requests; empty when none. */
+  methodsAt(path: string): string[] {
+    return this.router.match(path, 'GET').path.flatMap((layer) => layer.methods);
+  }
+
+  middleware(): Middleware<AppState> {
+    return this.router.routes() as Middleware<AppState>;
+  }
+}
+
+/**
+ * Decides 404 and 405 before the body is read: a path no router serves is unknown, a method its routes do not
+ * take is refused with the ones they do in `Allow`.
+ */
+export function routeGate(routers: ResourceRouter[]): Middleware {
+  return async (ctx, next) => {
+    const allowed = new Set(routers.flatMap((router) => router.methodsAt(ctx.path)));
+    if (allowed.size === 0) throw notFound(`no such endpoint: ${ctx.method} ${ctx.path}`);
+    if (!allowed.has(ctx.method)) {
+      throw new AppError(405, `${ctx.method} is not allowed on ${ctx.path}`, { Allow: [...allowed].sort().join(', ') });
+    }
+    await next();
+  };
+}
