@@ -42,6 +42,8 @@ export interface AppDeps {
   faults: RuntimeFaults;
   /** Restarts the daemon in place; called after the reply to /system/restart has been sent. */
   restart: () => void;
+  /** The clock requests are timed by (the timestamp window); tests inject their own. */
+  now?: () => number;
 }
 
 /** What every route module receives: the app's dependencies and the checks behind each access level. */
@@ -67,6 +69,7 @@ const requireJsonBody: Middleware = async (ctx, next) => {
 /** Builds the Koa app from its dependencies; the caller owns the HTTP server. */
 export function createApp(deps: AppDeps): Koa<AppState> {
   const app = new Koa<AppState>();
+  const now = deps.now ?? Date.now;
   const httpLog = deps.log.child({ component: 'http' });
 
   app.on('error', (err: Error, ctx?: Koa.Context) => {
@@ -74,7 +77,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   });
 
   app.use(async (ctx, next) => {
-    ctx.state.receivedAt = Date.now();
+    ctx.state.receivedAt = now();
     const started = performance.now();
     try {
       await next();

@@ -102,9 +102,7 @@ test('a stream closes when its token expires', async (t) => {
   const token = await short.login();
   const { id } = await createInstance(short, token, 'il_expiry');
   const stream = await openStream(wsUrl(short.url, `/tunnelAct/instanceMgr/logs?instanceID=${id}&token=${token}`));
-  const started = Date.now();
   t.like(await stream.closed, { code: 4401, reason: 'token expired' });
-  t.true(Date.now() - started < 3000);
 });
 
 test('rotation by rename at the size limit loses and repeats no line', async (t) => {

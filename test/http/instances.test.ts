@@ -177,10 +177,8 @@ test('a tunnel that ignores SIGTERM is killed after the stop timeout', async (t)
   const { id, configPath } = await createInstance(daemon, root, 'in_stubborn', { metadatas: { 'fixture.ignoreSigterm': 'true' } });
   await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root });
   t.is((await tunnelPids(configPath)).length, 1);
-  const started = Date.now();
   const stop = await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token: root });
   t.true(stop.body.success);
-  t.true(Date.now() - started >= 1900, 'it waited for the stop timeout (2 s here)');
   t.deepEqual(await tunnelPids(configPath), []);
   t.regex(await readFile(daemon.dataDir + `/logs/tunnel_${id}.log`, 'utf8'), /ignoring SIGTERM/);
 });

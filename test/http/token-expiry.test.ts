@@ -1,17 +1,20 @@
 import test from 'ava';
-import { dispose, startDaemon } from '../helpers/daemon.js';
+import { inProcessApp } from '../helpers/app.js';
 
-test('a token expires after its lifetime', async (t) => {
-  // TUNNELWARD_TOKEN_TTL_MS shortens the hour to 1.5 s.
-  const daemon = await startDaemon({ env: { TUNNELWARD_TOKEN_TTL_MS: '1500' } });
-  t.teardown(() => dispose(daemon));
-  const token = await daemon.login();
-  t.is((await daemon.get('/userMgr/list', { token })).status, 200);
-  const sessions = await daemon.get('/sessionMgr/list', { token });
-  const expireAt = Date.parse(sessions.body.data[0].ExpireAt);
-  t.true(Math.abs(expireAt - (Date.now() + 1500)) < 1500);
-  await new Promise((r) => setTimeout(r, 1700));
-  const expired = await daemon.get('/userMgr/list', { token });
+const HOUR = 60 * 60 * 1000;
+
+test('a token is valid for an hour, to the millisecond, then refused as expired', async (t) => {
+  const app = await inProcessApp({ settingsToml: '[RateLimit]\nPerToken = 100000\n' });
+  t.teardown(() => app.close());
+  const token = await app.login();
+  const loggedInAt = app.clock.now();
+  t.is((await app.request('GET', '/userMgr/list', { token })).status, 200);
+  const sessions = await app.request('GET', '/sessionMgr/list', { token });
+  t.is(Date.parse(sessions.body.data[0].ExpireAt), loggedInAt + HOUR);
+  app.clock.advance(HOUR - 1);
+  t.is((await app.request('GET', '/userMgr/list', { token })).status, 200, 'still valid a millisecond before');
+  app.clock.advance(1);
+  const expired = await app.request('GET', '/userMgr/list', { token });
   t.is(expired.status, 401);
   t.regex(expired.body.message, /Invalid token: expired/);
 });
