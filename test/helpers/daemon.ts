@@ -206,3 +206,17 @@ export async function dispose(daemon: Daemon): Promise<void> {
   await daemon.stop('SIGKILL');
   await rm(daemon.dataDir, { recursive: true, force: true });
 }
+
+/** A daemon for a whole test file, with a token of its first superuser. */
+export async function startWithRoot(options: StartOptions = {}): Promise<{ daemon: Daemon; root: string }> {
+  const daemon = await startDaemon(options);
+  return { daemon, root: await daemon.login() };
+}
+
+/** Stops every instance the daemon runs (so no tunnel outlives the test), then the daemon, and removes its data. */
+export async function disposeWithTunnels(daemon: Daemon | undefined, token: string): Promise<void> {
+  if (!daemon) return;
+  const list = await daemon.get('/tunnelAct/instanceMgr/list', { token }).catch(() => undefined);
+  for (const i of list?.body.data ?? []) await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: String(i.instanceID) }, { token });
+  await dispose(daemon);
+}

@@ -1,21 +1,14 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import test from 'ava';
-import { dispose, startDaemon, type Daemon } from '../helpers/daemon.js';
+import { dispose, disposeWithTunnels, startDaemon, startWithRoot, type Daemon } from '../helpers/daemon.js';
 import { createInstance, instanceSettings, waitFor } from '../helpers/instances.js';
 import { openStream, wsUrl, type Stream } from '../helpers/streams.js';
 
 let daemon: Daemon;
 let root: string;
-test.before(async () => {
-  daemon = await startDaemon({ settingsToml: instanceSettings({ 'Log.MaxBytes': 4096, 'Log.Files': 2 }) });
-  root = await daemon.login();
-});
-test.after.always(async () => {
-  const list = await daemon.get('/tunnelAct/instanceMgr/list', { token: root });
-  for (const i of list.body.data ?? []) await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: String(i.instanceID) }, { token: root });
-  await dispose(daemon);
-});
+test.before(async () => ({ daemon, root } = await startWithRoot({ settingsToml: instanceSettings({ 'Log.MaxBytes': 4096, 'Log.Files': 2 }) })));
+test.after.always(() => disposeWithTunnels(daemon, root));
 
 const streamUrl = (query: string) => wsUrl(daemon.url, `/tunnelAct/instanceMgr/logs${query}`);
 const refusal = (query: string) => openStream(streamUrl(query)).then(() => ({ status: 101, body: {} as any }), (e) => e);

@@ -1,13 +1,10 @@
 import test from 'ava';
-import { dispose, startDaemon, type Daemon } from '../helpers/daemon.js';
+import { disposeWithTunnels, startWithRoot, type Daemon } from '../helpers/daemon.js';
 
 let daemon: Daemon;
 let root: string;
-test.before(async () => {
-  daemon = await startDaemon({ settingsToml: '[RateLimit]\nLogin = 1000\n' });
-  root = await daemon.login();
-});
-test.after.always(() => dispose(daemon));
+test.before(async () => ({ daemon, root } = await startWithRoot({ settingsToml: '[RateLimit]\nLogin = 1000\n' })));
+test.after.always(() => disposeWithTunnels(daemon, root));
 
 test('list: superuser and admin see sessions with an ISO 8601 ExpireAt; visitors may not', async (t) => {
   const admin = await daemon.userWithToken(root, 'sm_admin', 'admin');

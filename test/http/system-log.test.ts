@@ -1,14 +1,11 @@
 import test from 'ava';
-import { dispose, startDaemon, type Daemon } from '../helpers/daemon.js';
+import { disposeWithTunnels, startWithRoot, type Daemon } from '../helpers/daemon.js';
 import { openStream, wsUrl } from '../helpers/streams.js';
 
 let daemon: Daemon;
 let root: string;
-test.before(async () => {
-  daemon = await startDaemon({ settingsToml: '[RateLimit]\nLogin = 1000\nPerToken = 100000\n' });
-  root = await daemon.login();
-});
-test.after.always(() => dispose(daemon));
+test.before(async () => ({ daemon, root } = await startWithRoot({ settingsToml: '[RateLimit]\nLogin = 1000\nPerToken = 100000\n' })));
+test.after.always(() => disposeWithTunnels(daemon, root));
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}$/;
 
