@@ -116,7 +116,7 @@ async function startLocked(
   const window = options.rateWindowMs;
   const limits = {
     login: new RateLimiter(() => settings.value('RateLimit.Login'), window),
-    register: new RateLimiter(() => settings.value('RateLimit.Login'), window),
+    register: new RateLimiter(() => settings.value('RateLimit.Register'), window),
     perToken: new RateLimiter(() => settings.value('RateLimit.PerToken'), window),
   };
   let restartRequested = false;

@@ -72,6 +72,10 @@ export function defaultSettings(dataDir: string) {
     'Windows.Schtasks': 'schtasks',
     'RateLimit.Login': 5,
     'RateLimit.PerToken': 100,
+    /** Self-registrations per minute per IP: its own limit, so that onboarding a few users never meets the login limit. */
+    'RateLimit.Register': 30,
+    /** Whether anyone may create a visitor account through /register. */
+    'Register.Enabled': true,
   };
 }
 

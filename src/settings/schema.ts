@@ -114,6 +114,8 @@ const CHECKS: Record<SettingKey, Check> = {
   'Windows.Schtasks': command,
   'RateLimit.Login': intRange(1, 1_000_000),
   'RateLimit.PerToken': intRange(1, 1_000_000),
+  'RateLimit.Register': intRange(1, 1_000_000),
+  'Register.Enabled': boolean,
 };
 
 /** Settings that only take effect when the daemon next starts. */

@@ -50,7 +50,7 @@ export async function inProcessApp(options: { settingsToml?: string; tokenTtlMs?
     settings,
     limits: {
       login: new RateLimiter(() => settings.value('RateLimit.Login'), window, clock.now),
-      register: new RateLimiter(() => settings.value('RateLimit.Login'), window, clock.now),
+      register: new RateLimiter(() => settings.value('RateLimit.Register'), window, clock.now),
       perToken: new RateLimiter(() => settings.value('RateLimit.PerToken'), window, clock.now),
     },
     info: loadSoftwareInfo(),

@@ -64,3 +64,33 @@ test('X-Timestamp: inside the window on either side, refused outside it and told
   const early = await app.request('GET', '/userMgr/list', { token, timestamp: now + 5000 });
   t.is(early.body.message, 'X-Timestamp is outside the allowed window of 3000 ms (5000 ms ahead of the server clock)');
 });
+
+test('registration has a limit of its own: ten users from one address within a minute, beside the login limit', async (t) => {
+  const app = await inProcessApp({ settingsToml: '[RateLimit]\nRegister = 11\n' });
+  t.teardown(() => app.close());
+  const register = (i: number) => app.request('POST', '/register', { body: { username: `onboard_${i}`, passwd: 'Passw0rd!x' } });
+  for (let i = 0; i < 10; i++) t.true((await register(i)).body.success, `registration ${i}`);
+  // The login limit (5) is untouched by the registrations, and the other way round.
+  for (let i = 0; i < 5; i++) t.is((await app.request('POST', '/login', { body: ADMIN })).status, 200);
+  t.is((await app.request('POST', '/login', { body: ADMIN })).status, 429);
+  t.true((await register(10)).body.success);
+  const over = await register(11);
+  t.is(over.status, 429);
+  t.regex(over.body.message, /too many registration attempts/);
+  app.clock.advance(MINUTE);
+  t.true((await register(11)).body.success, 'a new minute');
+});
+
+test('self-registration can be closed, and opened again, without a restart', async (t) => {
+  const app = await inProcessApp();
+  t.teardown(() => app.close());
+  const token = await app.login();
+  t.true((await app.request('POST', '/settings/set', { token, body: { 'Register.Enabled': false } })).body.success);
+  const closed = await app.request('POST', '/register', { body: { username: 'closed_door', passwd: 'Passw0rd!x' } });
+  t.is(closed.status, 403);
+  t.is(closed.body.message, 'self-registration is closed on this server (Register.Enabled)');
+  const users = await app.request('GET', '/userMgr/list', { token });
+  t.false(users.body.data.some((u: any) => u.Username === 'closed_door'), 'nothing was created');
+  t.true((await app.request('POST', '/settings/set', { token, body: { 'Register.Enabled': true } })).body.success);
+  t.true((await app.request('POST', '/register', { body: { username: 'open_door', passwd: 'Passw0rd!x' } })).body.success);
+});

@@ -1,5 +1,5 @@
 import { isUserType } from '../../accounts/rules.js';
-import { badRequest } from '../../errors.js';
+import { badRequest, forbidden } from '../../errors.js';
 import { limitByIp } from '../auth.js';
 import { reply } from '../envelope.js';
 import { body, optionalString, requiredString } from '../params.js';
@@ -7,10 +7,11 @@ import type { RouteDeps } from '../app.js';
 import { ResourceRouter } from '../resource-router.js';
 
 /** /register, /login and /logout. */
-export function accountRoutes({ accounts, limits, guards }: RouteDeps): ResourceRouter {
+export function accountRoutes({ accounts, limits, settings, guards }: RouteDeps): ResourceRouter {
   const router = new ResourceRouter('', guards);
 
   router.post('/register', 'timestamp', limitByIp(limits.register, 'registration'), async (ctx) => {
+    if (!settings.value('Register.Enabled')) throw forbidden('self-registration is closed on this server (Register.Enabled)');
     const fields = body(ctx);
     const username = requiredString(fields, 'username');
     const passwd = requiredString(fields, 'passwd');
