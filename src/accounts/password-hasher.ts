@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import argon2 from 'argon2';
 import { tooManyRequests } from '../errors.js';
+import { DEFAULTS } from '../settings/defaults.js';
 import { WorkLimiter, WorkQueueFullError } from '../util/work-limiter.js';
 
 /**
@@ -12,13 +13,22 @@ export class PasswordHasher {
   /** Verified against when a user does not exist, so that a miss costs as much as a wrong password. */
   private readonly decoy: Promise<string>;
 
-  constructor(concurrency: number, maxQueued: number) {
+  constructor(
+    concurrency: number,
+    maxQueued: number,
+    /** argon2's memory cost in KiB for new hashes (a hash records its own, so verifying older ones is unaffected). */
+    private readonly memoryKiB: number = DEFAULTS.passwordHashMemoryKiB,
+  ) {
     this.limiter = new WorkLimiter(concurrency, maxQueued);
-    this.decoy = argon2.hash(randomBytes(16).toString('hex'), { type: argon2.argon2id });
+    this.decoy = this.newHash(randomBytes(16).toString('hex'));
   }
 
   hash(passwd: string): Promise<string> {
-    return this.limited(() => argon2.hash(passwd, { type: argon2.argon2id }));
+    return this.limited(() => this.newHash(passwd));
+  }
+
+  private newHash(passwd: string): Promise<string> {
+    return argon2.hash(passwd, { type: argon2.argon2id, memoryCost: this.memoryKiB });
   }
 
   verify(hash: string, passwd: string): Promise<boolean> {

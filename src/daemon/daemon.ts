@@ -75,7 +75,7 @@ async function startLocked(
   // to the hard one at start-up, so a thousand tunnels stay clear of EMFILE wherever the hard limit allows.
   const db = await Database.open(join(dataDir, 'tunnelward.db'));
   cleanups.push(() => db.close());
-  const hasher = new PasswordHasher(DEFAULTS.passwordHashConcurrency, DEFAULTS.passwordHashQueue);
+  const hasher = new PasswordHasher(DEFAULTS.passwordHashConcurrency, DEFAULTS.passwordHashQueue, options.hashMemoryKiB);
   const accounts = new AccountService(db, hasher, options.tokenTtlMs);
   await createFirstSuperuser(accounts, options, dataDir, log);
 

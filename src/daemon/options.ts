@@ -12,6 +12,8 @@ export interface DaemonOptions {
   tokenTtlMs: number;
   /** Rate-limit window (the contract's 1 minute); TUNNELWARD_RATE_WINDOW_MS shortens it for tests. */
   rateWindowMs: number;
+  /** argon2's memory cost per password hash, in KiB. */
+  hashMemoryKiB: number;
 }
 
 /** Flags of `serve`, as given on the command line. */
@@ -39,6 +41,14 @@ function positiveMs(value: string | undefined, name: string, fallback: number): 
   return Number(value);
 }
 
+function hashMemory(value: string | undefined): number {
+  if (value === undefined || value === '') return DEFAULTS.passwordHashMemoryKiB;
+  if (!/^\d{1,8}$/.test(value) || Number(value) < 8192 || Number(value) > 4_194_304) {
+    throw new Error('TUNNELWARD_ARGON2_MEMORY_KIB must be a number of KiB from 8192 (8 MiB) to 4194304 (4 GiB)');
+  }
+  return Number(value);
+}
+
 export function resolveOptions(
   flags: ServeFlags,
   env: NodeJS.ProcessEnv,
@@ -58,5 +68,6 @@ export function resolveOptions(
     adminPassword: env.TUNNELWARD_ADMIN_PASSWORD || undefined,
     tokenTtlMs: positiveMs(env.TUNNELWARD_TOKEN_TTL_MS, 'TUNNELWARD_TOKEN_TTL_MS', DEFAULTS.tokenTtlMs),
     rateWindowMs: positiveMs(env.TUNNELWARD_RATE_WINDOW_MS, 'TUNNELWARD_RATE_WINDOW_MS', DEFAULTS.rateLimitWindowMs),
+    hashMemoryKiB: hashMemory(env.TUNNELWARD_ARGON2_MEMORY_KIB),
   };
 }

@@ -13,6 +13,8 @@ export const DEFAULTS = {
   /** At most this many argon2 computations at once (each takes 64 MiB); more wait in a bounded queue. */
   passwordHashConcurrency: 2,
   passwordHashQueue: 32,
+  /** argon2id's memory cost per hash (its library default); TUNNELWARD_ARGON2_MEMORY_KIB lowers it for small hosts and tests. */
+  passwordHashMemoryKiB: 65536,
   /** Largest JSON body accepted by the HTTP API. */
   jsonLimit: '256kb',
   /** Deepest nesting of containers accepted in a JSON body. */

@@ -11,7 +11,7 @@ import { DEFAULTS } from '../../src/settings/defaults.js';
 import { SettingsStore } from '../../src/settings/settings-store.js';
 import { Database } from '../../src/storage/database.js';
 import { loadSoftwareInfo } from '../../src/system/software-info.js';
-import { ADMIN, tempDir, type RequestOptions, type Response } from './daemon.js';
+import { ADMIN, TEST_HASH_MEMORY_KIB, tempDir, type RequestOptions, type Response } from './daemon.js';
 
 /** A clock that moves only when told to. */
 export class FakeClock {
@@ -41,7 +41,7 @@ export async function inProcessApp(options: { settingsToml?: string; tokenTtlMs?
   const clock = new FakeClock();
   const db = await Database.open(join(dir, 'tunnelward.db'));
   const { store: settings } = await SettingsStore.load(dir);
-  const accounts = new AccountService(db, new PasswordHasher(2, 32), options.tokenTtlMs ?? DEFAULTS.tokenTtlMs, clock.now);
+  const accounts = new AccountService(db, new PasswordHasher(2, 32, TEST_HASH_MEMORY_KIB), options.tokenTtlMs ?? DEFAULTS.tokenTtlMs, clock.now);
   await accounts.ensureFirstSuperuser(ADMIN.username, ADMIN.passwd);
   const window = options.rateWindowMs ?? DEFAULTS.rateLimitWindowMs;
   const app = createApp({
