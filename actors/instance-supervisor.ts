@@ -1,4 +1,4 @@
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Subject } from 'rxjs';
 import { createActor, fromCallback, fromPromise, type Actor, type EventObject } from 'xstate';
@@ -21,7 +21,10 @@ import type { SettingsStore } from '../src/settings/settings-store.js';
 import type { Database } from '../src/storage/database.js';
 import { lookupOsUser } from '../src/system/os-users.js';
 import { getMeta, setMeta } from '../src/storage/meta.js';
+import { crashPoint } from '../src/util/crash-points.js';
 import { KeyedQueue } from '../src/util/keyed-queue.js';
+import { removeStaleTempFiles } from '../src/fs/atomic.js';
+import type { LiveProcess } from '../src/system/proc.js';
 import { serviceNameOf, type BootService, type BootTarget } from './boot-services.js';
 import type { InstanceLogs } from './instance-logs.js';
 import type { SpawnRequest, TunnelRunner } from './process-runner.js';
@@ -113,6 +116,8 @@ export class InstanceSupervisor {
     private readonly boot: BootService,
     readonly logs: InstanceLogs,
     log: Logger,
+    /** Where config files that no instance owns are moved at start-up. */
+    private readonly orphanDir: string,
   ) {
     this.store = new InstanceStore(db);
     this.log = log.child({ component: 'supervisor' });
@@ -128,18 +133,22 @@ export class InstanceSupervisor {
    * boot of the host, the `bootAtStart` instances are started.
    */
   async start(bootId: string): Promise<void> {
+    await this.settlePending();
+    await this.sweepInstanceDir();
     const sameBoot = getMeta(this.db, 'boot_id') === bootId;
     const toStart: number[] = [];
+    const toStop: number[] = [];
     let adopted = 0;
+    // Tunnels are found by what they run, not only by the pids on record: a crash can come between a spawn and
+    // the saving of its pid, and a tunnel found so is taken over instead of being started a second time.
+    const running = this.runner.findRunning(new Set(this.store.all().map((r) => r.configPath)));
     this.db.transaction(() => {
       for (const record of this.store.all()) {
-        const alive = record.pid !== null && this.runner.adopt(record.pid, record.startTicks, record.configPath);
-        if (alive) {
-          // Drain what it wrote while we were away, then follow it.
-          const pid = record.pid!;
-          this.logs.channel(record.id).startReading(() => this.runner.checkNow(pid));
-          this.createActor(record).send({ type: 'ADOPT', pid });
+        const pid = this.adoptOne(record, running.get(record.configPath) ?? []);
+        if (pid !== null) {
           adopted++;
+          // A stop that was cut off: it was meant, so it is finished.
+          if (record.desired === 'stopped') toStop.push(record.id);
           continue;
         }
         if (record.pid !== null) this.store.setProcess(record.id, null, null);
@@ -157,12 +166,85 @@ export class InstanceSupervisor {
       }
     });
     const instances = this.store.all().length;
-    this.log.info({ initSystem: this.initSystem, instances, adopted, starting: toStart.length, sameBoot }, 'instances loaded');
-    for (const id of toStart) {
-      this.command(id, 'start').then(
-        (done) => done.ok || this.log.warn({ instanceID: id, reason: done.message }, 'could not restore a running instance'),
-        (err) => this.log.error({ instanceID: id, err }, 'could not restore a running instance'),
+    this.log.info(
+      { initSystem: this.initSystem, instances, adopted, starting: toStart.length, stopping: toStop.length, sameBoot },
+      'instances loaded',
+    );
+    const restore = (id: number, command: Command) =>
+      this.command(id, command).then(
+        (done) => done.ok || this.log.warn({ instanceID: id, command, reason: done.message }, 'could not restore an instance'),
+        (err) => this.log.error({ instanceID: id, command, err }, 'could not restore an instance'),
       );
+    for (const id of toStart) void restore(id, 'start');
+    for (const id of toStop) void restore(id, 'stop');
+  }
+
+  /**
+   * Takes over the instance's live process: the recorded one if it still runs, else the newest found running its
+   * config file. Any other process for the same file is a second copy (a restart cut off by a crash) and is ended.
+   * Returns the pid taken over, or null.
+   */
+  private adoptOne(record: InstanceRecord, found: LiveProcess[]): number | null {
+    const recorded = record.pid !== null && this.runner.adopt(record.pid, record.startTicks, record.configPath) ? record.pid : null;
+    const candidates = found.filter((p) => p.pid !== recorded).sort((a, b) => b.startTicks - a.startTicks);
+    let pid = recorded;
+    if (pid === null) {
+      const newest = candidates.shift();
+      if (newest && this.runner.adopt(newest.pid, newest.startTicks, record.configPath)) {
+        pid = newest.pid;
+        this.store.setProcess(record.id, newest.pid, newest.startTicks);
+        this.log.warn({ instanceID: record.id, pid }, 'found a tunnel running whose pid was not recorded; taken over');
+      }
+    }
+    for (const stray of candidates) {
+      this.log.warn({ instanceID: record.id, pid: stray.pid }, 'found a second tunnel for the same config file; stopping it');
+      this.runner.stopStray(stray.pid);
+    }
+    if (pid === null) return null;
+    // Drain what it wrote while we were away, then follow it.
+    const adoptedPid = pid;
+    this.logs.channel(record.id).startReading(() => this.runner.checkNow(adoptedPid));
+    this.createActor(record).send({ type: 'ADOPT', pid });
+    return pid;
+  }
+
+  /**
+   * Ends what a crash cut off: a create that had not finished is undone (it was never acknowledged), a delete that
+   * had begun is finished (it was asked for, and half of it may be done).
+   */
+  private async settlePending(): Promise<void> {
+    const pending = this.store.all().filter((r) => r.pending !== null);
+    if (pending.length === 0) return;
+    const running = this.runner.findRunning(new Set(pending.map((r) => r.configPath)));
+    for (const record of pending) {
+      for (const p of running.get(record.configPath) ?? []) this.runner.stopStray(p.pid);
+      await this.dismantle(record);
+      this.log.warn({ instanceID: record.id, name: record.name, pending: record.pending }, `an interrupted ${record.pending} of an instance was ${record.pending === 'create' ? 'undone' : 'finished'}`);
+    }
+  }
+
+  /**
+   * Start-up housekeeping of the instance dir: temp files of writes a crash cut off are removed, and config files
+   * that no instance owns are moved aside (never deleted: they are data) with their ids kept from reuse.
+   */
+  private async sweepInstanceDir(): Promise<void> {
+    const dir = this.settings.value('InstancePath');
+    for (const name of await removeStaleTempFiles(dir)) this.log.info({ file: join(dir, name) }, 'removed the temp file of an interrupted write');
+    const owned = new Set(this.store.all().map((r) => r.configPath));
+    const names = await readdir(dir).catch(() => [] as string[]);
+    let highest = 0;
+    for (const name of names) {
+      const m = /^tunnel_(\d+)\.toml$/.exec(name);
+      if (!m || owned.has(join(dir, name))) continue;
+      highest = Math.max(highest, Number(m[1]));
+      const aside = join(this.orphanDir, `${name}.${Date.now()}`);
+      await mkdir(this.orphanDir, { recursive: true, mode: 0o700 });
+      await rename(join(dir, name), aside);
+      this.log.warn({ file: join(dir, name), movedTo: aside }, 'a config file that no instance owns was moved aside');
+    }
+    if (highest > 0) {
+      this.store.reserveIdsUpTo(highest);
+      await this.db.persist();
     }
   }
 
@@ -189,7 +271,10 @@ export class InstanceSupervisor {
       }),
     },
     actions: {
-      terminate: (_, { instanceId, pid }) => pid !== null && this.withRequest(instanceId, (r) => this.runner.terminate(r, pid)),
+      terminate: (_, { instanceId, pid }) => {
+        if (pid !== null) this.withRequest(instanceId, (r) => this.runner.terminate(r, pid));
+        crashPoint('stop:signalled');
+      },
       kill: (_, { instanceId, pid }) => pid !== null && this.withRequest(instanceId, (r) => this.runner.kill(r, pid)),
     },
   });
@@ -242,8 +327,10 @@ export class InstanceSupervisor {
     if (this.runner.capturesOutput) output = await channel.openForTunnel();
     else channel.startReading();
     const proc = await this.runner.spawn({ ...this.requestFor(record), output });
+    crashPoint('spawn:spawned');
     this.store.setProcess(id, proc.pid, proc.startTicks);
     await this.db.persist();
+    crashPoint('spawn:recorded');
     return { pid: proc.pid };
   }
 
@@ -294,7 +381,7 @@ export class InstanceSupervisor {
 
   private recordOf(id: number): InstanceRecord {
     const record = this.store.get(id);
-    if (!record) throw notFound(`instance ${id} not found`);
+    if (!record || record.pending === 'create') throw notFound(`instance ${id} not found`);
     return record;
   }
 
@@ -326,10 +413,18 @@ export class InstanceSupervisor {
   /** Sends a command to the instance's actor and resolves with its outcome. */
   command(id: number, command: Command): Promise<CommandDone> {
     return this.queue.run(id, async () => {
+      const actor = this.actorOf(id);
+      // The intent is on disk before anything is done: a crash halfway is finished the way it was meant.
+      this.store.setDesired(id, command === 'stop' ? 'stopped' : 'running');
+      await this.db.persist();
+      crashPoint(`${command}:intent`);
       const type = command === 'start' ? 'START' : command === 'stop' ? 'STOP' : 'RESTART';
-      const result = await this.outcome(this.actorOf(id), type);
-      if (command === 'stop') this.store.setDesired(id, 'stopped');
-      else if (result.ok) this.store.setDesired(id, 'running');
+      const result = await this.outcome(actor, type);
+      if (!result.ok) {
+        // What is meant after a failure is what is: a failed start leaves nothing running to restore.
+        const state = this.states.get(id) ?? 'stopped';
+        this.store.setDesired(id, state === 'stopped' || state === 'failed' ? 'stopped' : 'running');
+      }
       await this.db.persist();
       return result;
     });
@@ -356,7 +451,10 @@ export class InstanceSupervisor {
   }
 
   list(): InstanceView[] {
-    return this.store.all().map((record) => ({ record, state: this.states.get(record.id) ?? 'stopped' }));
+    return this.store
+      .all()
+      .filter((record) => record.pending !== 'create')
+      .map((record) => ({ record, state: this.states.get(record.id) ?? 'stopped' }));
   }
 
   get(id: number): InstanceView {
@@ -382,14 +480,19 @@ export class InstanceSupervisor {
       now: Date.now(),
       configPathOf: (id) => join(instancePath, `${serviceNameOf(id)}.toml`),
     });
+    // The record, marked as a create in progress, is on disk before the file: its id is never handed out twice,
+    // and a crash before the end is undone at the next start.
+    await this.db.persist();
+    crashPoint('create:recorded');
     try {
       await mkdir(instancePath, { recursive: true, mode: 0o711 });
       await writeTunnelConfig(record.configPath, config);
       await this.logs.channel(record.id).ensurePipe();
     } catch (err) {
-      this.store.delete(record.id);
+      await this.dismantle(record);
       throw err instanceof AppError ? err : new AppError(500, `cannot write ${record.configPath}: ${(err as Error).message}`);
     }
+    crashPoint('create:written');
     let created = record;
     let bootServiceError: string | undefined;
     try {
@@ -399,6 +502,8 @@ export class InstanceSupervisor {
       bootServiceError = (err as Error).message;
       if (record.bootAtStart) created = this.store.update(record.id, { bootAtStart: false }) ?? record;
     }
+    this.store.setPending(record.id, null);
+    created = this.store.get(record.id) ?? created;
     await this.db.persist();
     this.version++;
     this.log.info({ instanceID: created.id, name: created.name }, 'instance created');
@@ -406,29 +511,45 @@ export class InstanceSupervisor {
     return bootServiceError ? { record: created, bootServiceError } : { record: created };
   }
 
-  /** Stops the tunnel if it runs, then removes its config file, its logs and its record. */
+  /**
+   * Stops the tunnel if it runs, then removes its boot service, config file, logs and record. Once the tunnel is
+   * stopped the delete is marked as begun on disk, so a crash in the middle is finished at the next start.
+   */
   remove(id: number): Promise<InstanceRecord> {
     return this.exclusive(id, async (record) => {
+      this.store.setDesired(id, 'stopped');
+      await this.db.persist();
       const actor = this.actors.get(id);
       if (actor && this.states.get(id) !== 'stopped' && this.states.get(id) !== 'failed') {
         const result = await this.outcome(actor, 'STOP');
         if (!result.ok) throw new AppError(500, `cannot stop instance ${id}: ${result.message}`);
       }
+      crashPoint('delete:stopped');
+      this.store.setPending(id, 'delete');
+      await this.db.persist();
+      crashPoint('delete:marked');
       actor?.stop();
       this.actors.delete(id);
       this.states.delete(id);
       this.version++;
-      if (record.bootAtStart || this.runsThroughInit()) {
-        await this.boot.remove(targetOf(record)).catch((err) => this.reportBootError(record, (err as Error).message));
-      }
-      await rm(record.configPath, { force: true });
-      await this.logs.remove(id);
-      this.store.delete(id);
-      await this.db.persist();
+      await this.dismantle(record);
       this.log.info({ instanceID: id, name: record.name }, 'instance deleted');
       this.deleted$.next(id);
       return record;
     });
+  }
+
+  /** Removes everything of an instance (its process is already gone): boot service, config file, logs, record. */
+  private async dismantle(record: InstanceRecord): Promise<void> {
+    if (record.bootAtStart || this.runsThroughInit()) {
+      await this.boot.remove(targetOf(record)).catch((err) => this.reportBootError(record, (err as Error).message));
+    }
+    crashPoint('delete:unbooted');
+    await rm(record.configPath, { force: true });
+    await this.logs.remove(record.id);
+    crashPoint('delete:files');
+    this.store.delete(record.id);
+    await this.db.persist();
   }
 
   /** Changes top-level settings of the config file; proxies stay as they are. */

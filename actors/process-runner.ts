@@ -4,7 +4,7 @@ import { chown, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Logger } from '../src/log/logger.js';
 import { currentOsUser, lookupOsUser } from '../src/system/os-users.js';
-import { pidExists, procCmdline, procStat } from '../src/system/proc.js';
+import { pidExists, procCmdline, processesByConfigPath, procStat, type LiveProcess } from '../src/system/proc.js';
 import { PidWatcher, type ProcessExit } from './pid-watcher.js';
 
 export type { ProcessExit } from './pid-watcher.js';
@@ -36,6 +36,13 @@ export interface TunnelRunner {
   spawn(request: SpawnRequest): Promise<TunnelProcess>;
   /** Takes over a process found running at start-up; false when it is gone or is someone else. */
   adopt(pid: number, startTicks: number | null, configPath: string): boolean;
+  /**
+   * The live processes that run each of these config files, found by what they are rather than by a recorded pid
+   * (a crash can come between a spawn and the saving of its pid). Empty where the init system owns the processes.
+   */
+  findRunning(configPaths: ReadonlySet<string>): Map<string, LiveProcess[]>;
+  /** Ends a process that must not run (a second one for the same config file, or one whose instance is gone). */
+  stopStray(pid: number): void;
   exitOf(pid: number): Promise<ProcessExit>;
   /** A hint that a watched process may have ended (its output pipe reported end-of-file). */
   checkNow(pid: number): void;
@@ -199,6 +206,14 @@ export class ProcessRunner implements TunnelRunner {
 
   checkNow(pid: number): void {
     this.adopted.checkNow(pid);
+  }
+
+  findRunning(configPaths: ReadonlySet<string>): Map<string, LiveProcess[]> {
+    return processesByConfigPath(configPaths);
+  }
+
+  stopStray(pid: number): void {
+    this.signal(pid, 'SIGKILL');
   }
 
   /** Drops what is kept of a process once its exit has been handled. */

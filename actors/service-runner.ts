@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Logger } from '../src/log/logger.js';
 import type { Settings } from '../src/settings/defaults.js';
-import { procStat } from '../src/system/proc.js';
+import { procStat, type LiveProcess } from '../src/system/proc.js';
 import type { BootTarget, InitdBootService, SystemdBootService } from './boot-services.js';
 import { serviceNameOf } from './boot-services.js';
 import { runCommand } from './commands.js';
@@ -49,6 +49,13 @@ export class ServiceRunner implements TunnelRunner {
     void this.watcher.watch(pid, startTicks);
     return { pid, startTicks };
   }
+
+  /** The init system owns these processes: what runs is what its units say, found through the recorded pids. */
+  findRunning(): Map<string, LiveProcess[]> {
+    return new Map();
+  }
+
+  stopStray(): void {}
 
   adopt(pid: number, startTicks: number | null, configPath: string): boolean {
     if (this.watcher.has(pid)) return true;

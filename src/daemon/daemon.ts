@@ -12,7 +12,7 @@ import { ProcessRunner } from '../../actors/process-runner.js';
 import { eventsOf, WebhookNotifier } from '../../actors/webhook-notifier.js';
 import { AccountService } from '../accounts/account-service.js';
 import { PasswordHasher } from '../accounts/password-hasher.js';
-import { writeFileAtomic } from '../fs/atomic.js';
+import { removeStaleTempFiles, writeFileAtomic } from '../fs/atomic.js';
 import { createApp } from '../http/app.js';
 import { answerClientError } from '../http/client-error.js';
 import { LogStreams } from '../http/log-streams.js';
@@ -73,6 +73,8 @@ async function startLocked(
 
   // Each running tunnel costs one descriptor (its output pipe); Node itself raises the soft limit on open files
   // to the hard one at start-up, so a thousand tunnels stay clear of EMFILE wherever the hard limit allows.
+  // Temp files of writes a crash cut off (the database, the settings): the lock says no other writer is here.
+  for (const name of await removeStaleTempFiles(dataDir)) log.info({ file: join(dataDir, name) }, 'removed the temp file of an interrupted write');
   const db = await Database.open(join(dataDir, 'tunnelward.db'));
   cleanups.push(() => db.close());
   const hasher = new PasswordHasher(DEFAULTS.passwordHashConcurrency, DEFAULTS.passwordHashQueue, options.hashMemoryKiB);
@@ -87,7 +89,7 @@ async function startLocked(
     log.child({ component: 'instance-logs' }),
     source,
   );
-  const supervisor = new InstanceSupervisor(db, settings, runner, boot, logs, log);
+  const supervisor = new InstanceSupervisor(db, settings, runner, boot, logs, log, join(dataDir, 'orphaned'));
   const notifier = new WebhookNotifier(() => settings.get(), new PersistentCounter(db, 'event_seq').next, log);
   const notifications = supervisor.changes$.subscribe((change) => eventsOf(change).forEach((e) => notifier.publish(e)));
   notifications.add(

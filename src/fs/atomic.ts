@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { open, rename, unlink } from 'node:fs/promises';
+import { open, readdir, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
 export interface AtomicWriteOptions {
@@ -35,6 +35,19 @@ export async function writeFileAtomic(
     throw err;
   }
   await syncDirectory(dir);
+}
+
+/** Temp files of this module's writes: `.<name>.<pid>.<random>.tmp`. */
+const TEMP_FILE = /^\..+\.\d+\.[0-9a-f]{12}\.tmp$/;
+
+/**
+ * Removes the temp files that writes cut off by a crash left in `dir`; returns their names. Only for a directory
+ * no other writer uses at the moment (the daemon holds its data dir's lock).
+ */
+export async function removeStaleTempFiles(dir: string): Promise<string[]> {
+  const names = (await readdir(dir).catch(() => [] as string[])).filter((name) => TEMP_FILE.test(name));
+  for (const name of names) await unlink(join(dir, name)).catch(() => {});
+  return names;
 }
 
 /** Makes a rename durable: without it a power cut can forget the new directory entry. */

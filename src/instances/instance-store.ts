@@ -2,6 +2,9 @@ import type { Database } from '../storage/database.js';
 
 export type DesiredState = 'running' | 'stopped';
 
+/** A create or a delete that has begun and not ended: a crash between the two is undone (create) or finished (delete). */
+export type PendingChange = 'create' | 'delete';
+
 export interface InstanceRecord {
   id: number;
   name: string;
@@ -14,6 +17,7 @@ export interface InstanceRecord {
   desired: DesiredState;
   pid: number | null;
   startTicks: number | null;
+  pending: PendingChange | null;
 }
 
 interface Row {
@@ -28,6 +32,7 @@ interface Row {
   desired: DesiredState;
   pid: number | null;
   start_ticks: number | null;
+  pending: PendingChange | null;
 }
 
 const toRecord = (r: Row): InstanceRecord => ({
@@ -42,6 +47,7 @@ const toRecord = (r: Row): InstanceRecord => ({
   desired: r.desired,
   pid: r.pid,
   startTicks: r.start_ticks,
+  pending: r.pending,
 });
 
 /**
@@ -80,8 +86,8 @@ export class InstanceStore {
     configPathOf: (id: number) => string;
   }): InstanceRecord {
     this.db.run(
-      `INSERT INTO instances (name, boot_at_start, run_user, config_path, created_at, created_by, owner_id)
-       VALUES (?, ?, ?, '', ?, ?, ?)`,
+      `INSERT INTO instances (name, boot_at_start, run_user, config_path, created_at, created_by, owner_id, pending)
+       VALUES (?, ?, ?, '', ?, ?, ?, 'create')`,
       [fields.name, fields.bootAtStart ? 1 : 0, fields.runUser, fields.now, fields.createdBy, fields.ownerId],
     );
     const id = this.db.lastInsertRowid();
@@ -99,9 +105,23 @@ export class InstanceStore {
       desired: 'stopped',
       pid: null,
       startTicks: null,
+      pending: 'create',
     });
     this.records.set(id, record);
     return record;
+  }
+
+  /** Marks a create or a delete as begun (or, with null, the create as done). */
+  setPending(id: number, pending: PendingChange | null): void {
+    this.db.run('UPDATE instances SET pending = ? WHERE id = ?', [pending, id]);
+    this.replace(id, { pending });
+  }
+
+  /** Ids up to `id` are never handed out again (one was found in use, e.g. by a file). */
+  reserveIdsUpTo(id: number): void {
+    const seq = this.db.get<{ seq: number }>("SELECT seq FROM sqlite_sequence WHERE name = 'instances'")?.seq;
+    if (seq === undefined) this.db.run("INSERT INTO sqlite_sequence (name, seq) VALUES ('instances', ?)", [id]);
+    else if (seq < id) this.db.run("UPDATE sqlite_sequence SET seq = ? WHERE name = 'instances'", [id]);
   }
 
   private replace(id: number, changes: Partial<InstanceRecord>): InstanceRecord | undefined {

@@ -42,4 +42,8 @@ export const MIGRATIONS: readonly string[] = [
     start_ticks   INTEGER
   );
   `,
+  // 3: a create or a delete in progress, so that one cut off by a crash is undone or finished at the next start
+  `
+  ALTER TABLE instances ADD COLUMN pending TEXT CHECK (pending IN ('create', 'delete'));
+  `,
 ];

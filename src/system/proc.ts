@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /**
  * Reads what /proc says of a process: its state letter and its start time (clock ticks after boot), which with the
@@ -43,4 +43,44 @@ export function hostBootId(env: NodeJS.ProcessEnv = process.env): string {
   } catch {
     return 'unknown';
   }
+}
+
+/** A live process, identified for good by its pid and start time. */
+export interface LiveProcess {
+  pid: number;
+  startTicks: number;
+}
+
+/**
+ * Every live (not zombie) process whose command line runs one of `configPaths` (`... -c <path>`), by path: one pass
+ * over /proc, whatever the number of paths. Finds a tunnel whose pid was never recorded.
+ */
+export function processesByConfigPath(configPaths: ReadonlySet<string>): Map<string, LiveProcess[]> {
+  const found = new Map<string, LiveProcess[]>();
+  if (configPaths.size === 0) return found;
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return found;
+  }
+  for (const entry of entries) {
+    if (entry.charCodeAt(0) > 57 || !/^\d+$/.test(entry)) continue;
+    let args: string[];
+    try {
+      args = readFileSync(`/proc/${entry}/cmdline`, 'latin1').split('\0');
+    } catch {
+      continue;
+    }
+    const at = args.indexOf('-c');
+    const path = at >= 0 ? args[at + 1] : undefined;
+    if (path === undefined || !configPaths.has(path)) continue;
+    const pid = Number(entry);
+    const stat = procStat(pid);
+    if (!stat || stat.state === 'Z') continue;
+    const list = found.get(path) ?? [];
+    list.push({ pid, startTicks: stat.startTicks });
+    found.set(path, list);
+  }
+  return found;
 }
