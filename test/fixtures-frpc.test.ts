@@ -6,6 +6,8 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { stringify } from 'smol-toml';
+import { merged, PROXY_EXAMPLES } from './config/proxy-examples.js';
 
 const FIXTURE = fileURLToPath(new URL('../../test/fixtures/frpc.mjs', import.meta.url));
 const ANSI = /\x1b\[[0-9;]*m/g;
@@ -44,8 +46,8 @@ interface Running {
   exited: Promise<Exit>;
 }
 
-function start(t: ExecutionContext, args: string[]): Running {
-  const child = spawn(FIXTURE, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+function start(t: ExecutionContext, args: string[], env: Record<string, string | undefined> = {}): Running {
+  const child = spawn(FIXTURE, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let stdout = '';
   let stderr = '';
   const waiters = new Set<() => void>();
@@ -148,6 +150,21 @@ const rejections: Array<[string, string, RegExp]> = [
   ['an unknown log.level', `${VALID}log.level = "verbose"\n`, /^invalid log level, optional values are \[trace debug info warn error\]$/m],
   ['a TOML syntax error', 'serverAddr = \n', /^toml: line 1, column \d+: /m],
   ['a misspelt fixture control', `${VALID}metadatas."fixture.exitNow" = "true"\n`, /unknown control metadatas\."fixture\.exitNow"/],
+  ['secretKey on a tcp proxy', `${VALID}${TCP_PROXY}secretKey = "k"\n`, /^decode proxy at index 0: unmarshal ProxyConfig error: json: unknown field "secretKey"$/m],
+  ['an unknown transport key on a proxy', `${VALID}${TCP_PROXY}transport.useEncrypt = true\n`, /json: unknown field "useEncrypt"$/m],
+  ['a string useEncryption', `${VALID}${TCP_PROXY}transport.useEncryption = "true"\n`, /cannot unmarshal string into Go struct field TCPProxyConfig\.transport\.useEncryption of type bool/],
+  ['an unknown plugin type', `${VALID}${TCP_PROXY}plugin.type = "ftp"\n`, /^decode proxy at index 0: unmarshal ProxyConfig error: unknown plugin type: ftp$/m],
+  ['a plugin without a type', `${VALID}${TCP_PROXY}plugin.unixPath = "/x"\n`, /^decode proxy at index 0: unmarshal ProxyConfig error: plugin type is empty$/m],
+  ['an option of another plugin', `${VALID}${TCP_PROXY}plugin.type = "socks5"\nplugin.unixPath = "/x"\n`, /unmarshal ClientPluginOptions error: json: unknown field "unixPath"$/m],
+  ['a non-boolean plugin enableHTTP2', `${VALID}${TCP_PROXY}plugin.type = "https2http"\nplugin.localAddr = "a:1"\nplugin.enableHTTP2 = "no"\n`, /cannot unmarshal string into Go struct field HTTPS2HTTPPluginOptions\.enableHTTP2 of type bool/],
+  ['a plugin without its required option', `${VALID}${TCP_PROXY}plugin.type = "https2http"\n`, /^proxy ssh: plugin https2http: localAddr is required$/m],
+  ['an unknown field in a health check header', `${VALID}${TCP_PROXY}healthCheck.type = "tcp"\nhealthCheck.httpHeaders = [{ name = "a", val = "b" }]\n`, /json: unknown field "val"$/m],
+  ['an http health check without a path', `${VALID}${TCP_PROXY}healthCheck.type = "http"\n`, /^proxy ssh: health check path should not be empty$/m],
+  ['an unknown proxy protocol version', `${VALID}${TCP_PROXY}transport.proxyProtocolVersion = "v3"\n`, /^proxy ssh: not support proxy protocol version: v3$/m],
+  ['a bandwidth limit in GB', `${VALID}${TCP_PROXY}transport.bandwidthLimit = "1GB"\n`, /^proxy ssh: bandwidthLimit: unit not support$/m],
+  ['an http proxy without domains', `${VALID}[[proxies]]\nname = "web"\ntype = "http"\nlocalPort = 80\n`, /^proxy web: subdomain and custom domains should not be both empty$/m],
+  ['a tcpmux proxy without its multiplexer', `${VALID}[[proxies]]\nname = "mux"\ntype = "tcpmux"\nlocalPort = 80\nsubdomain = "m"\n`, /^proxy mux: not support multiplexer: $/m],
+  ['a template action other than .Envs', `${VALID}user = "{{ env \"HOME\" }}"\n`, /^template: frp:5: a Go template action other than \{\{ \.Envs\.NAME \}\}/m],
 ];
 
 for (const [what, text, message] of rejections) {
@@ -160,15 +177,66 @@ for (const [what, text, message] of rejections) {
   });
 }
 
-test('a file containing {{ never reaches the TOML parser or the environment', async (t) => {
-  const file = await writeConfig(t, `${VALID}user = "{{ .Envs.TW_FIXTURE_SECRET }}"\n`);
-  const child = spawn(FIXTURE, ['-c', file], { env: { ...process.env, TW_FIXTURE_SECRET: 'leaked-value' } });
+async function runWithEnv(args: string[], env: Record<string, string | undefined>): Promise<Exit> {
+  const child = spawn(FIXTURE, args, { env: { ...process.env, ...env } });
   let stdout = '';
+  let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; });
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-  t.is(code, 1);
-  t.regex(stdout, /^template: frp:5: .*Go template action/m);
-  t.notRegex(stdout, /leaked-value/);
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; });
+  return new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
+}
+
+test('{{ .Envs.NAME }} is rendered from the environment before the TOML is parsed; an unset one prints <no value>', async (t) => {
+  const file = await writeConfig(t, `serverAddr = "127.0.0.1"
+serverPort = {{ .Envs.TW_FIXTURE_PORT }}
+auth.token = "{{.Envs.TW_FIXTURE_TOKEN}}"
+${NO_COLOUR}
+[[proxies]]
+name = "{{  .Envs.TW_FIXTURE_NAME  }}"
+type = "tcp"
+localPort = 22
+remotePort = 6000
+
+[[proxies]]
+name = "x{{ .Envs.TW_FIXTURE_UNSET }}"
+type = "tcp"
+localPort = 23
+remotePort = 6001
+`);
+  const env = { TW_FIXTURE_PORT: '7000', TW_FIXTURE_TOKEN: 't', TW_FIXTURE_NAME: 'from_env', TW_FIXTURE_UNSET: undefined };
+  const verify = await runWithEnv(['verify', '-c', file], env);
+  t.is(verify.code, 0, verify.stdout);
+  const unsetPort = await runWithEnv(['verify', '-c', file], { ...env, TW_FIXTURE_PORT: undefined });
+  t.is(unsetPort.code, 1, 'serverPort = <no value> is not TOML');
+  t.regex(unsetPort.stdout, /^toml: line 2, /m);
+  const fixture = start(t, ['-c', file], env);
+  // Go's text/template prints a missing map key as "<no value>" unless told otherwise, and frpc does not tell it.
+  await fixture.waitFor(/proxy added: \[from_env x<no value>\]\n/);
+  t.regex(fixture.output(), /\[from_env\] start proxy success\n/);
+  fixture.child.kill('SIGTERM');
+  await fixture.exited;
+});
+
+test('any other template action is refused before parsing, and the environment does not reach the output', async (t) => {
+  for (const action of ['{{ env "TW_FIXTURE_SECRET" }}', '{{ .Envs.TW_FIXTURE_SECRET | printf "%s" }}', '{{- .Envs.TW_FIXTURE_SECRET }}', '{{{ .Envs.TW_FIXTURE_SECRET }}']) {
+    const file = await writeConfig(t, `${VALID}user = "${action.replace(/"/g, '\\"')}"\n`);
+    const result = await runWithEnv(['verify', '-c', file], { TW_FIXTURE_SECRET: 'leaked-value' });
+    t.is(result.code, 1, action);
+    t.regex(result.stdout, /^template: frp:5: a Go template action other than/m, action);
+    t.notRegex(result.stdout, /leaked-value/, action);
+  }
+});
+
+test('verify accepts every proxy type and plugin with all the keys frpc 0.70 knows for it', async (t) => {
+  const proxies = PROXY_EXAMPLES.map((example) => example.file);
+  const file = await writeConfig(t, `${VALID}${stringify({ proxies })}`);
+  const result = await run(t, ['verify', '-c', file]);
+  t.is(result.code, 0, result.stdout);
+  for (const example of PROXY_EXAMPLES) {
+    const modified = await writeConfig(t, `${VALID}${stringify({ proxies: [merged(example.file, example.modified)] })}`);
+    const after = await run(t, ['verify', '-c', modified]);
+    t.is(after.code, 0, `${example.file.name}: ${after.stdout}`);
+  }
 });
 
 test('a valid file logs the frpc start lines in colour, wrapping each line like frpc', async (t) => {

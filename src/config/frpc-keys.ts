@@ -1,6 +1,7 @@
 /**
- * What the frp client (frpc) v0.70 accepts in its TOML config file, and the older snake_case spellings
- * (the INI-era names the API specification still uses) mapped to the current dotted names.
+ * What the frp client (frpc) v0.70 accepts at the top of its TOML config file and in visitors (the proxy keys
+ * are in proxy-keys.ts), and the older snake_case spellings (the INI-era names the API specification still uses)
+ * mapped to the current dotted names.
  * frpc refuses unknown keys (strict mode), so only keys listed here are ever written on request; keys whose
  * arrival in v0.70 is uncertain (clientID, transport.wireProtocol, auth.tokenSource, store) are left out on purpose:
  * they survive a rewrite when a file has them, but the API cannot set them.
@@ -13,27 +14,42 @@ export type ValueKind =
   | 'boolean'
   | 'strings' // array of strings
   | 'stringMap' // table of name -> string
-  | 'booleanMap'; // table of name -> boolean
+  | 'booleanMap' // table of name -> boolean
+  | 'nameValues'; // array of tables { name, value }, both strings
+
+/** Checks of a string's shape beyond its kind. */
+export type StringFormat =
+  | 'host' // an IP address or a host name
+  | 'domain' // a host name, optionally with a leading "*."
+  | 'dnsLabel' // one DNS label, no dots
+  | 'bandwidth'; // a number with MB or KB, as frpc's BandwidthQuantity reads it
 
 export interface KeySpec {
   kind: ValueKind;
   /** The only values frpc accepts. */
   oneOf?: readonly string[];
-  /** Must be an IP address or a host name. */
-  host?: boolean;
-  /** Holds a secret: its value never appears in a message. */
+  /** Why only those values, when the reason is ours rather than frpc's. */
+  why?: string;
+  /** Shape of a string value (or of each string in a list). */
+  format?: StringFormat;
+  /** Entry names of a map follow Kubernetes' annotation keys (`prefix/name`), as frpc checks them. */
+  annotationEntries?: boolean;
+  /** Holds a secret: its value never appears in a message or a listing. */
   secret?: boolean;
 }
 
 const string: KeySpec = { kind: 'string' };
 const secret: KeySpec = { kind: 'string', secret: true };
-const host: KeySpec = { kind: 'string', host: true };
+const host: KeySpec = { kind: 'string', format: 'host' };
 const port: KeySpec = { kind: 'port' };
 const integer: KeySpec = { kind: 'integer' };
 const boolean: KeySpec = { kind: 'boolean' };
 const strings: KeySpec = { kind: 'strings' };
 const stringMap: KeySpec = { kind: 'stringMap' };
 const oneOf = (...values: string[]): KeySpec => ({ kind: 'string', oneOf: values });
+
+/** The building blocks of a key table, for the proxy table in its own module. */
+export const SPECS = { string, secret, host, port, integer, boolean, strings, stringMap, oneOf } as const;
 
 export const AUTH_METHODS = ['token', 'oidc'] as const;
 
@@ -62,7 +78,11 @@ export const COMMON_KEYS: Readonly<Record<string, KeySpec>> = {
   'auth.oidc.trustedCaFile': string,
   'auth.oidc.insecureSkipVerify': boolean,
   'auth.oidc.proxyURL': secret,
-  'log.to': string,
+  'log.to': {
+    kind: 'string',
+    oneOf: ['console'],
+    why: "tunnelward captures the tunnel's console output, rotates it and streams it; a log file would bypass that",
+  },
   'log.level': oneOf('trace', 'debug', 'info', 'warn', 'error'),
   'log.maxDays': integer,
   'log.disablePrintColor': boolean,
@@ -96,50 +116,6 @@ export const COMMON_KEYS: Readonly<Record<string, KeySpec>> = {
   'transport.tls.trustedCaFile': string,
   'transport.tls.serverName': string,
   'virtualNet.address': string,
-};
-
-/** The proxy types frpc knows. */
-export const PROXY_TYPES = ['tcp', 'udp', 'http', 'https', 'stcp', 'xtcp', 'sudp', 'tcpmux'] as const;
-export type ProxyType = (typeof PROXY_TYPES)[number];
-/** Types that take a `remotePort` (the others would make frpc refuse the file). */
-export const REMOTE_PORT_TYPES: readonly string[] = ['tcp', 'udp'];
-/** Types that route by host name (`customDomains`, `subdomain`). */
-export const DOMAIN_TYPES: readonly string[] = ['http', 'https', 'tcpmux'];
-
-/** Keys of a `[[proxies]]` block, by dotted name (plugin options are the plugin's own business). */
-export const PROXY_KEYS: Readonly<Record<string, KeySpec>> = {
-  name: string,
-  type: oneOf(...PROXY_TYPES),
-  enabled: boolean,
-  localIP: host,
-  localPort: port,
-  remotePort: port,
-  customDomains: strings,
-  subdomain: string,
-  locations: strings,
-  httpUser: string,
-  httpPassword: secret,
-  hostHeaderRewrite: string,
-  routeByHTTPUser: string,
-  multiplexer: oneOf('httpconnect'),
-  secretKey: secret,
-  allowUsers: strings,
-  metadatas: stringMap,
-  annotations: stringMap,
-  'requestHeaders.set': stringMap,
-  'responseHeaders.set': stringMap,
-  'transport.useEncryption': boolean,
-  'transport.useCompression': boolean,
-  'transport.bandwidthLimit': string,
-  'transport.bandwidthLimitMode': oneOf('client', 'server'),
-  'transport.proxyProtocolVersion': oneOf('v1', 'v2'),
-  'loadBalancer.group': string,
-  'loadBalancer.groupKey': secret,
-  'healthCheck.type': oneOf('tcp', 'http'),
-  'healthCheck.timeoutSeconds': integer,
-  'healthCheck.maxFailed': integer,
-  'healthCheck.intervalSeconds': integer,
-  'healthCheck.path': string,
 };
 
 /** Keys of a `[[visitors]]` block that need a type when read from an older file. */

@@ -5,10 +5,10 @@ import {
   LEGACY_PROXY_KEYS,
   LEGACY_PROXY_PREFIXES,
   LEGACY_VISITOR_KEYS,
-  PROXY_KEYS,
   VISITOR_KEYS,
   type KeySpec,
 } from './frpc-keys.js';
+import { ALL_PROXY_KEYS } from './proxy-keys.js';
 import { getPath, isTable, mergeValue, setPath, splitList, tablesOf, type Table } from './toml-tree.js';
 
 /**
@@ -33,7 +33,7 @@ export function normalizeDocument(raw: Table, what: string): Table {
       visitors.push(normalizeVisitor(block));
       continue;
     }
-    const proxy = normalizeBlock(block, LEGACY_PROXY_KEYS, LEGACY_PROXY_PREFIXES, PROXY_KEYS);
+    const proxy = normalizeBlock(block, LEGACY_PROXY_KEYS, LEGACY_PROXY_PREFIXES, ALL_PROXY_KEYS);
     if (proxy.role === 'server') delete proxy.role;
     proxies.push(proxy);
   }

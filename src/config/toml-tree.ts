@@ -66,3 +66,10 @@ export function mergeValue(out: Table, key: string, value: unknown): void {
     out[key] = value;
   }
 }
+
+/** A deep copy of tables and arrays; other values (strings, numbers, TOML dates) are shared, being immutable here. */
+export function copyTree<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(copyTree) as T;
+  if (isTable(value)) return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, copyTree(item)])) as T;
+  return value;
+}

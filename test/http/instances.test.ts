@@ -54,7 +54,7 @@ test('create validates its input', async (t) => {
     [{ instanceInfo: { ...base, auth_method: 'password' } }, 400, /token, oidc/],
     [{ instanceInfo: { ...base, name: 'bad name!' } }, 400, /name must be 1-64/],
     [{ instanceInfo: base, additionalProperties: { colour: 'blue', 'auth.tokn': 'x' } }, 400, /colour.*auth\.tokn|auth\.tokn.*colour/],
-    [{ instanceInfo: base, additionalProperties: { user: '{{ .Envs.HOME }}' } }, 400, /Go template/],
+    [{ instanceInfo: base, additionalProperties: { user: '{{ env "HOME" }}' } }, 400, /Go template/],
     [{ instanceInfo: base, runUser: 'no_such_user_here' }, 400, /runUser "no_such_user_here" is not a user/],
     [{ instanceInfo: base, bootAtStart: 'yes' }, 400, /bootAtStart must be a boolean/],
   ];

@@ -1,8 +1,9 @@
-import { readFile } from 'node:fs/promises';
-import test from 'ava';
+import { readFile, writeFile } from 'node:fs/promises';
+import test, { type ExecutionContext } from 'ava';
 import { parse } from 'smol-toml';
 import { dispose, startDaemon, type Daemon } from '../helpers/daemon.js';
 import { createInstance, frpcVerify, instanceSettings } from '../helpers/instances.js';
+import { expectedView, merged, POSTGRES, PROXY_EXAMPLES, VISITORS_TOML } from '../config/proxy-examples.js';
 
 let daemon: Daemon;
 let root: string;
@@ -102,7 +103,7 @@ test('proxy validation and conflicts', async (t) => {
   }
 });
 
-test('values cannot inject keys or blocks, and {{ }} are refused everywhere', async (t) => {
+test('values cannot inject keys or blocks, and template actions other than {{ .Envs.NAME }} are refused everywhere', async (t) => {
   const tricky = 'eve" serverPort = 1 ]] [[proxies]] name = "x\\';
   const { id, configPath } = await createInstance(daemon, root, 'px_inject', { user: tricky });
   const file = parse(await readFile(configPath, 'utf8')) as any;
@@ -123,7 +124,7 @@ test('values cannot inject keys or blocks, and {{ }} are refused everywhere', as
   t.is(sneaky.status, 400, 'an IP with quotes and newlines is not an IP');
   const templates: Array<[string, object]> = [
     ['proxy name', { instanceID: id, proxyInfo: tcp('{{x}}', '7101') }],
-    ['localIP', { instanceID: id, proxyInfo: tcp('p2', '7102', { localIP: '{{ .Envs.HOME }}' }) }],
+    ['localIP', { instanceID: id, proxyInfo: tcp('p2', '7102', { localIP: '{{ .Envs.HOME | printf "%s" }}' }) }],
     ['subdomain', { instanceID: id, proxyInfo: { name: 'p3', type: 'http', localPort: '80', subdomain: 'a}}' } }],
   ];
   for (const [what, body] of templates) {
@@ -132,12 +133,12 @@ test('values cannot inject keys or blocks, and {{ }} are refused everywhere', as
   }
   const modify = await daemon.post(
     '/tunnelAct/instanceMgr/modify',
-    { instanceID: id, type: 'configFile', modifiedData: { 'auth.token': 'a{{ .Envs.PATH }}b' } },
+    { instanceID: id, type: 'configFile', modifiedData: { 'auth.token': 'a{{ .Env.PATH }}b' } },
     { token: root },
   );
   t.is(modify.status, 400);
   t.regex(modify.body.message, /Go template/);
-  t.false(modify.body.message.includes('Envs'), 'the secret value is not echoed');
+  t.false(modify.body.message.includes('.Env.PATH'), 'the secret value is not echoed');
   t.true((await frpcVerify(configPath)).ok);
 });
 
@@ -154,6 +155,7 @@ test('modify configFile changes top-level keys only; proxies stay as they were',
   const after = parse(await readFile(configPath, 'utf8')) as any;
   t.like(after, { serverAddr: 'new.example.com', serverPort: 7443, auth: { token: 'new-secret' } });
   t.deepEqual(after.proxies, before);
+  t.deepEqual(before[0].transport, { useEncryption: true });
   t.false(JSON.stringify(res.body).includes('new-secret'));
   t.false(daemon.output.some((l) => l.includes('new-secret')), 'never logged');
   const unknown = await daemon.post(
@@ -198,4 +200,192 @@ test('modify systemConfig renames the record, not the file, and checks runUser',
     { token: root },
   );
   t.is(clash.status, 409);
+});
+
+// ---- every key frpc knows for the proxy's type ----
+
+const fileOf = async (configPath: string): Promise<any> => parse(await readFile(configPath, 'utf8'));
+const blockIn = async (configPath: string, name: string) => (await fileOf(configPath)).proxies.find((p: any) => p.name === name);
+
+async function verified(t: ExecutionContext, configPath: string, what: string): Promise<void> {
+  const result = await frpcVerify(configPath);
+  t.true(result.ok, `${what}: ${result.output}`);
+}
+
+test('every proxy type and plugin round-trips: create, file, list, modify one field, file, each file verified', async (t) => {
+  const { id, configPath } = await createInstance(daemon, root, 'px_every_type');
+  for (const example of PROXY_EXAMPLES) {
+    const name: string = example.input.name;
+    const created = await daemon.post('/tunnelAct/proxyMgr/create', { instanceID: id, proxyInfo: example.input }, { token: root });
+    t.true(created.body.success, `${name}: ${created.body.message}`);
+    t.is(created.body.message, `proxy ${name} added to instance px_every_type`);
+    t.deepEqual(await blockIn(configPath, name), example.file, `${name}: file after create`);
+    await verified(t, configPath, `${name} after create`);
+
+    const listed = (await list(id)).data.proxies.find((p: any) => p.name === name);
+    t.deepEqual(listed, expectedView(example.file, example.secrets), `${name}: list`);
+
+    const modified = await daemon.post('/tunnelAct/proxyMgr/modify', { instanceID: id, proxyInfo: { name, ...example.modify } }, { token: root });
+    t.true(modified.body.success, `${name}: ${modified.body.message}`);
+    t.deepEqual(await blockIn(configPath, name), merged(example.file, example.modified), `${name}: file after modify`);
+    await verified(t, configPath, `${name} after modify`);
+  }
+  t.is((await fileOf(configPath)).proxies.length, PROXY_EXAMPLES.length);
+  const everything = JSON.stringify((await list(id)).data) + daemon.output.join('\n');
+  for (const example of PROXY_EXAMPLES) {
+    for (const path of example.secrets) {
+      const secret = String(path.split('.').reduce((table: any, key) => table[key], example.file));
+      t.false(everything.includes(secret), `${example.input.name}: ${path} never in the list or the log`);
+    }
+  }
+});
+
+test('an stcp proxy keeps its secretKey and allowUsers; list and modify keep them too', async (t) => {
+  const { id, configPath } = await createInstance(daemon, root, 'px_stcp');
+  const proxyInfo = { ...POSTGRES.input, remotePort: '' };
+  const created = await daemon.post('/tunnelAct/proxyMgr/create', { instanceID: id, proxyInfo }, { token: root });
+  t.is(created.body.message, 'proxy postgres added to instance px_stcp');
+  const written = POSTGRES.file;
+  t.deepEqual((await fileOf(configPath)).proxies, [written]);
+  const listed = (await list(id)).data.proxies[0];
+  t.is(listed.secretKey, '********');
+  // The old shape of a modify request: only the five fields, the rest must stay.
+  const modify = await daemon.post(
+    '/tunnelAct/proxyMgr/modify',
+    { instanceID: id, proxyInfo: { name: 'postgres', type: 'stcp', localIP: '127.0.0.1', localPort: '5433', remotePort: '' } },
+    { token: root },
+  );
+  t.true(modify.body.success, modify.body.message);
+  t.deepEqual((await fileOf(configPath)).proxies, [{ ...written, localPort: 5433 }]);
+  // A list entry sent back as it is keeps the masked secret.
+  await daemon.post('/tunnelAct/proxyMgr/modify', { instanceID: id, proxyInfo: { ...listed, localPort: '5434' } }, { token: root });
+  t.deepEqual((await fileOf(configPath)).proxies, [{ ...written, localPort: 5434 }]);
+  await verified(t, configPath, 'stcp');
+  t.false(daemon.output.some((line) => line.includes('pg-visitor-secret')), 'never logged');
+});
+
+test('unknown keys and wrong types are refused by name with a 400, and the file is unchanged', async (t) => {
+  const { id, configPath } = await createInstance(daemon, root, 'px_refused');
+  await daemon.post('/tunnelAct/proxyMgr/create', { instanceID: id, proxyInfo: tcp('ssh', '7300') }, { token: root });
+  const before = await readFile(configPath, 'utf8');
+  const cases: Array<[string, object, RegExp]> = [
+    ['create', tcp('x', '7301', { colour: 'red' }), /^Unknown proxy key: colour$/],
+    ['create', tcp('x', '7301', { transport: { useEncryption: true, bogus: 1 } }), /^Unknown proxy key: transport\.bogus$/],
+    ['create', tcp('x', '7301', { 'plugin.type': 'socks5', 'plugin.unixPath': '/x' }), /^plugin\.unixPath is not an option of the socks5 plugin/],
+    ['create', tcp('x', '7301', { secretKey: 'k' }), /^secretKey is only used by stcp, xtcp and sudp proxies, not tcp$/],
+    ['create', tcp('x', '7301', { transport: { useEncryption: 'yes' } }), /^transport\.useEncryption must be true or false$/],
+    ['create', tcp('x', '7301', { 'healthCheck.maxFailed': 'many' }), /^healthCheck\.maxFailed must be an integer$/],
+    ['create', tcp('x', '7301', { metadatas: { owner: 1 } }), /^metadatas\.owner must be a string$/],
+    ['modify', { name: 'ssh', 'transport.bandwidthLimit': 5 }, /^transport\.bandwidthLimit must be a string$/],
+    ['modify', { name: 'ssh', locations: ['/'] }, /^locations is only used by http proxies, not tcp$/],
+    ['modify', { name: 'ssh', nonsense: null }, /^Unknown proxy key: nonsense$/],
+  ];
+  for (const [path, proxyInfo, message] of cases) {
+    const res = await daemon.post(`/tunnelAct/proxyMgr/${path}`, { instanceID: id, proxyInfo }, { token: root });
+    t.is(res.status, 400, JSON.stringify(proxyInfo));
+    t.regex(res.body.message, message);
+  }
+  t.is(await readFile(configPath, 'utf8'), before);
+});
+
+test('null removes a key, an entry or a whole table through modify', async (t) => {
+  const { id, configPath } = await createInstance(daemon, root, 'px_null');
+  await daemon.post(
+    '/tunnelAct/proxyMgr/create',
+    { instanceID: id, proxyInfo: tcp('ssh', '7400', { transport: { useEncryption: true, useCompression: true }, metadatas: { a: '1', b: '2' }, 'loadBalancer.group': 'g' }) },
+    { token: root },
+  );
+  await daemon.post('/tunnelAct/proxyMgr/modify', { instanceID: id, proxyInfo: { name: 'ssh', 'transport.useCompression': null, 'metadatas.a': null, loadBalancer: null } }, { token: root });
+  t.deepEqual(await blockIn(configPath, 'ssh'), {
+    name: 'ssh',
+    type: 'tcp',
+    localIP: '127.0.0.1',
+    localPort: 22,
+    remotePort: 7400,
+    transport: { useEncryption: true },
+    metadatas: { b: '2' },
+  });
+  const refused = await daemon.post('/tunnelAct/proxyMgr/modify', { instanceID: id, proxyInfo: { name: 'ssh', remotePort: null } }, { token: root });
+  t.is(refused.status, 400);
+  t.regex(refused.body.message, /^remotePort is required for tcp and udp proxies$/);
+  await verified(t, configPath, 'after removals');
+});
+
+test('visitors in the file are kept through every edit', async (t) => {
+  const { id, configPath } = await createInstance(daemon, root, 'px_visitors');
+  await daemon.post('/tunnelAct/proxyMgr/create', { instanceID: id, proxyInfo: tcp('ssh', '7500') }, { token: root });
+  await writeFile(configPath, (await readFile(configPath, 'utf8')) + VISITORS_TOML);
+  const expected = (parse(VISITORS_TOML) as any).visitors;
+  const edits: Array<[string, object]> = [
+    ['/tunnelAct/proxyMgr/create', { instanceID: id, proxyInfo: tcp('web', '7501', { 'transport.useEncryption': true }) }],
+    ['/tunnelAct/proxyMgr/modify', { instanceID: id, proxyInfo: { name: 'ssh', localPort: '2222' } }],
+    ['/tunnelAct/proxyMgr/modify', { instanceID: id, oldName: 'web', newName: 'web2', proxyInfo: { name: 'web' } }],
+    ['/tunnelAct/proxyMgr/setStatus', { instanceID: id, proxyName: 'web2', enabled: false }],
+    ['/tunnelAct/proxyMgr/delete', { instanceID: id, proxyName: 'web2' }],
+    ['/tunnelAct/instanceMgr/modify', { instanceID: id, type: 'configFile', modifiedData: { 'auth.token': 'rotated', 'log.level': 'debug' } }],
+  ];
+  for (const [path, body] of edits) {
+    const res = await daemon.post(path, body, { token: root });
+    t.true(res.body.success, `${path}: ${res.body.message}`);
+    t.deepEqual((await fileOf(configPath)).visitors, expected, `visitors after ${path}`);
+  }
+  await verified(t, configPath, 'with visitors');
+});
+
+test('log.to is refused unless console, saying why; a file that has one is put back on the console at the next edit', async (t) => {
+  const { id, configPath } = await createInstance(daemon, root, 'px_log_to');
+  for (const modifiedData of [{ 'log.to': '/var/log/frpc.log' }, { log: { to: 'frpc.log' } }, { log_file: '/tmp/frpc.log' }]) {
+    const res = await daemon.post('/tunnelAct/instanceMgr/modify', { instanceID: id, type: 'configFile', modifiedData }, { token: root });
+    t.is(res.status, 400, JSON.stringify(modifiedData));
+    t.regex(res.body.message, /must be "console": tunnelward captures the tunnel's console output, rotates it and streams it/);
+  }
+  const atCreate = await daemon.post(
+    '/tunnelAct/instanceMgr/create',
+    { instanceInfo: { name: 'px_log_to2', serverAddr: '127.0.0.1', serverPort: '7000', auth_method: 'token' }, additionalProperties: { 'log.to': '/var/log/frpc.log' } },
+    { token: root },
+  );
+  t.is(atCreate.status, 400);
+  t.regex(atCreate.body.message, /^log\.to must be "console"/);
+
+  await writeFile(configPath, `${await readFile(configPath, 'utf8')}\n[log]\nto = "/var/log/frpc.log"\nlevel = "warn"\n`.replace('[log]\ndisablePrintColor = true\n', ''));
+  t.is((await fileOf(configPath)).log.to, '/var/log/frpc.log');
+  const edit = await daemon.post('/tunnelAct/proxyMgr/create', { instanceID: id, proxyInfo: tcp('ssh', '7600') }, { token: root });
+  t.true(edit.body.success, edit.body.message);
+  t.deepEqual((await fileOf(configPath)).log, { to: 'console', level: 'warn' });
+  await verified(t, configPath, 'log.to rewritten');
+});
+
+test('{{ .Envs.NAME }} placeholders are accepted and written as they are; other template syntax is refused', async (t) => {
+  const { id, configPath } = await createInstance(daemon, root, 'px_env', { 'auth.token': '{{ .Envs.FRP_TOKEN }}' });
+  const modify = await daemon.post(
+    '/tunnelAct/instanceMgr/modify',
+    { instanceID: id, type: 'configFile', modifiedData: { 'auth.oidc.clientSecret': '{{.Envs.OIDC_SECRET}}', user: 'u-{{ .Envs.FRP_USER }}' } },
+    { token: root },
+  );
+  t.true(modify.body.success, modify.body.message);
+  const created = await daemon.post(
+    '/tunnelAct/proxyMgr/create',
+    { instanceID: id, proxyInfo: { name: 'pg', type: 'stcp', localPort: '5432', secretKey: '{{ .Envs.PG_SECRET_KEY }}', allowUsers: ['*'] } },
+    { token: root },
+  );
+  t.true(created.body.success, created.body.message);
+  const file = await fileOf(configPath);
+  t.is(file.auth.token, '{{ .Envs.FRP_TOKEN }}');
+  t.is(file.auth.oidc.clientSecret, '{{.Envs.OIDC_SECRET}}');
+  t.is(file.user, 'u-{{ .Envs.FRP_USER }}');
+  t.is(file.proxies[0].secretKey, '{{ .Envs.PG_SECRET_KEY }}');
+  await verified(t, configPath, 'placeholders');
+
+  const refused: Array<[string, object]> = [
+    ['/tunnelAct/instanceMgr/modify', { instanceID: id, type: 'configFile', modifiedData: { 'auth.token': '{{ env "FRP_TOKEN" }}' } }],
+    ['/tunnelAct/instanceMgr/modify', { instanceID: id, type: 'configFile', modifiedData: { user: '{{ .Envs.lower_case }}' } }],
+    ['/tunnelAct/proxyMgr/create', { instanceID: id, proxyInfo: { name: 'pg2', type: 'stcp', localPort: '5432', secretKey: '{{- .Envs.PG }}' } }],
+    ['/tunnelAct/proxyMgr/modify', { instanceID: id, proxyInfo: { name: 'pg', secretKey: 'x}}' } }],
+  ];
+  for (const [path, body] of refused) {
+    const res = await daemon.post(path, body, { token: root });
+    t.is(res.status, 400, JSON.stringify(body));
+    t.regex(res.body.message, /other than \{\{ \.Envs\.NAME \}\} placeholders .*frpc renders its config file as a Go template/);
+  }
+  t.is((await fileOf(configPath)).proxies[0].secretKey, '{{ .Envs.PG_SECRET_KEY }}');
 });

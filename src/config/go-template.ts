@@ -1,0 +1,35 @@
+/**
+ * frpc renders every config file as a Go text/template before parsing it, with the environment as `.Envs`.
+ * The one form we let through is `{{ .Envs.NAME }}`, which keeps a secret out of the file; every other action
+ * could run template code, so it is refused.
+ */
+
+/** Go's lexer reads `.9` as a number, so a name that can follow `.Envs.` starts with a letter or "_". */
+const PLACEHOLDER = /\{\{ *\.Envs\.([A-Z_][A-Z0-9_]*) *\}\}/y;
+const ALL_PLACEHOLDERS = new RegExp(PLACEHOLDER.source, 'g');
+
+export const TEMPLATE_REASON =
+  'must not contain "{{" or "}}" other than {{ .Envs.NAME }} placeholders (NAME of A-Z, 0-9 and "_"): ' +
+  'frpc renders its config file as a Go template, so anything else would be executed';
+
+/**
+ * True when every `{{` in the value opens a placeholder and no `}}` stands outside one. Scans from the left as
+ * Go's lexer does, so `{{{ .Envs.A }}` (an action opening on the first two braces) is refused.
+ */
+export function onlyPlaceholders(value: string): boolean {
+  let at = 0;
+  for (;;) {
+    const open = value.indexOf('{{', at);
+    const close = value.indexOf('}}', at);
+    if (open < 0) return close < 0;
+    if (close >= 0 && close < open) return false;
+    PLACEHOLDER.lastIndex = open;
+    if (!PLACEHOLDER.test(value)) return false;
+    at = PLACEHOLDER.lastIndex;
+  }
+}
+
+/** The environment variables a config file's placeholders read, each once, in order of first use. */
+export function envPlaceholders(fileText: string): string[] {
+  return [...new Set(Array.from(fileText.matchAll(ALL_PLACEHOLDERS), (match) => match[1]))];
+}

@@ -1,0 +1,148 @@
+import { isIP } from 'node:net';
+import { AppError, badRequest } from '../errors.js';
+import type { KeySpec, StringFormat } from './frpc-keys.js';
+import { onlyPlaceholders, TEMPLATE_REASON } from './go-template.js';
+import { isTable, type Table } from './toml-tree.js';
+
+// Checking one value we are asked to write against its key's spec. Messages name the key, never the value.
+
+const MAP_ENTRY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+const ENTRY_NAME_RULE = '1-64 characters from A-Z, a-z, 0-9, "_", "." and "-"';
+/** frpc checks annotation keys as Kubernetes does: an optional DNS-subdomain prefix and "/", then a name. */
+const ANNOTATION_KEY = /^(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const HOST_LABEL = /^(?!-)[A-Za-z0-9_-]{1,63}(?<!-)$/;
+const DNS_LABEL = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
+const BANDWIDTH = /^\d{1,12}(?:\.\d{1,6})?(?:MB|KB)$/;
+const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
+
+const FORMATS: Readonly<Record<StringFormat, { test: (value: string) => boolean; one: string; many: string }>> = {
+  host: { test: isHost, one: 'an IPv4 or IPv6 address or a host name', many: 'IP addresses or host names' },
+  domain: {
+    test: (value) => isHost(value.startsWith('*.') ? value.slice(2) : value),
+    one: 'a host name (a leading "*." is allowed)',
+    many: 'host names (a leading "*." is allowed)',
+  },
+  dnsLabel: {
+    test: (value) => DNS_LABEL.test(value),
+    one: 'a single DNS label (letters, digits and "-", no dots)',
+    many: 'single DNS labels (letters, digits and "-", no dots)',
+  },
+  bandwidth: {
+    test: (value) => BANDWIDTH.test(value),
+    one: 'a number followed by MB or KB, such as "1MB"',
+    many: 'numbers followed by MB or KB',
+  },
+};
+
+/** Checks a value against its key's spec and returns it in the type frpc wants. */
+export function checkValue(label: string, spec: KeySpec, value: unknown): unknown {
+  switch (spec.kind) {
+    case 'string':
+      return checkString(label, value, spec);
+    case 'port':
+      return checkPort(label, value);
+    case 'integer': {
+      const n = toInteger(value);
+      if (n === undefined) throw badRequest(`${label} must be an integer`);
+      return n;
+    }
+    case 'boolean':
+      if (value === true || value === 'true') return true;
+      if (value === false || value === 'false') return false;
+      throw badRequest(`${label} must be true or false`);
+    case 'strings':
+      if (!Array.isArray(value)) throw badRequest(`${label} must be an array of strings`);
+      return value.map((item) => checkString(label, item, spec, true));
+    case 'stringMap':
+    case 'booleanMap': {
+      const what = spec.kind === 'stringMap' ? 'strings' : 'true/false';
+      if (!isTable(value)) throw badRequest(`${label} must be an object of names to ${what}`);
+      const out: Table = {};
+      for (const [name, item] of Object.entries(value)) {
+        checkEntryName(label, spec, name);
+        out[name] =
+          spec.kind === 'stringMap'
+            ? checkString(`${label}.${name}`, item)
+            : checkValue(`${label}.${name}`, { kind: 'boolean' }, item);
+      }
+      return out;
+    }
+    case 'nameValues':
+      return checkNameValues(label, value);
+  }
+}
+
+/** An entry name of a map key (`metadatas.<name>`): it becomes a TOML key, so only plain names. */
+export function checkEntryName(label: string, spec: KeySpec, name: string): string {
+  if (name === '__proto__') throw badRequest(`${label} entry names must be ${ENTRY_NAME_RULE}`);
+  if (spec.annotationEntries) {
+    if (!ANNOTATION_KEY.test(name)) {
+      throw badRequest(`${label} entry names must be a name of up to 63 characters, optionally after a DNS prefix and "/"`);
+    }
+  } else if (!MAP_ENTRY_NAME.test(name)) {
+    throw badRequest(`${label} entry names must be ${ENTRY_NAME_RULE}`);
+  }
+  return name;
+}
+
+/**
+ * A string frpc can read: no control characters, no template action but `{{ .Envs.NAME }}`. A value with a
+ * placeholder is known only when frpc starts, so its format is not checked; a fixed choice must be literal.
+ */
+export function checkString(label: string, value: unknown, spec: Partial<KeySpec> = {}, inList = false): string {
+  if (typeof value !== 'string') throw badRequest(`${label} must be a string`);
+  if (!onlyPlaceholders(value)) throw badRequest(`${label} ${TEMPLATE_REASON}`);
+  if (CONTROL_CHARS.test(value)) throw badRequest(`${label} must not contain control characters such as newlines`);
+  const placeholder = value.includes('{{');
+  if (spec.oneOf && (placeholder || !spec.oneOf.includes(value))) {
+    const choice = spec.oneOf.length === 1 ? `"${spec.oneOf[0]}"` : `one of: ${spec.oneOf.join(', ')}`;
+    throw badRequest(`${label} must be ${choice}${spec.why ? `: ${spec.why}` : ''}`);
+  }
+  const format = spec.format === undefined ? undefined : FORMATS[spec.format];
+  if (format && !placeholder && !format.test(value)) {
+    throw badRequest(inList ? `${label} must hold ${format.many}` : `${label} must be ${format.one}`);
+  }
+  return value;
+}
+
+export function checkPort(label: string, value: unknown): number {
+  const port = toInteger(value);
+  if (port === undefined || port < 1 || port > 65535) throw badRequest(`${label} must be a port number from 1 to 65535`);
+  return port;
+}
+
+export function toInteger(value: unknown): number | undefined {
+  if (typeof value === 'number') return Number.isSafeInteger(value) ? value : undefined;
+  if (typeof value === 'string' && /^-?\d{1,15}$/.test(value)) return Number(value);
+  return undefined;
+}
+
+export function isHost(value: string): boolean {
+  if (isIP(value) !== 0) return true;
+  if (value.length > 253 || /^[\d.]+$/.test(value)) return false; // "300.1.1.1" is a bad address, not a host name
+  return value.split('.').every((label) => HOST_LABEL.test(label));
+}
+
+/** frpc's `[]HTTPHeader`: an array of `{ name, value }`, decoded strictly. */
+function checkNameValues(label: string, value: unknown): Table[] {
+  if (!Array.isArray(value) || !value.every(isTable)) throw badRequest(`${label} must be an array of { name, value } objects`);
+  return value.map((item, index) => {
+    const at = `${label}[${index}]`;
+    if (Object.keys(item).some((key) => key !== 'name' && key !== 'value')) throw badRequest(`${at} may hold only name and value`);
+    const name = checkString(`${at}.name`, item.name);
+    if (!MAP_ENTRY_NAME.test(name)) throw badRequest(`${at}.name must be ${ENTRY_NAME_RULE}`);
+    return { name, value: checkString(`${at}.value`, item.value) };
+  });
+}
+
+/** A caller-supplied name as it may appear in a message: quoted when odd, and never long. */
+export function safeLabel(key: string): string {
+  const short = key.length > 64 ? `${key.slice(0, 64)}…` : key;
+  return /^[A-Za-z0-9_.-]+$/.test(short) ? short : JSON.stringify(short);
+}
+
+/** The message of a validation failure, for collecting several; anything else is rethrown. */
+export function messageOf(err: unknown): string {
+  if (err instanceof AppError) return err.message;
+  throw err;
+}
