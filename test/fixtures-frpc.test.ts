@@ -164,7 +164,7 @@ const rejections: Array<[string, string, RegExp]> = [
   ['a bandwidth limit in GB', `${VALID}${TCP_PROXY}transport.bandwidthLimit = "1GB"\n`, /^proxy ssh: bandwidthLimit: unit not support$/m],
   ['an http proxy without domains', `${VALID}[[proxies]]\nname = "web"\ntype = "http"\nlocalPort = 80\n`, /^proxy web: subdomain and custom domains should not be both empty$/m],
   ['a tcpmux proxy without its multiplexer', `${VALID}[[proxies]]\nname = "mux"\ntype = "tcpmux"\nlocalPort = 80\nsubdomain = "m"\n`, /^proxy mux: not support multiplexer: $/m],
-  ['a template action other than .Envs', `${VALID}user = "{{ env \"HOME\" }}"\n`, /^template: frp:5: a Go template action other than \{\{ \.Envs\.NAME \}\}/m],
+  ['a template action other than .Envs', `${VALID}user = "{{ env "HOME" }}"\n`, /^template: frp:5: a Go template action other than \{\{ \.Envs\.NAME \}\}/m],
 ];
 
 for (const [what, text, message] of rejections) {
