@@ -273,7 +273,7 @@ export class InstanceSupervisor {
     actions: {
       terminate: (_, { instanceId, pid }) => {
         if (pid !== null) this.withRequest(instanceId, (r) => this.runner.terminate(r, pid));
-        crashPoint('stop:signalled');
+        crashPoint('stop:signalled', { id: instanceId });
       },
       kill: (_, { instanceId, pid }) => pid !== null && this.withRequest(instanceId, (r) => this.runner.kill(r, pid)),
     },
@@ -327,10 +327,10 @@ export class InstanceSupervisor {
     if (this.runner.capturesOutput) output = await channel.openForTunnel();
     else channel.startReading();
     const proc = await this.runner.spawn({ ...this.requestFor(record), output });
-    crashPoint('spawn:spawned');
+    crashPoint('spawn:spawned', record);
     this.store.setProcess(id, proc.pid, proc.startTicks);
     await this.db.persist();
-    crashPoint('spawn:recorded');
+    crashPoint('spawn:recorded', record);
     return { pid: proc.pid };
   }
 
@@ -417,7 +417,7 @@ export class InstanceSupervisor {
       // The intent is on disk before anything is done: a crash halfway is finished the way it was meant.
       this.store.setDesired(id, command === 'stop' ? 'stopped' : 'running');
       await this.db.persist();
-      crashPoint(`${command}:intent`);
+      crashPoint(`${command}:intent`, { id });
       const type = command === 'start' ? 'START' : command === 'stop' ? 'STOP' : 'RESTART';
       const result = await this.outcome(actor, type);
       if (!result.ok) {
@@ -483,7 +483,7 @@ export class InstanceSupervisor {
     // The record, marked as a create in progress, is on disk before the file: its id is never handed out twice,
     // and a crash before the end is undone at the next start.
     await this.db.persist();
-    crashPoint('create:recorded');
+    crashPoint('create:recorded', record);
     try {
       await mkdir(instancePath, { recursive: true, mode: 0o711 });
       await writeTunnelConfig(record.configPath, config);
@@ -492,7 +492,7 @@ export class InstanceSupervisor {
       await this.dismantle(record);
       throw err instanceof AppError ? err : new AppError(500, `cannot write ${record.configPath}: ${(err as Error).message}`);
     }
-    crashPoint('create:written');
+    crashPoint('create:written', record);
     let created = record;
     let bootServiceError: string | undefined;
     try {
@@ -524,10 +524,10 @@ export class InstanceSupervisor {
         const result = await this.outcome(actor, 'STOP');
         if (!result.ok) throw new AppError(500, `cannot stop instance ${id}: ${result.message}`);
       }
-      crashPoint('delete:stopped');
+      crashPoint('delete:stopped', record);
       this.store.setPending(id, 'delete');
       await this.db.persist();
-      crashPoint('delete:marked');
+      crashPoint('delete:marked', record);
       actor?.stop();
       this.actors.delete(id);
       this.states.delete(id);
@@ -544,10 +544,10 @@ export class InstanceSupervisor {
     if (record.bootAtStart || this.runsThroughInit()) {
       await this.boot.remove(targetOf(record)).catch((err) => this.reportBootError(record, (err as Error).message));
     }
-    crashPoint('delete:unbooted');
+    crashPoint('delete:unbooted', record);
     await rm(record.configPath, { force: true });
     await this.logs.remove(record.id);
-    crashPoint('delete:files');
+    crashPoint('delete:files', record);
     this.store.delete(record.id);
     await this.db.persist();
   }

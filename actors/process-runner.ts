@@ -4,7 +4,7 @@ import { chown, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Logger } from '../src/log/logger.js';
 import { currentOsUser, lookupOsUser } from '../src/system/os-users.js';
-import { pidExists, procCmdline, processesByConfigPath, procStat, type LiveProcess } from '../src/system/proc.js';
+import { configPathOf, pidExists, procArgs, processesByConfigPath, procStat, type LiveProcess } from '../src/system/proc.js';
 import { PidWatcher, type ProcessExit } from './pid-watcher.js';
 
 export type { ProcessExit } from './pid-watcher.js';
@@ -15,7 +15,8 @@ export function isSameProcess(pid: number, startTicks: number | null, configPath
   if (!stat) return pidExists(pid);
   if (stat.state === 'Z') return false;
   if (startTicks !== null && stat.startTicks !== startTicks) return false;
-  return procCmdline(pid)?.includes(configPath) ?? false;
+  const args = procArgs(pid);
+  return args !== undefined && configPathOf(args) === configPath;
 }
 
 export interface SpawnRequest {

@@ -16,13 +16,19 @@ export function procStat(pid: number): { state: string; startTicks: number } | u
   return { state: rest[0]!, startTicks: Number(rest[19]) };
 }
 
-/** The command line of a process, its arguments joined by spaces. */
-export function procCmdline(pid: number): string | undefined {
+/** The arguments of a process (UTF-8, as paths are written), or undefined when it is gone. */
+export function procArgs(pid: number | string): string[] | undefined {
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').filter(Boolean).join(' ');
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
   } catch {
     return undefined;
   }
+}
+
+/** The config file a tunnel's command line names (`... -c <path>`), if any. */
+export function configPathOf(args: readonly string[]): string | undefined {
+  const at = args.indexOf('-c');
+  return at >= 0 ? args[at + 1] : undefined;
 }
 
 /** True when a signal can reach the pid (it exists, zombie or not). */
@@ -66,14 +72,8 @@ export function processesByConfigPath(configPaths: ReadonlySet<string>): Map<str
   }
   for (const entry of entries) {
     if (entry.charCodeAt(0) > 57 || !/^\d+$/.test(entry)) continue;
-    let args: string[];
-    try {
-      args = readFileSync(`/proc/${entry}/cmdline`, 'latin1').split('\0');
-    } catch {
-      continue;
-    }
-    const at = args.indexOf('-c');
-    const path = at >= 0 ? args[at + 1] : undefined;
+    const args = procArgs(entry);
+    const path = args && configPathOf(args);
     if (path === undefined || !configPaths.has(path)) continue;
     const pid = Number(entry);
     const stat = procStat(pid);

@@ -1,12 +1,11 @@
 /**
  * Named points where a test can make the daemon die of SIGKILL, to prove that every step of a change is safe to
- * be cut off at. `TUNNELWARD_CRASH_AT=<point>[#<n>]` (read once) kills the daemon the n-th time (default the first)
- * it passes that point; unset, a crash point is one comparison.
+ * be cut off at. `TUNNELWARD_CRASH_AT=<point>[@<instance id or name>]` (read once) kills the daemon when it passes
+ * that point (for that instance only, when one is named); unset, a crash point is one comparison.
  */
-const [point, nth] = (process.env.TUNNELWARD_CRASH_AT ?? '').split('#');
-let remaining = Number(nth ?? 1);
+const [point, only] = (process.env.TUNNELWARD_CRASH_AT ?? '').split('@');
 
-export function crashPoint(name: string): void {
+export function crashPoint(name: string, instance: { id: number; name?: string }): void {
   if (name !== point) return;
-  if (--remaining === 0) process.kill(process.pid, 'SIGKILL');
+  if (only === undefined || only === String(instance.id) || only === instance.name) process.kill(process.pid, 'SIGKILL');
 }

@@ -2,119 +2,119 @@ import { access, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import { dispose, startDaemon, type Daemon } from '../helpers/daemon.js';
-import { createInstance, instanceSettings, statusOf, tunnelPids, waitFor } from '../helpers/instances.js';
+import { createInstance, instanceSettings, statusOf, tunnelPids, waitFor, type CreatedInstance } from '../helpers/instances.js';
 
-// Every step of create, start, restart, stop and delete is cut off by a SIGKILL of the daemon (TUNNELWARD_CRASH_AT),
-// then a daemon is started on the same data dir, within the same boot of the host, and what it says is checked
-// against what runs and what is on disk.
+// Every step of create, start, restart, stop and delete is cut off by a SIGKILL of the daemon (TUNNELWARD_CRASH_AT,
+// aimed at one instance), and the next daemon on the same data dir, within the same boot of the host, must say
+// exactly what runs and what is on disk. The cases run as one chain: the daemon that checks one case is the one that
+// dies in the next, so each check is made by the very first daemon after its crash.
 
 const BOOT = { TUNNELWARD_BOOT_ID: 'durability-boot' };
 const exists = (path: string) => access(path).then(() => true, () => false);
 
-/** Sends a request that the daemon dies during; the reply never comes. */
-async function dies(t: any, daemon: Daemon, path: string, body: unknown, token: string): Promise<void> {
-  await daemon.post(path, body, { token }).then(
-    (res) => t.fail(`the daemon answered ${res.status} ${res.body.message} instead of dying`),
-    () => {},
-  );
-  t.like(await daemon.exited, { signal: 'SIGKILL' });
+type Outcome = 'running' | 'stopped' | 'gone';
+interface Case {
+  point: string;
+  command: 'create' | 'start' | 'restart' | 'stop' | 'delete';
+  /** Running before the command is sent. */
+  started: boolean;
+  outcome: Outcome;
 }
 
-/** A daemon set to die at `point`, with one instance `name` created (and started, when asked). */
-async function prepared(t: any, point: string, name: string, started: boolean) {
-  const daemon = await startDaemon({ settingsToml: instanceSettings(), env: { ...BOOT, TUNNELWARD_CRASH_AT: point } });
-  t.teardown(() => dispose(daemon));
-  const token = await daemon.login();
-  const instance = await createInstance(daemon, token, name);
-  if (started) {
-    const res = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: instance.id }, { token });
-    if (!res.body.success) throw new Error(res.body.message);
-  }
-  return { daemon, token, ...instance };
-}
-
-/** The next daemon on the same data dir, logged in. */
-async function after(t: any, daemon: Daemon) {
-  const next = await startDaemon({ dataDir: daemon.dataDir, env: BOOT });
-  t.teardown(() => next.stop('SIGKILL'));
-  return { next, token: await next.login() };
-}
-
-/** What the daemon says and what runs agree, and stop and start still give exactly none and one. */
-async function consistent(t: any, daemon: Daemon, token: string, id: string, configPath: string, expected: 'running' | 'stopped') {
-  const status = await waitFor(() => statusOf(daemon, token, id), (s) => s.state === expected, 15_000);
-  t.is(status.isRunning, expected === 'running');
-  t.is((await tunnelPids(configPath)).length, expected === 'running' ? 1 : 0, `one process when running, none when stopped`);
-  t.true((await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token })).body.success);
-  t.deepEqual(await tunnelPids(configPath), []);
-  t.true((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token })).body.success);
-  t.is((await tunnelPids(configPath)).length, 1);
-  t.true((await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token })).body.success);
-}
-
-const commands: Array<[string, 'start' | 'restart' | 'stop', boolean, 'running' | 'stopped']> = [
-  // point, command, started before it, the state it must end in once the next daemon has settled
-  ['start:intent', 'start', false, 'running'],
-  ['spawn:spawned', 'start', false, 'running'],
-  ['spawn:recorded', 'start', false, 'running'],
-  ['restart:intent', 'restart', true, 'running'],
-  ['stop:signalled', 'restart', true, 'running'],
-  ['spawn:spawned#2', 'restart', true, 'running'],
-  ['spawn:recorded#2', 'restart', true, 'running'],
-  ['stop:intent', 'stop', true, 'stopped'],
-  ['stop:signalled', 'stop', true, 'stopped'],
+const CASES: Case[] = [
+  { point: 'create:recorded', command: 'create', started: false, outcome: 'gone' },
+  { point: 'create:written', command: 'create', started: false, outcome: 'gone' },
+  { point: 'start:intent', command: 'start', started: false, outcome: 'running' },
+  { point: 'spawn:spawned', command: 'start', started: false, outcome: 'running' },
+  { point: 'spawn:recorded', command: 'start', started: false, outcome: 'running' },
+  { point: 'restart:intent', command: 'restart', started: true, outcome: 'running' },
+  { point: 'stop:signalled', command: 'restart', started: true, outcome: 'running' },
+  { point: 'spawn:spawned', command: 'restart', started: true, outcome: 'running' },
+  { point: 'spawn:recorded', command: 'restart', started: true, outcome: 'running' },
+  { point: 'stop:intent', command: 'stop', started: true, outcome: 'stopped' },
+  { point: 'stop:signalled', command: 'stop', started: true, outcome: 'stopped' },
+  { point: 'delete:stopped', command: 'delete', started: true, outcome: 'stopped' },
+  { point: 'delete:marked', command: 'delete', started: true, outcome: 'gone' },
+  { point: 'delete:unbooted', command: 'delete', started: true, outcome: 'gone' },
+  { point: 'delete:files', command: 'delete', started: true, outcome: 'gone' },
 ];
 
-for (const [point, command, started, expected] of commands) {
-  test(`${command} cut off at ${point}: ${expected}, with exactly the processes it says`, async (t) => {
-    const name = `du_${command}_${point.replace(/[^a-z0-9]/g, '_')}`;
-    const { daemon, token, id, configPath } = await prepared(t, point, name, started);
-    await dies(t, daemon, `/tunnelAct/instanceMgr/${command}`, { instanceID: id }, token);
-    t.true((await tunnelPids(configPath)).length <= 2, 'what the dead daemon left');
-    const { next, token: token2 } = await after(t, daemon);
-    await consistent(t, next, token2, id, configPath, expected);
-  });
-}
+const nameOf = (c: Case) => `du_${c.command}_${c.point.replace(/[^a-z]/g, '_')}`;
 
-test('delete cut off before it is marked: the instance is all there, stopped', async (t) => {
-  const { daemon, token, id, configPath } = await prepared(t, 'delete:stopped', 'du_delete_early', true);
-  await dies(t, daemon, '/tunnelAct/instanceMgr/delete', { instanceID: id }, token);
-  const { next, token: token2 } = await after(t, daemon);
-  t.true(await exists(configPath));
-  await consistent(t, next, token2, id, configPath, 'stopped');
+test('a kill at every step of create, start, restart, stop and delete: the next daemon says exactly what runs and what is on disk', async (t) => {
+  // The instances of every case but the creates, made (and started where the case needs it) by a daemon that lives.
+  const setup = await startDaemon({ settingsToml: instanceSettings(), env: BOOT });
+  t.teardown(() => dispose(setup));
+  let token = await setup.login();
+  const made = new Map<Case, CreatedInstance>();
+  for (const c of CASES) {
+    if (c.command === 'create') continue;
+    const instance = await createInstance(setup, token, nameOf(c));
+    made.set(c, instance);
+    if (c.started) t.true((await setup.post('/tunnelAct/instanceMgr/start', { instanceID: instance.id }, { token })).body.success);
+  }
+  const dataDir = setup.dataDir;
+  const instanceDir = join([...made.values()][0]!.configPath, '..');
+  await setup.stop('SIGKILL');
+
+  let previous: Case | undefined;
+  let highestId = Math.max(...[...made.values()].map((m) => Number(m.id)));
+  let daemon: Daemon;
+  for (const c of [...CASES, undefined]) {
+    // The daemon that checks the previous case and dies in this one (the last one only checks).
+    daemon = await startDaemon({ dataDir, env: c ? { ...BOOT, TUNNELWARD_CRASH_AT: `${c.point}@${made.get(c)?.id ?? nameOf(c)}` } : BOOT });
+    const current = daemon;
+    t.teardown(() => current.stop('SIGKILL'));
+    token = await daemon.login();
+    if (previous) await check(t, daemon, token, previous, made.get(previous), instanceDir, highestId);
+    if (!c) break;
+    if (c.command === 'create') highestId++;
+    const body =
+      c.command === 'create'
+        ? { instanceInfo: { name: nameOf(c), serverAddr: '127.0.0.1', serverPort: '7000', auth_method: 'token' } }
+        : { instanceID: made.get(c)!.id };
+    await daemon.post(`/tunnelAct/instanceMgr/${c.command}`, body, { token }).then(
+      (res) => t.fail(`${c.command} at ${c.point}: the daemon answered ${res.status} ${res.body.message} instead of dying`),
+      () => {},
+    );
+    t.like(await daemon.exited, { signal: 'SIGKILL' }, `${c.command} at ${c.point}`);
+    previous = c;
+  }
+
+  // A create cut off never hands its id out again; its name is free again.
+  const again = await createInstance(daemon!, token, nameOf(CASES[0]!));
+  t.is(Number(again.id), highestId + 1, 'ids of creates that were cut off are not reused');
 });
 
-for (const point of ['delete:marked', 'delete:unbooted', 'delete:files']) {
-  test(`delete cut off at ${point}: finished at the next start, nothing left`, async (t) => {
-    const { daemon, token, id, configPath } = await prepared(t, point, `du_delete_${point.split(':')[1]}`, true);
-    await dies(t, daemon, '/tunnelAct/instanceMgr/delete', { instanceID: id }, token);
-    const { next, token: token2 } = await after(t, daemon);
-    t.is((await next.get(`/tunnelAct/instanceMgr/status?instanceID=${id}`, { token: token2 })).status, 404);
-    const list = await next.get('/tunnelAct/instanceMgr/list', { token: token2 });
-    t.false(list.body.data.some((i: any) => String(i.instanceID) === id));
-    t.false(await exists(configPath), 'no config file');
-    t.deepEqual(await tunnelPids(configPath), []);
-    await next.waitForOutput(/an interrupted delete of an instance was finished/);
-  });
-}
-
-for (const point of ['create:recorded', 'create:written']) {
-  test(`create cut off at ${point}: undone at the next start, and its id never handed out again`, async (t) => {
-    // The instance made while preparing passes the point once; the create under test dies there the second time.
-    const { daemon, token, id: firstId, configPath: firstPath } = await prepared(t, `${point}#2`, `du_first_${point.split(':')[1]}`, false);
-    const name = `du_cut_${point.split(':')[1]}`;
-    const body = { instanceInfo: { name, serverAddr: '127.0.0.1', serverPort: '7000', auth_method: 'token' } };
-    await dies(t, daemon, '/tunnelAct/instanceMgr/create', body, token);
-    const cutId = Number(firstId) + 1;
-    const { next, token: token2 } = await after(t, daemon);
-    const list = await next.get('/tunnelAct/instanceMgr/list', { token: token2 });
-    t.deepEqual(list.body.data.map((i: any) => String(i.instanceID)), [firstId]);
-    const dir = join(firstPath, '..');
-    t.deepEqual((await readdir(dir)).filter((f) => f.endsWith('.toml')), [`tunnel_${firstId}.toml`], 'no file of the create that was cut off');
-    await next.waitForOutput(/an interrupted create of an instance was undone/);
-    const again = await createInstance(next, token2, name);
-    t.is(Number(again.id), cutId + 1, 'a new id; the name is free again');
-  });
+/** What the daemon says of the instance of a case, what runs, and what is on disk, all agree with its outcome. */
+async function check(t: any, daemon: Daemon, token: string, c: Case, instance: CreatedInstance | undefined, instanceDir: string, highestId: number) {
+  const what = `${c.command} cut off at ${c.point}`;
+  if (c.outcome === 'gone') {
+    const list = await daemon.get('/tunnelAct/instanceMgr/list', { token });
+    t.false(list.body.data.some((i: any) => i.name === nameOf(c)), `${what}: not listed`);
+    if (instance) {
+      t.is((await daemon.get(`/tunnelAct/instanceMgr/status?instanceID=${instance.id}`, { token })).status, 404, what);
+      t.false(await exists(instance.configPath), `${what}: no config file`);
+      t.deepEqual(await tunnelPids(instance.configPath), [], `${what}: no tunnel`);
+      await daemon.waitForOutput(/an interrupted delete of an instance was finished/);
+    } else {
+      t.false(await exists(join(instanceDir, `tunnel_${highestId}.toml`)), `${what}: no config file`);
+      await daemon.waitForOutput(/an interrupted create of an instance was undone/);
+    }
+    return;
+  }
+  const { id, configPath } = instance!;
+  const status = await waitFor(() => statusOf(daemon, token, id), (s) => s.state === c.outcome, 15_000);
+  t.is(status.isRunning, c.outcome === 'running', what);
+  t.true(await exists(configPath), `${what}: the config file is there`);
+  t.is((await tunnelPids(configPath)).length, c.outcome === 'running' ? 1 : 0, `${what}: exactly the processes it says`);
+  // Still under control: a stop leaves none, a start gives exactly one.
+  t.true((await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token })).body.success, what);
+  t.deepEqual(await tunnelPids(configPath), [], what);
+  t.true((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token })).body.success, what);
+  t.is((await tunnelPids(configPath)).length, 1, what);
+  // Left as the case ended, so that the daemons after this one find it so.
+  if (c.outcome === 'stopped') await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token });
 }
 
 test('start-up removes temp files of cut-off writes and moves unowned config files aside, keeping their ids from reuse', async (t) => {
@@ -133,7 +133,8 @@ test('start-up removes temp files of cut-off writes and moves unowned config fil
   const stray = join(instanceDir, 'tunnel_40.toml');
   await writeFile(stray, 'serverAddr = "10.1.2.3"\n');
 
-  const { next, token: token2 } = await after(t, first);
+  const next = await startDaemon({ dataDir: first.dataDir, env: BOOT });
+  t.teardown(() => next.stop('SIGKILL'));
   for (const file of temps) t.false(await exists(file), file);
   t.false(await exists(stray));
   const aside = (await readdir(join(first.dataDir, 'orphaned'))).filter((f) => f.startsWith('tunnel_40.toml'));
@@ -141,6 +142,6 @@ test('start-up removes temp files of cut-off writes and moves unowned config fil
   t.is(await readFile(join(first.dataDir, 'orphaned', aside[0]!), 'utf8'), 'serverAddr = "10.1.2.3"\n', 'moved, not changed');
   await next.waitForOutput(/"file":"[^"]*tunnel_40\.toml".*a config file that no instance owns was moved aside/);
   t.true(await exists(configPath), 'an owned file stays');
-  const made = await createInstance(next, token2, 'du_after_sweep');
+  const made = await createInstance(next, await next.login(), 'du_after_sweep');
   t.is(Number(made.id), 41, 'ids up to the stray file are never handed out');
 });
