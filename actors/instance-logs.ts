@@ -23,6 +23,8 @@ export interface LogFaultEvent {
 
 /** How long without new output before the pipe counts as drained after a tunnel exits. */
 const QUIET_MS = 5;
+/** Lines of a run kept to explain its exit. */
+const TAIL_LINES = 5;
 /** A line longer than this is cut: a tunnel cannot make us buffer without bound. */
 const MAX_LINE = 64 * 1024;
 
@@ -43,6 +45,8 @@ export class LogChannel {
   private reader: Socket | LogSource | undefined;
   private partial = '';
   private lastData = 0;
+  /** The last lines of the current run of the tunnel: what explains its exit, and nothing of an earlier run. */
+  private runTail: string[] = [];
   readonly file: LogFileWriter;
 
   constructor(
@@ -164,6 +168,7 @@ export class LogChannel {
   /** Queues whole lines for the file and publishes them at once: followers do not wait for the disk. */
   private write(lines: string): void {
     this.file.append(lines);
+    this.keepTail(lines);
     if (!this.entries$.observed) return;
     const now = Date.now();
     const entries: InstanceLogEntry[] = [];
@@ -191,12 +196,25 @@ export class LogChannel {
     return this.lastLines(count).flatMap((line) => parseFrpcLine(line, now) ?? []);
   }
 
-  /** The last lines with colour codes stripped, once the pipe is drained: what a failed start shows. */
-  async exitTail(count = 5): Promise<string[]> {
+  /** A new run of the tunnel begins: its exit is explained by its own lines only. */
+  newRun(): void {
+    this.runTail = [];
+  }
+
+  private keepTail(lines: string): void {
+    for (const line of lines.split('\n')) {
+      const plain = stripAnsi(line).trimEnd();
+      if (plain === '') continue;
+      this.runTail.push(plain);
+      if (this.runTail.length > TAIL_LINES) this.runTail.shift();
+    }
+  }
+
+  /** The current run's last lines with colour codes stripped, once the pipe is drained: what a failed start shows. */
+  async exitTail(): Promise<string[]> {
     await this.quiet();
     this.flushPartial();
-    await this.file.idle();
-    return this.lastLines(count).map((l) => stripAnsi(l).trimEnd()).filter(Boolean);
+    return [...this.runTail];
   }
 
   close(): void {

@@ -323,6 +323,7 @@ export class InstanceSupervisor {
     const record = this.store.get(id);
     if (!record) throw new Error(`instance ${id} no longer exists`);
     const channel = this.logs.channel(id);
+    channel.newRun();
     let output: number | undefined;
     if (this.runner.capturesOutput) output = await channel.openForTunnel();
     else channel.startReading();
@@ -345,7 +346,8 @@ export class InstanceSupervisor {
   private onStateChange(id: number, from: InstanceState, to: InstanceState, ctx: InstanceContext): void {
     const record = this.store.get(id);
     const exit = ctx.lastExit;
-    const crashed = to === 'backoff' || to === 'failed' || (from === 'running' && to === 'stopped');
+    // An exit that ended a run or a start (a stop by command ends in stopping -> stopped, and says nothing of codes).
+    const crashed = to === 'backoff' || to === 'failed' || ((from === 'running' || from === 'starting') && to === 'stopped');
     const change: InstanceStateChange = {
       instanceID: id,
       name: record?.name ?? '',

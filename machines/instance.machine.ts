@@ -237,6 +237,8 @@ export const instanceMachine = setup({
     },
 
     starting: {
+      // A new run: how an earlier one ended no longer describes this one.
+      entry: assign({ lastExit: null }),
       initial: 'spawning',
       states: {
         spawning: {

@@ -58,19 +58,20 @@ test('a full disk for the logs: output is dropped and reported, the tunnel and t
   await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token });
 });
 
-test('an exit tail that cannot be read still ends the start, with the reason in the reply', async (t) => {
+test('a log file that cannot be written: a failed start still says why, and the fault is reported', async (t) => {
   const daemon = await startDaemon({ settingsToml: instanceSettings() });
   t.teardown(() => dispose(daemon));
   const token = await daemon.login();
   const { id } = await createInstance(daemon, token, 'fa_tail', { metadatas: { 'fixture.exit': 'now', 'fixture.exitCode': '4' } });
-  // A directory where the log file should be: neither writable nor readable as a file.
+  // A directory where the log file should be: the output cannot be written there.
   await mkdir(join(daemon.dataDir, 'logs', `tunnel_${id}.log`));
   const res = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token });
   t.is(res.status, 500);
   t.regex(res.body.message, /exited with code 4/);
-  t.regex(res.body.message, /the last log lines could not be read: EISDIR/);
+  t.regex(res.body.message, /fixture: exiting with code 4/, 'the run\'s own lines, kept apart from the file');
   t.is((await statusOf(daemon, token, id)).state, 'stopped');
   await stillServing(t, daemon, token);
+  t.regex((await checksOf(daemon, token)).instanceLogs.message, new RegExp(`instance ${id}: EISDIR`));
 });
 
 test('a database write that fails: the request says so, the daemon goes on, and the change is saved once writing works', async (t) => {

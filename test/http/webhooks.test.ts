@@ -146,3 +146,29 @@ test('service.started when the daemon starts and service.stopping when it stops'
   const events = receiver.received.map((r) => r.body);
   t.like(events[0], { event: 'service.started', name: 'tunnelward', instanceID: null });
 });
+
+test('a failed start: its exit code reaches the webhook and the reply, whose last lines are that run\'s only', async (t) => {
+  const receiver = await startReceiver();
+  t.teardown(() => receiver.close());
+  const daemon = await startDaemon({ settingsToml: webhookSettings(receiver.url, { 'Webhook.TimeoutSecs': 10 }) });
+  t.teardown(() => dispose(daemon));
+  const token = await daemon.login();
+  const { id } = await createInstance(daemon, token, 'wh_failstart');
+  // A first run that logs in and starts its proxies, then stops.
+  t.true((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token })).body.success);
+  t.true((await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token })).body.success);
+  // The next run exits at once with code 4.
+  const modify = await daemon.post(
+    '/tunnelAct/instanceMgr/modify',
+    { instanceID: id, type: 'configFile', modifiedData: { metadatas: { 'fixture.exit': 'now', 'fixture.exitCode': '4' } } },
+    { token },
+  );
+  t.true(modify.body.success, modify.body.message);
+  const start = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token });
+  t.is(start.status, 500);
+  t.regex(start.body.message, /exited with code 4/);
+  t.regex(start.body.message, /fixture: exiting with code 4/);
+  t.notRegex(start.body.message, /login to server success/, 'nothing of the run before');
+  const crashed = await receiver.waitFor((r) => r.some((x) => x.body.event === 'instance.crashed' && x.body.instanceID === Number(id)));
+  t.like(crashed.find((x) => x.body.event === 'instance.crashed')!.body, { from: 'starting', to: 'stopped', exitCode: 4, signal: null });
+});
