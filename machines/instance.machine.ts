@@ -13,6 +13,9 @@ export interface Spawned {
 
 export type Command = 'start' | 'stop' | 'restart';
 
+/** The states an instance rests in or passes through (the top level of the machine). */
+export type InstanceState = 'stopped' | 'starting' | 'running' | 'stopping' | 'backoff' | 'failed';
+
 export interface Timing {
   /** The process must stay up this long before a start counts as a success. */
   startMs: number;
@@ -108,6 +111,12 @@ const startAfresh = {
   RESTART: { target: '#instance.starting', actions: ['acceptCommand', 'resetCrashes'] },
 } as const;
 
+/** Before the exit is recorded (it clears the pid): the process that ended is announced. */
+const endProcess = {
+  type: 'processEnded',
+  params: ({ context }: { context: InstanceContext }) => ({ instanceId: context.instanceId, pid: context.pid ?? -1 }),
+} as const;
+
 /**
  * The life of one tunnel-client instance. Pure: spawning, watching and signalling the process are named here and
  * provided by a runner (`machine.provide({ actors, actions })`).
@@ -132,6 +141,10 @@ export const instanceMachine = setup({
     terminate: (_, _params: { instanceId: number; pid: number | null }) => {},
     /** SIGKILL to the process group. */
     kill: (_, _params: { instanceId: number; pid: number | null }) => {},
+    /** The instance entered a state (its context as it is on entry): what the world hears of it. */
+    stateEntered: (_, _params: { state: InstanceState; context: InstanceContext }) => {},
+    /** The process is no longer the instance's: it exited, or it was given up on. */
+    processEnded: (_, _params: { instanceId: number; pid: number }) => {},
     /** The event's command becomes the one waiting for its outcome. */
     acceptCommand: assign(({ event }) => ({ command: commandOf(event), ref: (event as CommandEvent).ref ?? 0 })),
     clearCommand: assign({ command: null }),
@@ -223,6 +236,7 @@ export const instanceMachine = setup({
   },
   states: {
     stopped: {
+      entry: { type: 'stateEntered', params: ({ context }) => ({ state: 'stopped' as const, context }) },
       on: {
         ...startAfresh,
         STOP: {
@@ -238,7 +252,7 @@ export const instanceMachine = setup({
 
     starting: {
       // A new run: how an earlier one ended no longer describes this one.
-      entry: assign({ lastExit: null }),
+      entry: [assign({ lastExit: null }), { type: 'stateEntered', params: ({ context }) => ({ state: 'starting' as const, context }) }],
       initial: 'spawning',
       states: {
         spawning: {
@@ -292,13 +306,13 @@ export const instanceMachine = setup({
               {
                 guard: and(['noRetryExit', 'hasCommand']),
                 target: '#instance.failed',
-                actions: ['recordExit', 'countCrash', 'replyExit', 'clearCommand'],
+                actions: [endProcess, 'recordExit', 'countCrash', 'replyExit', 'clearCommand'],
               },
-              { guard: 'noRetryExit', target: '#instance.failed', actions: ['recordExit', 'countCrash'] },
-              { guard: 'hasCommand', target: '#instance.stopped', actions: ['recordExit', 'replyExit', 'clearCommand'] },
-              { guard: 'watchdogOff', target: '#instance.stopped', actions: 'recordExit' },
-              { guard: 'crashLimitReached', target: '#instance.failed', actions: ['recordExit', 'countCrash'] },
-              { target: '#instance.backoff', actions: ['recordExit', 'countCrash'] },
+              { guard: 'noRetryExit', target: '#instance.failed', actions: [endProcess, 'recordExit', 'countCrash'] },
+              { guard: 'hasCommand', target: '#instance.stopped', actions: [endProcess, 'recordExit', 'replyExit', 'clearCommand'] },
+              { guard: 'watchdogOff', target: '#instance.stopped', actions: [endProcess, 'recordExit'] },
+              { guard: 'crashLimitReached', target: '#instance.failed', actions: [endProcess, 'recordExit', 'countCrash'] },
+              { target: '#instance.backoff', actions: [endProcess, 'recordExit', 'countCrash'] },
             ],
             STOP: { guard: 'idle', target: '#instance.stopping', actions: 'acceptCommand' },
             RESTART: { guard: 'idle', target: '#instance.stopping', actions: 'acceptCommand' },
@@ -310,6 +324,7 @@ export const instanceMachine = setup({
     },
 
     running: {
+      entry: { type: 'stateEntered', params: ({ context }) => ({ state: 'running' as const, context }) },
       invoke: {
         src: 'watchTunnel',
         input: ({ context }) => ({ instanceId: context.instanceId, pid: context.pid! }),
@@ -319,9 +334,9 @@ export const instanceMachine = setup({
       },
       on: {
         EXITED: [
-          { guard: 'watchdogOff', target: 'stopped', actions: 'recordExit' },
-          { guard: 'crashLimitReached', target: 'failed', actions: ['recordExit', 'countCrash'] },
-          { target: 'backoff', actions: ['recordExit', 'countCrash'] },
+          { guard: 'watchdogOff', target: 'stopped', actions: [endProcess, 'recordExit'] },
+          { guard: 'crashLimitReached', target: 'failed', actions: [endProcess, 'recordExit', 'countCrash'] },
+          { target: 'backoff', actions: [endProcess, 'recordExit', 'countCrash'] },
         ],
         STOP: { target: 'stopping', actions: 'acceptCommand' },
         RESTART: { target: 'stopping', actions: 'acceptCommand' },
@@ -336,6 +351,7 @@ export const instanceMachine = setup({
     },
 
     stopping: {
+      entry: { type: 'stateEntered', params: ({ context }) => ({ state: 'stopping' as const, context }) },
       invoke: {
         src: 'watchTunnel',
         input: ({ context }) => ({ instanceId: context.instanceId, pid: context.pid! }),
@@ -352,6 +368,7 @@ export const instanceMachine = setup({
             killTimeout: {
               target: '#instance.stopped',
               actions: [
+                endProcess,
                 assign({ lastError: 'the process did not exit after SIGKILL', pid: null }),
                 { type: 'reply', params: { ok: false, message: 'the process did not exit after SIGKILL' } },
                 'clearCommand',
@@ -362,13 +379,14 @@ export const instanceMachine = setup({
       },
       on: {
         EXITED: [
-          { guard: { type: 'commandIs', params: { command: 'restart' } }, target: 'starting', actions: ['recordExit', 'resetCrashes'] },
-          { target: 'stopped', actions: ['recordExit', { type: 'reply', params: { ok: true } }, 'clearCommand'] },
+          { guard: { type: 'commandIs', params: { command: 'restart' } }, target: 'starting', actions: [endProcess, 'recordExit', 'resetCrashes'] },
+          { target: 'stopped', actions: [endProcess, 'recordExit', { type: 'reply', params: { ok: true } }, 'clearCommand'] },
         ],
       },
     },
 
     backoff: {
+      entry: { type: 'stateEntered', params: ({ context }) => ({ state: 'backoff' as const, context }) },
       after: { backoff: 'starting' },
       on: {
         // A stop always wins over the pending restart.
@@ -386,6 +404,7 @@ export const instanceMachine = setup({
     },
 
     failed: {
+      entry: { type: 'stateEntered', params: ({ context }) => ({ state: 'failed' as const, context }) },
       on: {
         ...startAfresh,
         STOP: {

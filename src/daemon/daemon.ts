@@ -91,13 +91,13 @@ async function startLocked(
   );
   const supervisor = new InstanceSupervisor(db, settings, runner, boot, logs, log, join(dataDir, 'orphaned'));
   const notifier = new WebhookNotifier(() => settings.get(), new PersistentCounter(db, 'event_seq').next, log);
-  const notifications = supervisor.changes$.subscribe((change) => eventsOf(change).forEach((e) => notifier.publish(e)));
+  const notifications = supervisor.lifecycle.changes$.subscribe((change) => eventsOf(change).forEach((e) => notifier.publish(e)));
   notifications.add(
     logs.faults$.subscribe(({ instanceID, fault, recovered }) =>
       notifier.publish({
         event: recovered ? 'instance.logRecovered' : 'instance.logFailed',
         instanceID,
-        name: supervisor.nameOf(instanceID),
+        name: supervisor.catalogue.nameOf(instanceID),
         from: null,
         to: null,
         exitCode: null,
@@ -107,7 +107,7 @@ async function startLocked(
     ),
   );
   notifications.add(
-    supervisor.bootErrors$.subscribe(({ instanceID, name, message }) =>
+    supervisor.catalogue.bootErrors$.subscribe(({ instanceID, name, message }) =>
       notifier.publish({ event: 'instance.bootServiceError', instanceID, name, from: null, to: null, exitCode: null, signal: null, message }),
     ),
   );

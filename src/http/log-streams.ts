@@ -227,7 +227,7 @@ export class LogStreams {
     const id = Number(rawId);
     let record;
     try {
-      record = this.deps.supervisor.get(id).record;
+      record = this.deps.supervisor.view(id).record;
     } catch {
       throw new AppError(404, 'Instance not found');
     }
@@ -236,7 +236,7 @@ export class LogStreams {
     this.accept(req, socket, head, auth, { id, ownerId: record.ownerId }, (client) => {
       for (const entry of channel.recentEntries(this.options.replayLines)) client.send(toBuffer(entry));
       client.followBatches(channel.serialized$);
-      const deleted = this.deps.supervisor.deleted$.subscribe((gone) => {
+      const deleted = this.deps.supervisor.catalogue.deleted$.subscribe((gone) => {
         if (gone === id) client.close(CLOSE.instanceDeleted, 'instance deleted');
       });
       client.ws.once('close', () => deleted.unsubscribe());

@@ -1,10 +1,9 @@
 import type { Context } from 'koa';
-import type { InstanceSupervisor, InstanceView } from '../../../actors/instance-supervisor.js';
+import { createdAtOf, type InstanceSupervisor, type InstanceView } from '../../../actors/instance-supervisor.js';
 import { serviceNameOf } from '../../../actors/boot-services.js';
 import type { Command } from '../../../machines/instance.machine.js';
 import { hasRole } from '../../accounts/rules.js';
 import { AppError, badRequest, conflict } from '../../errors.js';
-import { formatIso } from '../../util/time.js';
 import { reply } from '../envelope.js';
 import { body, optionalBool, optionalString, queryParam, requiredId, requiredString, type Fields } from '../params.js';
 import type { RouteDeps } from '../app.js';
@@ -27,20 +26,10 @@ function objectField(fields: Fields, name: string, required: boolean): Fields | 
 
 const isRunning = (view: InstanceView) => view.state === 'running';
 
-/** Formatting a date is the dearest part of a list: each record's is made once (records are replaced, not changed). */
-const createdAtText = new WeakMap<InstanceView['record'], string>();
-const createdAtOf = (record: InstanceView['record']): string => {
-  let text = createdAtText.get(record);
-  if (text === undefined) {
-    text = formatIso(record.createdAt);
-    createdAtText.set(record, text);
-  }
-  return text;
-};
-
-async function runCommand(supervisor: InstanceSupervisor, id: number, command: Command): Promise<string> {
-  supervisor.state(id); // 404 before queueing
-  const done = await supervisor.command(id, command);
+/** Runs a lifecycle command and says how it went: 409 for a refusal the state explains, 500 for a failure. */
+async function commandOutcome(supervisor: InstanceSupervisor, id: number, command: Command): Promise<string> {
+  supervisor.view(id); // 404 before queueing
+  const done = await supervisor.lifecycle.command(id, command);
   if (done.ok) return `instance ${id} ${done.message}`;
   if (done.conflict) throw conflict(`instance ${id} is ${done.message}`);
   throw new AppError(500, `instance ${id} could not ${command}: ${done.message}`);
@@ -53,7 +42,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
   router.post('/create', 'admin', async (ctx) => {
     const fields = body(ctx);
     const info = objectField(fields, 'instanceInfo', true)!;
-    const { record, bootServiceError } = await supervisor.create(
+    const { record, bootServiceError } = await supervisor.catalogue.create(
       {
         name: requiredString(info, 'name'),
         serverAddr: requiredString(info, 'serverAddr'),
@@ -75,7 +64,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
   });
 
   router.post('/delete', 'admin', async (ctx) => {
-    const record = await supervisor.remove(requiredId(body(ctx), 'instanceID'));
+    const record = await supervisor.catalogue.remove(requiredId(body(ctx), 'instanceID'));
     reply(ctx, `instance ${record.name} deleted`, { instanceID: record.id, name: record.name });
   });
 
@@ -85,7 +74,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
     const type = requiredString(fields, 'type');
     const data = objectField(fields, 'modifiedData', true)!;
     if (type === 'configFile') {
-      const record = await supervisor.modifyConfig(id, data);
+      const record = await supervisor.catalogue.modifyConfig(id, data);
       reply(ctx, `config file of instance ${record.name} modified; restart it to apply`, {
         instanceID: record.id,
         configPath: record.configPath,
@@ -93,7 +82,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
     } else if (type === 'systemConfig') {
       const unknown = Object.keys(data).filter((k) => !['name', 'bootAtStart', 'runUser'].includes(k));
       if (unknown.length > 0) throw badRequest(`unknown systemConfig keys: ${unknown.join(', ')}`);
-      const { record, bootServiceError } = await supervisor.modifySystem(id, {
+      const { record, bootServiceError } = await supervisor.catalogue.modifySystem(id, {
         name: optionalString(data, 'name'),
         bootAtStart: optionalBool(data, 'bootAtStart'),
         runUser: optionalString(data, 'runUser'),
@@ -112,45 +101,32 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
 
   for (const command of ['start', 'stop', 'restart'] as const) {
     router.post(`/${command}`, 'admin', async (ctx) => {
-      reply(ctx, await runCommand(supervisor, requiredId(body(ctx), 'instanceID'), command), {});
+      reply(ctx, await commandOutcome(supervisor, requiredId(body(ctx), 'instanceID'), command), {});
     });
   }
 
   router.get('/status', 'visitor', async (ctx) => {
-    const view = supervisor.get(instanceIdParam(ctx));
+    const view = supervisor.view(instanceIdParam(ctx));
     reply(ctx, `instance ${view.record.name} is ${view.state}`, {
       name: view.record.name,
-      initSystem: supervisor.initSystem,
+      initSystem: supervisor.lifecycle.initSystem,
       ...(process.platform !== 'win32' ? { serviceName: serviceNameOf(view.record.id) } : {}),
       isRunning: isRunning(view),
       state: view.state,
     });
   });
 
-  // The list is what UIs poll: built once per change of what it shows, and served as it is until the next one.
-  let cached: { version: number; body: string } | undefined;
+  // The list is what UIs poll: the supervisor keeps it as JSON until something it shows changes.
   router.get('/list', 'visitor', async (ctx) => {
-    const version = supervisor.listVersion;
-    if (cached?.version === version) {
-      ctx.type = 'application/json';
-      ctx.body = cached.body;
-      return;
-    }
-    const list = supervisor.list().map((view) => ({
-      instanceID: view.record.id,
-      name: view.record.name,
-      createdAt: createdAtOf(view.record),
-      createdBy: view.record.createdBy,
-      isRunning: isRunning(view),
-      state: view.state,
-    }));
-    reply(ctx, `${list.length} instances`, list);
-    cached = { version, body: JSON.stringify(ctx.body) };
+    const { json, count } = supervisor.listJson();
+    ctx.status = 200;
+    ctx.type = 'application/json';
+    ctx.body = `{"success":true,"message":"${count} instances","data":${json}}`;
   });
 
   router.get('/getInfo', 'visitor', async (ctx) => {
-    const view = supervisor.get(instanceIdParam(ctx));
-    const config = await supervisor.readConfig(view.record.id);
+    const view = supervisor.view(instanceIdParam(ctx));
+    const config = await supervisor.catalogue.readConfig(view.record.id);
     const privileged = hasRole(ctx.state.auth.user.type, 'admin');
     reply(ctx, `instance ${view.record.name}`, {
       instanceID: view.record.id,

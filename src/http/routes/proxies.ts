@@ -23,7 +23,7 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
     const fields = body(ctx);
     const id = requiredId(fields, 'instanceID');
     const info = proxyInfo(fields);
-    const { record, result } = await supervisor.editProxies(id, (config) => config.addProxy(info));
+    const { record, result } = await supervisor.catalogue.editProxies(id, (config) => config.addProxy(info));
     reply(ctx, `proxy ${result.name} added to instance ${record.name}`, edited(id, record.configPath, result.name));
   });
 
@@ -36,7 +36,7 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
     const selector = oldName ?? optionalString(info, 'name');
     if (!selector) throw badRequest('proxyInfo.name (or oldName) is required to select the proxy');
     const { oldName: _o, newName: _n, ...input } = info;
-    const { record, result } = await supervisor.editProxies(id, (config) => config.modifyProxy(selector, input, newName));
+    const { record, result } = await supervisor.catalogue.editProxies(id, (config) => config.modifyProxy(selector, input, newName));
     reply(ctx, `proxy ${result.name} of instance ${record.name} modified`, edited(id, record.configPath, result.name));
   });
 
@@ -44,7 +44,7 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
     const fields = body(ctx);
     const id = requiredId(fields, 'instanceID');
     const name = requiredString(fields, 'proxyName');
-    const { record } = await supervisor.editProxies(id, (config) => config.deleteProxy(name));
+    const { record } = await supervisor.catalogue.editProxies(id, (config) => config.deleteProxy(name));
     reply(ctx, `proxy ${name} deleted from instance ${record.name}`, edited(id, record.configPath, name));
   });
 
@@ -54,7 +54,7 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
     const name = requiredString(fields, 'proxyName');
     if (typeof fields.enabled !== 'boolean') throw badRequest('enabled is required and must be true or false');
     const enabled = fields.enabled;
-    const { record } = await supervisor.editProxies(id, (config) => config.setProxyEnabled(name, enabled));
+    const { record } = await supervisor.catalogue.editProxies(id, (config) => config.setProxyEnabled(name, enabled));
     reply(ctx, `proxy ${name} of instance ${record.name} ${enabled ? 'enabled' : 'disabled'}`, {
       ...edited(id, record.configPath, name),
       enabled,
@@ -63,7 +63,7 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
 
   router.get('/list', 'visitor', async (ctx) => {
     const id = instanceIdParam(ctx);
-    const proxies = (await supervisor.readConfig(id)).proxies();
+    const proxies = (await supervisor.catalogue.readConfig(id)).proxies();
     reply(ctx, `${proxies.length} proxies`, { instanceID: id, proxyCount: proxies.length, proxies });
   });
 

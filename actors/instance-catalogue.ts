@@ -1,0 +1,310 @@
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Subject } from 'rxjs';
+import type { User } from '../src/accounts/account-service.js';
+import { readTunnelConfig, TunnelConfig, writeTunnelConfig } from '../src/config/tunnel-config.js';
+import { AppError, badRequest, conflict, notFound } from '../src/errors.js';
+import { removeStaleTempFiles } from '../src/fs/atomic.js';
+import type { InstanceRecord, InstanceStore } from '../src/instances/instance-store.js';
+import type { Logger } from '../src/log/logger.js';
+import type { SettingsStore } from '../src/settings/settings-store.js';
+import type { Database } from '../src/storage/database.js';
+import { lookupOsUser } from '../src/system/os-users.js';
+import { crashPoint } from '../src/util/crash-points.js';
+import { serviceNameOf, type BootService, type BootTarget } from './boot-services.js';
+import type { InstanceLifecycle } from './instance-lifecycle.js';
+import type { InstanceLogs } from './instance-logs.js';
+
+export interface CreateInstance {
+  name: string;
+  serverAddr: string;
+  serverPort: string;
+  authMethod: string;
+  bootAtStart: boolean;
+  runUser: string;
+  additional: Record<string, unknown>;
+}
+
+export interface SystemConfigChange {
+  name?: string;
+  bootAtStart?: boolean;
+  runUser?: string;
+}
+
+const INSTANCE_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
+const targetOf = (r: InstanceRecord): BootTarget => ({ id: r.id, name: r.name, runUser: r.runUser, configPath: r.configPath });
+
+/**
+ * What instances there are: records, config files, proxies inside them, boot services. Every edit of an instance
+ * runs in that instance's queue (the lifecycle's), so it never overlaps a start, a stop or another edit of it.
+ */
+export class InstanceCatalogue {
+  /** Ids of deleted instances, so streams following them can close. */
+  readonly deleted$ = new Subject<number>();
+  /** Boot-service operations that failed. */
+  readonly bootErrors$ = new Subject<{ instanceID: number; name: string; message: string }>();
+  private version = 0;
+  private readonly log: Logger;
+
+  constructor(
+    private readonly db: Database,
+    private readonly store: InstanceStore,
+    private readonly settings: SettingsStore,
+    private readonly boot: BootService,
+    private readonly logs: InstanceLogs,
+    private readonly lifecycle: InstanceLifecycle,
+    log: Logger,
+    /** Where config files that no instance owns are moved at start-up. */
+    private readonly orphanDir: string,
+  ) {
+    this.log = log.child({ component: 'catalogue' });
+  }
+
+  /** Changes whenever an instance is created, renamed, reconfigured or deleted. */
+  get catalogueVersion(): number {
+    return this.version;
+  }
+
+  /** Start-up: what a crash cut off is settled and the instance dir swept, before any tunnel is taken over. */
+  async settle(): Promise<void> {
+    await this.settlePending();
+    await this.sweepInstanceDir();
+  }
+
+  /**
+   * Ends what a crash cut off: a create that had not finished is undone (it was never acknowledged), a delete that
+   * had begun is finished (it was asked for, and half of it may be done).
+   */
+  private async settlePending(): Promise<void> {
+    const pending = this.store.all().filter((r) => r.pending !== null);
+    if (pending.length === 0) return;
+    this.lifecycle.stopStrays(new Set(pending.map((r) => r.configPath)));
+    for (const record of pending) {
+      await this.dismantle(record);
+      const done = record.pending === 'create' ? 'undone' : 'finished';
+      this.log.warn({ instanceID: record.id, name: record.name }, `an interrupted ${record.pending} of an instance was ${done}`);
+    }
+  }
+
+  /**
+   * Start-up housekeeping of the instance dir: temp files of writes a crash cut off are removed, and config files
+   * that no instance owns are moved aside (never deleted: they are data) with their ids kept from reuse.
+   */
+  private async sweepInstanceDir(): Promise<void> {
+    const dir = this.settings.value('InstancePath');
+    for (const name of await removeStaleTempFiles(dir)) {
+      this.log.info({ file: join(dir, name) }, 'removed the temp file of an interrupted write');
+    }
+    const owned = new Set(this.store.all().map((r) => r.configPath));
+    let highest = 0;
+    for (const name of await readdir(dir).catch(() => [] as string[])) {
+      const m = /^tunnel_(\d+)\.toml$/.exec(name);
+      if (!m || owned.has(join(dir, name))) continue;
+      highest = Math.max(highest, Number(m[1]));
+      const aside = join(this.orphanDir, `${name}.${Date.now()}`);
+      await mkdir(this.orphanDir, { recursive: true, mode: 0o700 });
+      await rename(join(dir, name), aside);
+      this.log.warn({ file: join(dir, name), movedTo: aside }, 'a config file that no instance owns was moved aside');
+    }
+    if (highest > 0) {
+      this.store.reserveIdsUpTo(highest);
+      await this.db.persist();
+    }
+  }
+
+  private recordOf(id: number): InstanceRecord {
+    const record = this.store.get(id);
+    if (!record || record.pending === 'create') throw notFound(`instance ${id} not found`);
+    return record;
+  }
+
+  /** Every instance there is (a create still in progress is not one yet). */
+  records(): InstanceRecord[] {
+    return this.store.all().filter((record) => record.pending !== 'create');
+  }
+
+  record(id: number): InstanceRecord {
+    return this.recordOf(id);
+  }
+
+  /** The instance's name, or '' once it is gone. */
+  nameOf(id: number): string {
+    return this.store.get(id)?.name ?? '';
+  }
+
+  async create(input: CreateInstance, owner: User): Promise<{ record: InstanceRecord; bootServiceError?: string }> {
+    checkInstanceName(input.name);
+    checkRunUser(input.runUser);
+    if (this.store.nameTaken(input.name)) throw conflict(`an instance named ${input.name} already exists`);
+    const config = TunnelConfig.create(
+      { serverAddr: input.serverAddr, serverPort: input.serverPort, authMethod: input.authMethod },
+      input.additional,
+    );
+    const instancePath = this.settings.value('InstancePath');
+    const record = this.store.insert({
+      name: input.name,
+      bootAtStart: input.bootAtStart,
+      runUser: input.runUser,
+      createdBy: owner.username,
+      ownerId: owner.id,
+      now: Date.now(),
+      configPathOf: (id) => join(instancePath, `${serviceNameOf(id)}.toml`),
+    });
+    // The record, marked as a create in progress, is on disk before the file: its id is never handed out twice,
+    // and a crash before the end is undone at the next start.
+    await this.db.persist();
+    crashPoint('create:recorded', record);
+    try {
+      await mkdir(instancePath, { recursive: true, mode: 0o711 });
+      await writeTunnelConfig(record.configPath, config);
+      await this.logs.channel(record.id).ensurePipe();
+    } catch (err) {
+      await this.dismantle(record);
+      throw err instanceof AppError ? err : new AppError(500, `cannot write ${record.configPath}: ${(err as Error).message}`);
+    }
+    crashPoint('create:written', record);
+    let bootServiceError: string | undefined;
+    try {
+      if (record.bootAtStart) await this.boot.enable(targetOf(record));
+      else if (this.runsThroughInit()) await this.boot.prepare(targetOf(record));
+    } catch (err) {
+      bootServiceError = (err as Error).message;
+      if (record.bootAtStart) this.store.update(record.id, { bootAtStart: false });
+    }
+    this.store.setPending(record.id, null);
+    const created = this.store.get(record.id)!;
+    await this.db.persist();
+    this.version++;
+    this.log.info({ instanceID: created.id, name: created.name }, 'instance created');
+    if (bootServiceError) this.reportBootError(created, bootServiceError);
+    return bootServiceError ? { record: created, bootServiceError } : { record: created };
+  }
+
+  /**
+   * Stops the tunnel if it runs, then removes its boot service, config file, logs and record. Once the tunnel is
+   * stopped the delete is marked as begun on disk, so a crash in the middle is finished at the next start.
+   */
+  remove(id: number): Promise<InstanceRecord> {
+    return this.lifecycle.exclusive(id, async (record) => {
+      const failure = await this.lifecycle.retire(id);
+      if (failure) throw new AppError(500, `cannot stop instance ${id}: ${failure}`);
+      crashPoint('delete:stopped', record);
+      this.store.setPending(id, 'delete');
+      await this.db.persist();
+      crashPoint('delete:marked', record);
+      this.version++;
+      await this.dismantle(record);
+      this.log.info({ instanceID: id, name: record.name }, 'instance deleted');
+      this.deleted$.next(id);
+      return record;
+    });
+  }
+
+  /** Removes everything of an instance (its process is already gone): boot service, config file, logs, record. */
+  private async dismantle(record: InstanceRecord): Promise<void> {
+    if (record.bootAtStart || this.runsThroughInit()) {
+      await this.boot.remove(targetOf(record)).catch((err) => this.reportBootError(record, (err as Error).message));
+    }
+    crashPoint('delete:unbooted', record);
+    await rm(record.configPath, { force: true });
+    await this.logs.remove(record.id);
+    crashPoint('delete:files', record);
+    this.store.delete(record.id);
+    await this.db.persist();
+  }
+
+  /** Changes top-level settings of the config file; proxies stay as they are. */
+  modifyConfig(id: number, patch: Record<string, unknown>): Promise<InstanceRecord> {
+    return this.lifecycle.exclusive(id, async (record) => {
+      const config = await readTunnelConfig(record.configPath);
+      config.setCommon(patch);
+      await writeTunnelConfig(record.configPath, config);
+      return record;
+    });
+  }
+
+  /**
+   * Renames, changes the run user, switches start at boot. The boot service follows: enabling creates it,
+   * disabling removes it, and a new name or run user while it is on removes the old one and creates the new one.
+   * A failure there does not fail the request: it comes back as `bootServiceError`, and the record keeps saying
+   * what is really in place.
+   */
+  modifySystem(id: number, change: SystemConfigChange): Promise<{ record: InstanceRecord; bootServiceError?: string }> {
+    return this.lifecycle.exclusive(id, async (record) => {
+      if (change.name !== undefined) {
+        checkInstanceName(change.name);
+        if (this.store.nameTaken(change.name, id)) throw conflict(`an instance named ${change.name} already exists`);
+      }
+      if (change.runUser !== undefined) checkRunUser(change.runUser);
+      const wantBoot = change.bootAtStart ?? record.bootAtStart;
+      const identityChanged =
+        (change.name !== undefined && change.name !== record.name) ||
+        (change.runUser !== undefined && change.runUser !== record.runUser);
+      let bootAtStart = record.bootAtStart;
+      let bootServiceError: string | undefined;
+      const attempt = async (what: () => Promise<void>) => {
+        try {
+          await what();
+          return true;
+        } catch (err) {
+          bootServiceError = (err as Error).message;
+          return false;
+        }
+      };
+      if (record.bootAtStart && (!wantBoot || identityChanged)) {
+        if (await attempt(() => this.boot.disable(targetOf(record)))) bootAtStart = false;
+      }
+      let updated = this.store.update(id, { name: change.name, runUser: change.runUser }) ?? record;
+      if (!bootServiceError && wantBoot && !bootAtStart) {
+        if (await attempt(() => this.boot.enable(targetOf(updated)))) bootAtStart = true;
+      } else if (!bootServiceError && identityChanged && this.runsThroughInit()) {
+        await attempt(() => this.boot.prepare(targetOf(updated)));
+      }
+      updated = this.store.update(id, { bootAtStart }) ?? updated;
+      await this.db.persist();
+      this.version++;
+      if (bootServiceError) this.reportBootError(updated, bootServiceError);
+      return bootServiceError ? { record: updated, bootServiceError } : { record: updated };
+    });
+  }
+
+  /** systemd and init.d need a unit or script to run an instance at all, boot or not. */
+  private runsThroughInit(): boolean {
+    return this.boot.initSystem === 'systemd' || this.boot.initSystem === 'init.d';
+  }
+
+  private reportBootError(record: InstanceRecord, message: string): void {
+    this.log.warn({ instanceID: record.id, reason: message }, 'boot service operation failed');
+    this.bootErrors$.next({ instanceID: record.id, name: record.name, message });
+  }
+
+  readConfig(id: number): Promise<TunnelConfig> {
+    return readTunnelConfig(this.recordOf(id).configPath);
+  }
+
+  /** Edits the instance's config file in its queue: read, change, write atomically. */
+  editProxies<T>(id: number, edit: (config: TunnelConfig) => T): Promise<{ record: InstanceRecord; result: T }> {
+    return this.lifecycle.exclusive(id, async (record) => {
+      const config = await readTunnelConfig(record.configPath);
+      const result = edit(config);
+      await writeTunnelConfig(record.configPath, config);
+      return { record, result };
+    });
+  }
+
+  close(): void {
+    this.deleted$.complete();
+    this.bootErrors$.complete();
+  }
+}
+
+function checkInstanceName(name: string): void {
+  if (!INSTANCE_NAME.test(name)) {
+    throw badRequest('name must be 1-64 characters, each a letter, a digit, "_", "." or "-"');
+  }
+}
+
+function checkRunUser(runUser: string): void {
+  if (!lookupOsUser(runUser)) throw badRequest(`runUser ${JSON.stringify(runUser)} is not a user on this system`);
+}

@@ -1,0 +1,393 @@
+import { Subject } from 'rxjs';
+import { createActor, fromCallback, fromPromise, type Actor, type EventObject } from 'xstate';
+import {
+  backoffDelay,
+  instanceMachine,
+  type Command,
+  type CommandDone,
+  type InstanceContext,
+  type InstanceMachine,
+  type InstanceState,
+  type Timing,
+} from '../machines/instance.machine.js';
+import { notFound } from '../src/errors.js';
+import type { InstanceRecord, InstanceStore } from '../src/instances/instance-store.js';
+import type { Logger } from '../src/log/logger.js';
+import type { Settings } from '../src/settings/defaults.js';
+import type { SettingsStore } from '../src/settings/settings-store.js';
+import type { Database } from '../src/storage/database.js';
+import { getMeta, setMeta } from '../src/storage/meta.js';
+import type { LiveProcess } from '../src/system/proc.js';
+import { crashPoint } from '../src/util/crash-points.js';
+import { KeyedQueue } from '../src/util/keyed-queue.js';
+import type { InstanceLogs } from './instance-logs.js';
+import type { SpawnRequest, TunnelRunner } from './process-runner.js';
+
+export type { InstanceState } from '../machines/instance.machine.js';
+
+/** A change of an instance's state, for the notifier and the logs. */
+export interface InstanceStateChange {
+  instanceID: number;
+  name: string;
+  from: InstanceState;
+  to: InstanceState;
+  exitCode: number | null;
+  signal: string | null;
+  /** Crashes in a row, and the delay before the next start, while in backoff. */
+  attempt: number;
+  delayMs: number | null;
+  at: number;
+}
+
+type InstanceActor = Actor<InstanceMachine>;
+
+/** A command's outcome is awaited for its longest legitimate course (stop, kill, start) plus this. */
+const OUTCOME_MARGIN_MS = 30_000;
+
+function timingFrom(s: Readonly<Settings>): Partial<Timing> {
+  return {
+    startMs: s['Instance.StartSecs'] * 1000,
+    stopTimeoutMs: s['Instance.StopTimeoutSecs'] * 1000,
+    backoffBaseMs: s['Watchdog.BackoffSecs'] * 1000,
+    backoffCapMs: s['Watchdog.BackoffMaxSecs'] * 1000,
+    stableMs: s['Watchdog.StableSecs'] * 1000,
+    startLimit: s['Watchdog.StartLimit'],
+    noRetryExitCodes: s['Watchdog.NoRetryExitCodes'],
+  };
+}
+
+/**
+ * The running side of the instances: one machine actor per instance (made on first use), the commands sent to them
+ * one at a time per instance (each request awaits the outcome of its own), the processes they spawn, watch and
+ * signal, and the restore at start-up. What the machines do to the world comes through their named actions.
+ */
+export class InstanceLifecycle {
+  readonly changes$ = new Subject<InstanceStateChange>();
+  private readonly actors = new Map<number, InstanceActor>();
+  private readonly states = new Map<number, InstanceState>();
+  private readonly queue = new KeyedQueue<number>();
+  /** The last command reference handed out. */
+  private refs = 0;
+  private version = 0;
+  private readonly log: Logger;
+  private settingsSub: { unsubscribe(): void } | undefined;
+
+  constructor(
+    private readonly db: Database,
+    private readonly store: InstanceStore,
+    private readonly settings: SettingsStore,
+    private readonly runner: TunnelRunner,
+    private readonly logs: InstanceLogs,
+    log: Logger,
+  ) {
+    this.log = log.child({ component: 'lifecycle' });
+  }
+
+  get initSystem(): string {
+    return this.runner.initSystem;
+  }
+
+  /** Changes whenever an instance changes state. */
+  get stateVersion(): number {
+    return this.version;
+  }
+
+  /**
+   * Takes over the processes that still run and brings the rest to their desired state: after a restart of
+   * tunnelward alone, what should run is started again and a stop that was cut off is finished; after a new boot
+   * of the host, the `bootAtStart` instances are started.
+   */
+  async restore(bootId: string): Promise<void> {
+    const sameBoot = getMeta(this.db, 'boot_id') === bootId;
+    const toStart: number[] = [];
+    const toStop: number[] = [];
+    let adopted = 0;
+    // Tunnels are found by what they run, not only by the pids on record: a crash can come between a spawn and
+    // the saving of its pid, and a tunnel found so is taken over instead of being started a second time.
+    const running = this.runner.findRunning(new Set(this.store.all().map((r) => r.configPath)));
+    this.db.transaction(() => {
+      for (const record of this.store.all()) {
+        const pid = this.adoptOne(record, running.get(record.configPath) ?? []);
+        if (pid !== null) {
+          adopted++;
+          // A stop that was cut off: it was meant, so it is finished.
+          if (record.desired === 'stopped') toStop.push(record.id);
+          continue;
+        }
+        if (record.pid !== null) this.store.setProcess(record.id, null, null);
+        const shouldRun = sameBoot ? record.desired === 'running' : record.bootAtStart;
+        if (!sameBoot) this.store.setDesired(record.id, record.bootAtStart ? 'running' : 'stopped');
+        if (shouldRun) toStart.push(record.id);
+      }
+      setMeta(this.db, 'boot_id', bootId);
+    });
+    await this.db.persist();
+    this.settingsSub = this.settings.changes$.subscribe(({ changed, settings }) => {
+      if (changed.some((k) => k.startsWith('Watchdog.') || k.startsWith('Instance.'))) {
+        const event = { type: 'CONFIGURE', watchdog: settings['Watchdog.Enabled'], timing: timingFrom(settings) } as const;
+        for (const actor of this.actors.values()) actor.send(event);
+      }
+    });
+    const instances = this.store.all().length;
+    this.log.info(
+      { initSystem: this.initSystem, instances, adopted, starting: toStart.length, stopping: toStop.length, sameBoot },
+      'instances loaded',
+    );
+    const restore = (id: number, command: Command) =>
+      this.command(id, command).then(
+        (done) => done.ok || this.log.warn({ instanceID: id, command, reason: done.message }, 'could not restore an instance'),
+        (err) => this.log.error({ instanceID: id, command, err }, 'could not restore an instance'),
+      );
+    for (const id of toStart) void restore(id, 'start');
+    for (const id of toStop) void restore(id, 'stop');
+  }
+
+  /**
+   * Takes over the instance's live process: the recorded one if it still runs, else the newest found running its
+   * config file. Any other process for the same file is a second copy (a restart cut off by a crash) and is ended.
+   * Returns the pid taken over, or null.
+   */
+  private adoptOne(record: InstanceRecord, found: LiveProcess[]): number | null {
+    const recorded = record.pid !== null && this.runner.adopt(record.pid, record.startTicks, record.configPath) ? record.pid : null;
+    const candidates = found.filter((p) => p.pid !== recorded).sort((a, b) => b.startTicks - a.startTicks);
+    let pid = recorded;
+    if (pid === null) {
+      const newest = candidates.shift();
+      if (newest && this.runner.adopt(newest.pid, newest.startTicks, record.configPath)) {
+        pid = newest.pid;
+        this.store.setProcess(record.id, newest.pid, newest.startTicks);
+        this.log.warn({ instanceID: record.id, pid }, 'found a tunnel running whose pid was not recorded; taken over');
+      }
+    }
+    for (const stray of candidates) {
+      this.log.warn({ instanceID: record.id, pid: stray.pid }, 'found a second tunnel for the same config file; stopping it');
+      this.runner.stopStray(stray.pid);
+    }
+    if (pid === null) return null;
+    // Drain what it wrote while we were away, then follow it.
+    const adoptedPid = pid;
+    this.logs.channel(record.id).startReading(() => this.runner.checkNow(adoptedPid));
+    this.createActor(record).send({ type: 'ADOPT', pid });
+    return pid;
+  }
+
+  /** Ends every process found running any of these config files (instances that are being undone or removed). */
+  stopStrays(configPaths: ReadonlySet<string>): void {
+    for (const found of this.runner.findRunning(configPaths).values()) for (const p of found) this.runner.stopStray(p.pid);
+  }
+
+  /**
+   * The machine with its implementations, built once for every instance (a machine is a large object; each
+   * implementation finds its instance through its input or params).
+   */
+  private readonly machine = instanceMachine.provide({
+    actors: {
+      spawnTunnel: fromPromise(async ({ input }) => this.spawn(input.instanceId)),
+      watchTunnel: fromCallback<EventObject, { instanceId: number; pid: number }>(({ sendBack, input }) => {
+        let live = true;
+        void this.runner.exitOf(input.pid).then(async (exit) => {
+          // The last lines only explain the exit: a failure to get them must not hide the exit itself.
+          const tail = await this.logs
+            .channel(input.instanceId)
+            .exitTail()
+            .catch((err: Error) => [`(the last log lines could not be read: ${err.message})`]);
+          if (live) sendBack({ type: 'EXITED', exit: { ...exit, tail } });
+        });
+        return () => {
+          live = false;
+        };
+      }),
+    },
+    actions: {
+      terminate: (_, { instanceId, pid }) => {
+        if (pid !== null) this.withRequest(instanceId, (r) => this.runner.terminate(r, pid));
+        crashPoint('stop:signalled', { id: instanceId });
+      },
+      kill: (_, { instanceId, pid }) => {
+        if (pid !== null) this.withRequest(instanceId, (r) => this.runner.kill(r, pid));
+      },
+      processEnded: (_, { instanceId, pid }) => this.processEnded(instanceId, pid),
+      stateEntered: (_, { state, context }) => this.stateEntered(state, context),
+    },
+  });
+
+  private createActor(record: InstanceRecord): InstanceActor {
+    const settings = this.settings.get();
+    this.states.set(record.id, 'stopped');
+    const actor = createActor(this.machine, {
+      input: { instanceId: record.id, watchdog: settings['Watchdog.Enabled'], timing: timingFrom(settings) },
+    });
+    this.actors.set(record.id, actor);
+    actor.start();
+    return actor;
+  }
+
+  private requestFor(record: InstanceRecord): SpawnRequest {
+    return {
+      instanceId: record.id,
+      name: record.name,
+      tunnelPath: this.settings.value('TunnelPath'),
+      configPath: record.configPath,
+      runUser: record.runUser,
+    };
+  }
+
+  private withRequest(id: number, act: (request: SpawnRequest) => void): void {
+    const record = this.store.get(id);
+    if (record) act(this.requestFor(record));
+  }
+
+  /** The machine's spawn: the process is recorded before the machine learns of it, so a crash of ours loses nothing. */
+  private async spawn(id: number): Promise<{ pid: number }> {
+    const record = this.store.get(id);
+    if (!record) throw new Error(`instance ${id} no longer exists`);
+    const channel = this.logs.channel(id);
+    channel.newRun();
+    let output: number | undefined;
+    if (this.runner.capturesOutput) output = await channel.openForTunnel();
+    else channel.startReading();
+    const proc = await this.runner.spawn({ ...this.requestFor(record), output });
+    crashPoint('spawn:spawned', record);
+    this.store.setProcess(id, proc.pid, proc.startTicks);
+    await this.db.persist();
+    crashPoint('spawn:recorded', record);
+    return { pid: proc.pid };
+  }
+
+  private processEnded(id: number, pid: number): void {
+    if (pid < 0) return;
+    this.runner.forget(pid);
+    if (this.store.get(id)?.pid === pid) {
+      this.store.setProcess(id, null, null);
+      this.db.persist().catch((err) => this.log.error({ err }, 'cannot persist a process exit'));
+    }
+  }
+
+  private stateEntered(to: InstanceState, ctx: InstanceContext): void {
+    const id = ctx.instanceId;
+    const from = this.states.get(id) ?? 'stopped';
+    if (from === to) return;
+    this.states.set(id, to);
+    this.version++;
+    const record = this.store.get(id);
+    const exit = ctx.lastExit;
+    // An exit that ended a run or a start (a stop by command ends in stopping -> stopped, and says nothing of codes).
+    const crashed = to === 'backoff' || to === 'failed' || ((from === 'running' || from === 'starting') && to === 'stopped');
+    const change: InstanceStateChange = {
+      instanceID: id,
+      name: record?.name ?? '',
+      from,
+      to,
+      exitCode: crashed ? (exit?.code ?? null) : null,
+      signal: crashed ? (exit?.signal ?? null) : null,
+      attempt: ctx.attempt,
+      delayMs: to === 'backoff' ? backoffDelay(ctx.timing, ctx.attempt) : null,
+      at: Date.now(),
+    };
+    const fields = { instanceID: id, from, to, exitCode: change.exitCode, signal: change.signal };
+    if (to === 'backoff') this.log.warn({ ...fields, attempt: ctx.attempt, delayMs: change.delayMs }, 'instance crashed, restarting after a delay');
+    else if (to === 'failed') this.log.error(fields, 'instance crashed too often in a row, giving up');
+    else if (crashed) this.log.warn(fields, 'instance exited');
+    else this.log.info(fields, `instance ${to}`);
+    if (to === 'stopped' || to === 'failed') {
+      const idle = () => this.states.get(id) === 'stopped' || this.states.get(id) === 'failed';
+      void this.logs.channel(id).stopReading(idle);
+    }
+    if (to === 'failed' && record) {
+      // The watchdog gave up: it stays stopped until an operator starts it, also across our own restarts.
+      this.store.setDesired(id, 'stopped');
+      this.db.persist().catch((err) => this.log.error({ err }, 'cannot persist a failed instance'));
+    }
+    this.changes$.next(change);
+  }
+
+  /**
+   * Sends a command event to an actor and resolves with the outcome it emits for it. Every state answers every
+   * command, so the time limit is only a last safety net: past it the request fails and says so, never hangs.
+   */
+  private outcome(actor: InstanceActor, type: 'START' | 'STOP' | 'RESTART'): Promise<CommandDone> {
+    const ref = ++this.refs;
+    const { timing } = actor.getSnapshot().context;
+    const limitMs = timing.stopTimeoutMs + timing.killTimeoutMs + timing.startMs + OUTCOME_MARGIN_MS;
+    const command = type.toLowerCase() as Command;
+    return new Promise((resolve) => {
+      const done = (event: CommandDone) => {
+        clearTimeout(timer);
+        sub.unsubscribe();
+        resolve(event);
+      };
+      const sub = actor.on('commandDone', (event) => event.ref === ref && done(event));
+      const timer = setTimeout(() => {
+        const { instanceId } = actor.getSnapshot().context;
+        this.log.error({ instanceID: instanceId, command, limitMs }, 'a command got no outcome in time');
+        done({ type: 'commandDone', command, ref, ok: false, conflict: false, message: `had no outcome within ${limitMs} ms` });
+      }, limitMs);
+      actor.send({ type, ref });
+    });
+  }
+
+  /** Sends a command to the instance's actor, after every command queued before it, and resolves with its outcome. */
+  command(id: number, command: Command): Promise<CommandDone> {
+    return this.queue.run(id, async () => {
+      const actor = this.actors.get(id) ?? this.createActor(this.recordOf(id));
+      // The intent is on disk before anything is done: a crash halfway is finished the way it was meant.
+      this.store.setDesired(id, command === 'stop' ? 'stopped' : 'running');
+      await this.db.persist();
+      crashPoint(`${command}:intent`, { id });
+      const type = command === 'start' ? 'START' : command === 'stop' ? 'STOP' : 'RESTART';
+      const result = await this.outcome(actor, type);
+      if (!result.ok) {
+        // What is meant after a failure is what is: a failed start leaves nothing running to restore.
+        const state = this.stateOf(id);
+        this.store.setDesired(id, state === 'stopped' || state === 'failed' ? 'stopped' : 'running');
+      }
+      await this.db.persist();
+      return result;
+    });
+  }
+
+  /** Runs `job` in the instance's queue, after every command queued before it (edits of its config and record). */
+  exclusive<T>(id: number, job: (record: InstanceRecord) => Promise<T>): Promise<T> {
+    return this.queue.run(id, async () => job(this.recordOf(id)));
+  }
+
+  /**
+   * For a delete, inside `exclusive`: stops the tunnel if it runs (its desired state first, as for a stop) and
+   * drops the actor. Resolves with the failure's message when the tunnel could not be stopped.
+   */
+  async retire(id: number): Promise<string | undefined> {
+    this.store.setDesired(id, 'stopped');
+    await this.db.persist();
+    const actor = this.actors.get(id);
+    const state = this.stateOf(id);
+    if (actor && state !== 'stopped' && state !== 'failed') {
+      const result = await this.outcome(actor, 'STOP');
+      if (!result.ok) return result.message;
+    }
+    actor?.stop();
+    this.actors.delete(id);
+    this.states.delete(id);
+    this.version++;
+    return undefined;
+  }
+
+  private recordOf(id: number): InstanceRecord {
+    const record = this.store.get(id);
+    if (!record || record.pending === 'create') throw notFound(`instance ${id} not found`);
+    return record;
+  }
+
+  /** The instance's state; stopped for an instance that never had an actor. */
+  stateOf(id: number): InstanceState {
+    return this.states.get(id) ?? 'stopped';
+  }
+
+  /** Stops the actors, not the tunnels: they keep running and the next tunnelward takes them over. */
+  close(): void {
+    this.settingsSub?.unsubscribe();
+    for (const actor of this.actors.values()) actor.stop();
+    this.actors.clear();
+    this.runner.close();
+    this.changes$.complete();
+  }
+}
