@@ -31,5 +31,5 @@ export function onlyPlaceholders(value: string): boolean {
 
 /** The environment variables a config file's placeholders read, each once, in order of first use. */
 export function envPlaceholders(fileText: string): string[] {
-  return [...new Set(Array.from(fileText.matchAll(ALL_PLACEHOLDERS), (match) => match[1]))];
+  return [...new Set(Array.from(fileText.matchAll(ALL_PLACEHOLDERS), (match) => match[1]!))];
 }

@@ -79,7 +79,7 @@ function legacyPath(
   prefixes: ReadonlyArray<readonly [string, string]>,
 ): string[] | undefined {
   if (isTable(value)) return undefined; // older files hold plain values; a table is already in the current shape
-  if (Object.hasOwn(legacy, key)) return legacy[key].split('.');
+  if (Object.hasOwn(legacy, key)) return legacy[key]!.split('.');
   for (const [prefix, table] of prefixes) {
     if (key.startsWith(prefix) && key.length > prefix.length) return [...table.split('.'), key.slice(prefix.length)];
   }

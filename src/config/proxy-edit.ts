@@ -99,7 +99,7 @@ export function editProxy(old: Table | undefined, requested: readonly ProxyChang
 function* leaves(table: Table, prefix = ''): Generator<[string, string, unknown]> {
   for (const [key, value] of Object.entries(table)) {
     const older = prefix === '' && !isTable(value) && value !== null && Object.hasOwn(LEGACY_PROXY_KEYS, key);
-    const path = older ? LEGACY_PROXY_KEYS[key] : prefix + key;
+    const path = older ? LEGACY_PROXY_KEYS[key]! : prefix + key;
     const label = safeLabel(prefix + key);
     if (isTable(value) && !Object.hasOwn(ALL_PROXY_KEYS, path) && mapKeyOf(path) === undefined) {
       yield* leaves(value, `${path}.`);
@@ -146,7 +146,7 @@ function applyChange(block: Table, change: ProxyChange, table: Readonly<Record<s
     return;
   }
   if (!Object.hasOwn(table, key)) throw badRequest(notOfThisProxy(label, key, ctx));
-  const spec = table[key];
+  const spec = table[key]!;
   if (change.entry !== undefined) {
     checkEntryName(key, spec, change.entry);
     setPath(block, [...path, change.entry], checkString(label, value));

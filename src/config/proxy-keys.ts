@@ -159,7 +159,7 @@ export function mapKeyOf(path: string): string | undefined {
   const parts = path.split('.');
   for (let end = parts.length - 1; end > 0; end--) {
     const key = parts.slice(0, end).join('.');
-    if (Object.hasOwn(ALL_PROXY_KEYS, key)) return ALL_PROXY_KEYS[key].kind === 'stringMap' ? key : undefined;
+    if (Object.hasOwn(ALL_PROXY_KEYS, key)) return ALL_PROXY_KEYS[key]!.kind === 'stringMap' ? key : undefined;
   }
   return undefined;
 }

@@ -41,12 +41,13 @@ export function setPath(table: Table, path: readonly string[], value: unknown): 
     if (!isTable(current[part])) current[part] = {};
     current = current[part] as Table;
   }
-  current[path[path.length - 1]] = value;
+  current[path[path.length - 1]!] = value;
 }
 
 /** Removes a key, and the tables it leaves empty. */
 export function deletePath(table: Table, path: readonly string[]): void {
   const [head, ...rest] = path;
+  if (head === undefined) return;
   if (rest.length === 0) {
     delete table[head];
     return;

@@ -109,7 +109,7 @@ export class TunnelConfig {
         continue;
       }
       try {
-        changes.set(target, checkValue(label, COMMON_KEYS[target], value));
+        changes.set(target, checkValue(label, COMMON_KEYS[target]!, value));
       } catch (err) {
         errors.push(messageOf(err));
       }
@@ -146,7 +146,7 @@ export class TunnelConfig {
     if (newName !== undefined && newName !== '') {
       changes = [...changes.filter((change) => change.key !== 'name'), { key: 'name', label: 'newName', value: newName }];
     }
-    const old = this.blocks()[index];
+    const old = this.blocks()[index]!;
     const block = editProxy(old, changes);
     const name = text(block.name);
     this.checkConflicts(block, index, {
@@ -165,7 +165,7 @@ export class TunnelConfig {
   /** Uses frpc's own switch (frp 0.66+): `enabled = false` disables; enabled is the default, so the key goes. */
   setProxyEnabled(name: string, enabled: boolean): ProxyView {
     if (typeof enabled !== 'boolean') throw badRequest('enabled must be true or false');
-    const block = this.blocks()[this.indexOf(name)];
+    const block = this.blocks()[this.indexOf(name)]!;
     if (enabled) delete block.enabled;
     else block.enabled = false;
     return viewOf(block);
@@ -256,7 +256,7 @@ export async function writeTunnelConfig(path: string, config: TunnelConfig): Pro
 
 function tomlReason(err: TomlError): string {
   // The full message quotes the offending lines, which may hold auth.token: keep only the fixed reason text.
-  const reason = err.message.split('\n')[0].replace(/^Invalid TOML document: /, '');
+  const reason = (err.message.split('\n')[0] ?? '').replace(/^Invalid TOML document: /, '');
   return /^[A-Za-z0-9 ,.:'-]{1,100}$/.test(reason) ? reason : 'syntax error';
 }
 
@@ -288,5 +288,5 @@ function flattenPatch(patch: Table, prefix = ''): Array<[string, unknown]> {
 }
 
 function currentCommonName(key: string): string {
-  return Object.hasOwn(LEGACY_COMMON_KEYS, key) ? LEGACY_COMMON_KEYS[key] : key;
+  return LEGACY_COMMON_KEYS[key] ?? key;
 }

@@ -240,7 +240,7 @@ test('systemd runner: start, status, log stream, crash and stop through systemct
   t.true(calls.includes('fake-systemctl start'));
   t.true(calls.includes('fake-systemctl show'));
   const [pid] = await tunnelPids(configPath);
-  t.is(Number(await readFile(join(state, `tunnel_${id}.pid`), 'utf8')), pid, 'the unit runs the tunnel');
+  t.is(Number(await readFile(join(state, `tunnel_${id}.pid`), 'utf8')), pid!, 'the unit runs the tunnel');
   t.like(await statusOf(daemon, token, id), { isRunning: true, initSystem: 'systemd', serviceName: `tunnel_${id}` });
   await stream.waitFor((m) => m.some((e) => /fixture: tick \d+/.test(e.content)));
   t.is(stream.messages.find((e) => /fixture: tick/.test(e.content)).level, 'INFO', 'entries come from the journal');

@@ -319,7 +319,7 @@ export function expectedView(file: Tree, secrets: string[]): Tree {
   for (const secret of secrets) {
     const path = secret.split('.');
     const parent = path.slice(0, -1).reduce((table, key) => table[key], view);
-    parent[path[path.length - 1]] = '********';
+    parent[path[path.length - 1]!] = '********';
   }
   return view;
 }

@@ -207,7 +207,7 @@ test('proxies() shows the API shape: string ports, enabled always present, then 
       plugin: { type: 'unix_domain_socket', unixPath: '/var/run/docker.sock' },
     },
   ]);
-  t.false('someFutureField' in config.proxies()[0], 'a key frpc does not know is kept in the file, not shown');
+  t.false('someFutureField' in config.proxies()[0]!, 'a key frpc does not know is kept in the file, not shown');
 });
 
 // ---- the older shape ----
@@ -226,8 +226,8 @@ test('an older file ([common], snake_case) is read and rewritten in the current 
     enabled: true,
     transport: { useEncryption: true },
   });
-  t.deepEqual(config.proxies()[1].customDomains, ['a.example.com', 'b.example.com']);
-  t.is(config.proxies()[1].httpPassword, '********', 'a secret is masked');
+  t.deepEqual(config.proxies()[1]!.customDomains, ['a.example.com', 'b.example.com']);
+  t.is(config.proxies()[1]!.httpPassword, '********', 'a secret is masked');
 
   const out = config.toString();
   t.false(/^\s*\[common\]/m.test(out), 'no [common] table');
@@ -540,10 +540,10 @@ test('setProxyEnabled writes enabled = false, and removes the key when enabling'
   config.addProxy(tcp('ssh', 6000));
   t.false(config.setProxyEnabled('ssh', false).enabled);
   t.is(reparse(config).proxies[0].enabled, false);
-  t.false(config.proxies()[0].enabled);
+  t.false(config.proxies()[0]!.enabled);
   t.true(config.setProxyEnabled('ssh', true).enabled);
   t.false('enabled' in reparse(config).proxies[0]);
-  t.true(config.proxies()[0].enabled);
+  t.true(config.proxies()[0]!.enabled);
   fails(t, () => config.setProxyEnabled('nope', true), 404, /^Proxy nope not found$/);
   fails(t, () => config.setProxyEnabled('ssh', 'no' as unknown as boolean), 400, /^enabled must be true or false$/);
 });
@@ -837,7 +837,7 @@ futureKey = "kept"
 test('a secret sent back masked keeps its value on modify, and is refused on create', (t) => {
   const config = fresh();
   config.addProxy({ name: 'pg', type: 'stcp', localPort: 5432, secretKey: 'pg-visitor-secret' });
-  const listed = config.proxies()[0];
+  const listed = config.proxies()[0]!;
   t.is(listed.secretKey, '********');
   config.modifyProxy('pg', { ...listed, localPort: '5433' });
   t.like(reparse(config).proxies[0], { secretKey: 'pg-visitor-secret', localPort: 5433 });
