@@ -5,6 +5,7 @@ import type { User } from '../src/accounts/account-service.js';
 import { readTunnelConfig, TunnelConfig, writeTunnelConfig } from '../src/config/tunnel-config.js';
 import { AppError, badRequest, conflict, notFound } from '../src/errors.js';
 import { removeStaleTempFiles } from '../src/fs/atomic.js';
+import type { InstanceEnvStore } from '../src/instances/instance-env.js';
 import type { InstanceRecord, InstanceStore } from '../src/instances/instance-store.js';
 import type { Logger } from '../src/log/logger.js';
 import type { SettingsStore } from '../src/settings/settings-store.js';
@@ -54,6 +55,7 @@ export class InstanceCatalogue {
     private readonly boot: BootService,
     private readonly logs: InstanceLogs,
     private readonly lifecycle: InstanceLifecycle,
+    private readonly env: InstanceEnvStore,
     log: Logger,
     /** Where config files that no instance owns are moved at start-up. */
     private readonly orphanDir: string,
@@ -211,7 +213,24 @@ export class InstanceCatalogue {
     await this.logs.remove(record.id);
     crashPoint('delete:files', record);
     this.store.delete(record.id);
+    this.env.forget(record.id);
     await this.db.persist();
+  }
+
+  /** Sets or removes (null) environment variables of the instance's tunnel; they apply at its next start. */
+  modifyEnvironment(id: number, changes: Record<string, unknown>): Promise<InstanceRecord> {
+    return this.lifecycle.exclusive(id, async (record) => {
+      this.env.change(id, changes);
+      await this.db.persist();
+      // Names only: the values are secrets.
+      this.log.info({ instanceID: id, names: Object.keys(changes) }, 'environment variables changed');
+      return record;
+    });
+  }
+
+  /** The names of the instance's environment variables, each value masked. */
+  environment(id: number): Record<string, string> {
+    return this.env.masked(this.recordOf(id).id);
   }
 
   /** Changes top-level settings of the config file; proxies stay as they are. */

@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { Subject } from 'rxjs';
 import { createActor, fromCallback, fromPromise, type Actor, type EventObject } from 'xstate';
 import {
@@ -10,7 +11,9 @@ import {
   type InstanceState,
   type Timing,
 } from '../machines/instance.machine.js';
+import { envPlaceholders } from '../src/config/go-template.js';
 import { notFound } from '../src/errors.js';
+import { missingEnvironment, type InstanceEnvStore } from '../src/instances/instance-env.js';
 import type { InstanceRecord, InstanceStore } from '../src/instances/instance-store.js';
 import type { Logger } from '../src/log/logger.js';
 import type { Settings } from '../src/settings/defaults.js';
@@ -78,6 +81,7 @@ export class InstanceLifecycle {
     private readonly settings: SettingsStore,
     private readonly runner: TunnelRunner,
     private readonly logs: InstanceLogs,
+    private readonly env: InstanceEnvStore,
     log: Logger,
   ) {
     this.log = log.child({ component: 'lifecycle' });
@@ -229,7 +233,17 @@ export class InstanceLifecycle {
       tunnelPath: this.settings.value('TunnelPath'),
       configPath: record.configPath,
       runUser: record.runUser,
+      env: this.env.of(record.id),
     };
+  }
+
+  /** Why the tunnel cannot be started as its config file stands (a placeholder with no variable), if it cannot. */
+  async unstartable(record: InstanceRecord): Promise<string | undefined> {
+    const text = await readFile(record.configPath, 'utf8');
+    const missing = missingEnvironment(envPlaceholders(text), this.env.of(record.id));
+    if (missing.length === 0) return undefined;
+    const names = missing.join(', ');
+    return `the config file reads ${missing.map((n) => `{{ .Envs.${n} }}`).join(', ')}, but instance ${record.id} has no environment variable ${names} (set it with modify type "environment")`;
   }
 
   private withRequest(id: number, act: (request: SpawnRequest) => void): void {
@@ -241,6 +255,8 @@ export class InstanceLifecycle {
   private async spawn(id: number): Promise<{ pid: number }> {
     const record = this.store.get(id);
     if (!record) throw new Error(`instance ${id} no longer exists`);
+    const unstartable = await this.unstartable(record);
+    if (unstartable) throw new Error(unstartable);
     const channel = this.logs.channel(id);
     channel.newRun();
     let output: number | undefined;

@@ -1,5 +1,8 @@
 import type { InstanceRecord } from '../src/instances/instance-store.js';
 import { InstanceStore } from '../src/instances/instance-store.js';
+import { InstanceEnvStore } from '../src/instances/instance-env.js';
+import { badRequest } from '../src/errors.js';
+import type { Command, CommandDone } from '../machines/instance.machine.js';
 import type { Logger } from '../src/log/logger.js';
 import type { SettingsStore } from '../src/settings/settings-store.js';
 import type { Database } from '../src/storage/database.js';
@@ -39,8 +42,21 @@ export class InstanceSupervisor {
     orphanDir: string,
   ) {
     const store = new InstanceStore(db);
-    this.lifecycle = new InstanceLifecycle(db, store, settings, runner, logs, log);
-    this.catalogue = new InstanceCatalogue(db, store, settings, boot, logs, this.lifecycle, log, orphanDir);
+    const env = new InstanceEnvStore(db);
+    this.lifecycle = new InstanceLifecycle(db, store, settings, runner, logs, env, log);
+    this.catalogue = new InstanceCatalogue(db, store, settings, boot, logs, this.lifecycle, env, log, orphanDir);
+  }
+
+  /**
+   * An operator's command: a start or restart that cannot succeed as the config file stands (a placeholder
+   * with no variable) is refused with a 400 before anything is done.
+   */
+  async command(id: number, command: Command): Promise<CommandDone> {
+    if (command !== 'stop') {
+      const why = await this.lifecycle.unstartable(this.catalogue.record(id));
+      if (why) throw badRequest(why);
+    }
+    return this.lifecycle.command(id, command);
   }
 
   /** Settles what a crash cut off, then takes over what runs and restores the rest. */

@@ -27,6 +27,8 @@ export interface SpawnRequest {
   runUser: string;
   /** Descriptor for the tunnel's stdout and stderr (runners that capture output); closed once the tunnel has it. */
   output?: number;
+  /** The instance's own environment variables, on top of the small one every tunnel gets. */
+  env?: Record<string, string>;
 }
 
 /** How tunnels are run: by tunnelward itself, or through an init system. The instance machine's I/O goes here. */
@@ -137,7 +139,7 @@ export class ProcessRunner implements TunnelRunner {
       detached: true,
       stdio: ['ignore', request.output ?? 'ignore', request.output ?? 'ignore'],
       cwd: dirname(request.configPath),
-      env: this.environmentFor(request.runUser, home),
+      env: { ...this.environmentFor(request.runUser, home), ...request.env },
       ...(switchTo ?? {}),
     });
     const exited = new Promise<ProcessExit>((resolve) => {

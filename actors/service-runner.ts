@@ -33,6 +33,10 @@ export class ServiceRunner implements TunnelRunner {
   }
 
   async spawn(request: SpawnRequest): Promise<TunnelProcess> {
+    if (request.env && Object.keys(request.env).length > 0) {
+      // A unit or a script would have to hold them in a file of its own; for now they go only where we spawn.
+      throw new Error('environment variables reach a tunnel only when tunnelward runs it itself (InitSystem = "process")');
+    }
     const unit = `${serviceNameOf(request.instanceId)}.service`;
     await this.boot.prepare(targetOf(request));
     let pid: number;

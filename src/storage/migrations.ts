@@ -46,4 +46,13 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE instances ADD COLUMN pending TEXT CHECK (pending IN ('create', 'delete'));
   `,
+  // 4: environment variables of an instance's tunnel, for the {{ .Envs.NAME }} placeholders of its config file
+  `
+  CREATE TABLE instance_env (
+    instance_id INTEGER NOT NULL REFERENCES instances(id) ON DELETE CASCADE,
+    name        TEXT    NOT NULL,
+    value       TEXT    NOT NULL,
+    PRIMARY KEY (instance_id, name)
+  );
+  `,
 ];

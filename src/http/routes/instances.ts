@@ -29,7 +29,7 @@ const isRunning = (view: InstanceView) => view.state === 'running';
 /** Runs a lifecycle command and says how it went: 409 for a refusal the state explains, 500 for a failure. */
 async function commandOutcome(supervisor: InstanceSupervisor, id: number, command: Command): Promise<string> {
   supervisor.view(id); // 404 before queueing
-  const done = await supervisor.lifecycle.command(id, command);
+  const done = await supervisor.command(id, command);
   if (done.ok) return `instance ${id} ${done.message}`;
   if (done.conflict) throw conflict(`instance ${id} is ${done.message}`);
   throw new AppError(500, `instance ${id} could not ${command}: ${done.message}`);
@@ -94,8 +94,14 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
         runUser: record.runUser,
         ...(bootServiceError ? { bootServiceError, instanceName: record.name } : {}),
       });
+    } else if (type === 'environment') {
+      const record = await supervisor.catalogue.modifyEnvironment(id, data);
+      reply(ctx, `environment of instance ${record.name} changed; it applies at the next start`, {
+        instanceID: record.id,
+        environment: supervisor.catalogue.environment(id),
+      });
     } else {
-      throw badRequest('type must be configFile or systemConfig');
+      throw badRequest('type must be configFile, systemConfig or environment');
     }
   });
 
@@ -139,7 +145,9 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
       bootAtStart: view.record.bootAtStart,
       runUser: view.record.runUser,
       configPath: view.record.configPath,
-      ...(privileged ? { serverAddr: config.serverAddr, serverPort: config.serverPort } : {}),
+      ...(privileged
+        ? { serverAddr: config.serverAddr, serverPort: config.serverPort, environment: supervisor.catalogue.environment(view.record.id) }
+        : {}),
     });
   });
 

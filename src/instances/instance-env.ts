@@ -1,0 +1,84 @@
+import { badRequest } from '../errors.js';
+import type { Database } from '../storage/database.js';
+
+/** A name frpc's `{{ .Envs.NAME }}` can read (Go's lexer reads `.9` as a number, so no leading digit). */
+const NAME = /^[A-Z_][A-Z0-9_]{0,127}$/;
+/** What the runner sets itself: the tunnel's identity is not an instance's to change. */
+const RESERVED = new Set(['PATH', 'HOME', 'USER', 'LOGNAME']);
+const MAX_VALUE = 64 * 1024;
+
+/** Shown in place of every value: these are secrets kept out of config files. */
+export const ENV_MASK = '********';
+
+/**
+ * The environment variables of each instance's tunnel: write-only secrets (a value is never shown, only its
+ * name), kept in the database (mode 0600), passed to that tunnel's process and nowhere else. Held in memory,
+ * written through; callers persist the database after a change.
+ */
+export class InstanceEnvStore {
+  private readonly byInstance = new Map<number, Map<string, string>>();
+
+  constructor(private readonly db: Database) {
+    for (const row of db.all<{ instance_id: number; name: string; value: string }>('SELECT * FROM instance_env')) {
+      this.mapOf(row.instance_id).set(row.name, row.value);
+    }
+  }
+
+  private mapOf(id: number): Map<string, string> {
+    let map = this.byInstance.get(id);
+    if (!map) {
+      map = new Map();
+      this.byInstance.set(id, map);
+    }
+    return map;
+  }
+
+  /** The variables as the tunnel gets them. */
+  of(id: number): Record<string, string> {
+    return Object.fromEntries(this.byInstance.get(id) ?? []);
+  }
+
+  /** The names, each with the mask for its value: what the API shows. */
+  masked(id: number): Record<string, string> {
+    return Object.fromEntries([...(this.byInstance.get(id)?.keys() ?? [])].sort().map((name) => [name, ENV_MASK]));
+  }
+
+  /** Sets (a string) or removes (null) each variable; every one is checked before any is changed. */
+  change(id: number, changes: Record<string, unknown>): void {
+    const entries = Object.entries(changes);
+    if (entries.length === 0) throw badRequest('modifiedData must name at least one environment variable');
+    for (const [name, value] of entries) {
+      if (!NAME.test(name)) throw badRequest(`environment variable names are A-Z, 0-9 and "_", not starting with a digit: ${JSON.stringify(name.slice(0, 64))}`);
+      if (RESERVED.has(name)) throw badRequest(`${name} is set by tunnelward for every tunnel and cannot be changed`);
+      if (value === null) continue;
+      if (typeof value !== 'string') throw badRequest(`${name} must be a string, or null to remove it`);
+      if (value === ENV_MASK) throw badRequest(`${name} is the mask shown in place of a value; send the value itself`);
+      if (value.includes('\0') || value.length > MAX_VALUE) throw badRequest(`${name} must be at most ${MAX_VALUE} characters, without NUL`);
+    }
+    const map = this.mapOf(id);
+    this.db.transaction(() => {
+      for (const [name, value] of entries) {
+        if (value === null) {
+          this.db.run('DELETE FROM instance_env WHERE instance_id = ? AND name = ?', [id, name]);
+          map.delete(name);
+        } else {
+          this.db.run(
+            'INSERT INTO instance_env (instance_id, name, value) VALUES (?, ?, ?) ON CONFLICT(instance_id, name) DO UPDATE SET value = excluded.value',
+            [id, name, value as string],
+          );
+          map.set(name, value as string);
+        }
+      }
+    });
+  }
+
+  /** Forgets an instance's variables (its rows go with its record). */
+  forget(id: number): void {
+    this.byInstance.delete(id);
+  }
+}
+
+/** The placeholders of a config file that the instance has no variable for: a start would give frpc `<no value>`. */
+export function missingEnvironment(placeholders: readonly string[], env: Record<string, string>): string[] {
+  return placeholders.filter((name) => !Object.hasOwn(env, name));
+}

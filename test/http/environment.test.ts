@@ -1,0 +1,69 @@
+import { readFile } from 'node:fs/promises';
+import test from 'ava';
+import { disposeWithTunnels, startWithRoot, type Daemon } from '../helpers/daemon.js';
+import { createInstance, instanceSettings, tunnelPids } from '../helpers/instances.js';
+
+let daemon: Daemon;
+let root: string;
+test.before(async () => ({ daemon, root } = await startWithRoot({ settingsToml: instanceSettings() })));
+test.after.always(() => disposeWithTunnels(daemon, root));
+
+const SECRET = 's3cr3t-token-value';
+const environ = async (pid: number) => (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0');
+const setEnv = (id: string, modifiedData: unknown) =>
+  daemon.post('/tunnelAct/instanceMgr/modify', { instanceID: id, type: 'environment', modifiedData }, { token: root });
+
+test('{{ .Envs.NAME }}: a start without the variable is refused by name; with it, the value reaches that tunnel and nothing else', async (t) => {
+  const { id, configPath } = await createInstance(daemon, root, 'env_token', { 'auth.token': '{{ .Envs.FRP_TOKEN }}' });
+  const other = await createInstance(daemon, root, 'env_other');
+  t.regex(await readFile(configPath, 'utf8'), /token = "\{\{ \.Envs\.FRP_TOKEN \}\}"/, 'the file keeps the placeholder');
+
+  const refused = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root });
+  t.is(refused.status, 400);
+  t.regex(refused.body.message, /reads \{\{ \.Envs\.FRP_TOKEN \}\}, but instance \d+ has no environment variable FRP_TOKEN/);
+  t.deepEqual(await tunnelPids(configPath), [], 'nothing was started');
+
+  const set = await setEnv(id, { FRP_TOKEN: SECRET, EXTRA_FLAG: '1' });
+  t.true(set.body.success, set.body.message);
+  t.deepEqual(set.body.data.environment, { EXTRA_FLAG: '********', FRP_TOKEN: '********' });
+  const info = await daemon.get(`/tunnelAct/instanceMgr/getInfo?instanceID=${id}`, { token: root });
+  t.deepEqual(info.body.data.environment, { EXTRA_FLAG: '********', FRP_TOKEN: '********' });
+
+  t.true((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root })).body.success);
+  t.true((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: other.id }, { token: root })).body.success);
+  const [pid] = await tunnelPids(configPath);
+  const [otherPid] = await tunnelPids(other.configPath);
+  t.true((await environ(pid!)).includes(`FRP_TOKEN=${SECRET}`), 'the tunnel has it');
+  t.false((await environ(otherPid!)).some((v) => v.startsWith('FRP_TOKEN=')), 'another tunnel does not');
+  t.false((await readFile(configPath, 'utf8')).includes(SECRET), 'the config file never holds it');
+  t.false(daemon.output.some((line) => line.includes(SECRET)), 'it is never logged');
+  const visitor = await daemon.userWithToken(root, 'env_visitor', 'visitor');
+  const seen = await daemon.get(`/tunnelAct/instanceMgr/getInfo?instanceID=${id}`, { token: visitor.token });
+  t.false('environment' in seen.body.data, 'a visitor does not even see the names');
+
+  // Removed: the next start is refused again, the running tunnel is left as it is.
+  t.true((await setEnv(id, { FRP_TOKEN: null })).body.success);
+  const restart = await daemon.post('/tunnelAct/instanceMgr/restart', { instanceID: id }, { token: root });
+  t.is(restart.status, 400);
+  t.is((await tunnelPids(configPath)).length, 1);
+});
+
+test('environment changes are checked whole: bad names, reserved names, non-strings and the mask are refused, nothing applied', async (t) => {
+  const { id } = await createInstance(daemon, root, 'env_checks');
+  const cases: Array<[unknown, RegExp]> = [
+    [{ lower_case: 'x' }, /A-Z, 0-9 and "_"/],
+    [{ '9LIVES': 'x' }, /not starting with a digit/],
+    [{ PATH: '/tmp' }, /PATH is set by tunnelward/],
+    [{ GOOD: 'x', N: 5 }, /N must be a string, or null/],
+    [{ GOOD: '********' }, /the mask/],
+    [{}, /at least one/],
+    [[1], /modifiedData must be an object/],
+  ];
+  for (const [data, message] of cases) {
+    const res = await setEnv(id, data);
+    t.is(res.status, 400, JSON.stringify(data));
+    t.regex(res.body.message, message);
+  }
+  const info = await daemon.get(`/tunnelAct/instanceMgr/getInfo?instanceID=${id}`, { token: root });
+  t.deepEqual(info.body.data.environment, {}, 'nothing was set by the refused requests');
+});
