@@ -47,6 +47,8 @@ export class InstanceCatalogue {
   readonly bootErrors$ = new Subject<{ instanceID: number; name: string; message: string }>();
   private version = 0;
   private readonly log: Logger;
+  /** What each instance's proxies hold on their server, read from its file once and kept as its file is written. */
+  private claims: Map<number, ServerClaims> | undefined;
 
   constructor(
     private readonly db: Database,
@@ -214,6 +216,7 @@ export class InstanceCatalogue {
     crashPoint('delete:files', record);
     this.store.delete(record.id);
     this.env.forget(record.id);
+    this.claims?.delete(record.id);
     await this.db.persist();
   }
 
@@ -238,9 +241,44 @@ export class InstanceCatalogue {
     return this.lifecycle.exclusive(id, async (record) => {
       const config = await readTunnelConfig(record.configPath);
       config.setCommon(patch);
-      await writeTunnelConfig(record.configPath, config);
+      await this.write(record, config);
       return record;
     });
+  }
+
+  /**
+   * Writes an instance's config file once nothing its proxies hold on their server is held by another instance on
+   * the same server (frps would refuse one of the two at run time): a conflict is a 409 naming the other instance.
+   */
+  private async write(record: InstanceRecord, config: TunnelConfig): Promise<void> {
+    const mine = config.serverClaims();
+    const all = await this.allClaims();
+    for (const [otherId, other] of all) {
+      if (otherId === record.id || other.server !== mine.server) continue;
+      for (const [claim, proxy] of mine.claims) {
+        const holder = other.claims.get(claim);
+        if (holder === undefined) continue;
+        const otherName = this.store.get(otherId)?.name ?? String(otherId);
+        throw conflict(
+          `proxy ${proxy}: ${describeClaim(claim)} is already used by proxy ${holder} of instance ${otherName} (${otherId}) on the same server ${mine.server}`,
+        );
+      }
+    }
+    await writeTunnelConfig(record.configPath, config);
+    all.set(record.id, mine);
+  }
+
+  private async allClaims(): Promise<Map<number, ServerClaims>> {
+    if (!this.claims) {
+      const claims = new Map<number, ServerClaims>();
+      for (const record of this.records()) {
+        // A file that cannot be read holds nothing we can know of; its own edits will say why.
+        const config = await readTunnelConfig(record.configPath).catch(() => undefined);
+        if (config) claims.set(record.id, config.serverClaims());
+      }
+      this.claims ??= claims;
+    }
+    return this.claims;
   }
 
   /**
@@ -307,7 +345,7 @@ export class InstanceCatalogue {
     return this.lifecycle.exclusive(id, async (record) => {
       const config = await readTunnelConfig(record.configPath);
       const result = edit(config);
-      await writeTunnelConfig(record.configPath, config);
+      await this.write(record, config);
       return { record, result };
     });
   }
@@ -316,6 +354,16 @@ export class InstanceCatalogue {
     this.deleted$.complete();
     this.bootErrors$.complete();
   }
+}
+
+type ServerClaims = ReturnType<TunnelConfig['serverClaims']>;
+
+/** A claim as an operator reads it: `tcp port 6022` -> `remotePort 6022 (tcp)`. */
+function describeClaim(claim: string): string {
+  const [kind, what, ...rest] = claim.split(' ');
+  if (kind === 'name') return `the name ${[what, ...rest].join(' ')}`;
+  if (what === 'port') return `remotePort ${rest.join(' ')} (${kind})`;
+  return `${what === 'domain' ? 'custom domain' : 'subdomain'} ${rest.join(' ')} (${kind})`;
 }
 
 function checkInstanceName(name: string): void {

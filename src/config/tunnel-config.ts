@@ -231,6 +231,32 @@ export class TunnelConfig {
     });
   }
 
+  /**
+   * What this file's enabled proxies hold on their server, each with the proxy that holds it: a name (frps knows
+   * proxies by user and name), a tcp or udp port, a domain or subdomain of a vhost type (per location for http).
+   * Two instances on the same server cannot hold the same thing: frps refuses the second at run time.
+   */
+  serverClaims(): { server: string; claims: Map<string, string> } {
+    const claims = new Map<string, string>();
+    const user = text(this.doc.user);
+    for (const block of this.blocks()) {
+      if (block.enabled === false) continue;
+      const name = text(block.name);
+      const type = text(block.type);
+      const hold = (claim: string) => claims.has(claim) || claims.set(claim, name);
+      hold(`name ${user ? `${user}.` : ''}${name}`);
+      if ((type === 'tcp' || type === 'udp') && Number(block.remotePort) > 0) hold(`${type} port ${Number(block.remotePort)}`);
+      if (type === 'http' || type === 'https' || type === 'tcpmux') {
+        const locations = type === 'http' && Array.isArray(block.locations) && block.locations.length > 0 ? block.locations.map(text) : [''];
+        const where = (host: string) => locations.map((l) => `${type} ${host}${l}`);
+        const domains = Array.isArray(block.customDomains) ? block.customDomains.map((d) => text(d).toLowerCase()) : [];
+        for (const domain of domains) where(`domain ${domain}`).forEach(hold);
+        if (text(block.subdomain) !== '') where(`subdomain ${text(block.subdomain).toLowerCase()}`).forEach(hold);
+      }
+    }
+    return { server: `${this.serverAddr.toLowerCase()}:${this.serverPort}`, claims };
+  }
+
   /** frpc's `start` list names the proxies to run; a rename must follow it there. */
   private renameInStartList(from: string, to: string): void {
     const start = this.doc.start;

@@ -33,7 +33,13 @@ export interface CreatedInstance {
   configPath: string;
 }
 
-/** Creates an instance (fixture controls go in `metadatas`) and returns its id as the API takes it: a string. */
+let servers = 0;
+
+/**
+ * Creates an instance (fixture controls go in `metadatas`) and returns its id as the API takes it: a string. Each
+ * gets a server of its own (a port of its own), so proxies of different tests never meet on one server, unless
+ * `extra.serverPort` names one.
+ */
 export async function createInstance(
   daemon: Daemon,
   token: string,
@@ -41,12 +47,13 @@ export async function createInstance(
   additionalProperties: Record<string, unknown> = {},
   extra: Record<string, unknown> = {},
 ): Promise<CreatedInstance> {
+  const { serverPort = String(20000 + ++servers), ...rest } = extra;
   const res = await daemon.post(
     '/tunnelAct/instanceMgr/create',
     {
-      instanceInfo: { name, serverAddr: '127.0.0.1', serverPort: '7000', auth_method: 'token' },
+      instanceInfo: { name, serverAddr: '127.0.0.1', serverPort, auth_method: 'token' },
       additionalProperties,
-      ...extra,
+      ...rest,
     },
     { token },
   );

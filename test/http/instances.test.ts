@@ -69,7 +69,7 @@ test('create validates its input', async (t) => {
 });
 
 test('visitors see instances but change nothing; serverAddr and serverPort are hidden from them', async (t) => {
-  const { id } = await createInstance(daemon, root, 'in_roles');
+  const { id } = await createInstance(daemon, root, 'in_roles', {}, { serverPort: '7000' });
   for (const path of ['create', 'delete', 'modify', 'start', 'stop', 'restart']) {
     const res = await daemon.post(`/tunnelAct/instanceMgr/${path}`, { instanceID: id }, { token: visitor.token });
     t.is(res.status, 403, path);

@@ -105,7 +105,7 @@ test('proxy validation and conflicts', async (t) => {
 
 test('values cannot inject keys or blocks, and template actions other than {{ .Envs.NAME }} are refused everywhere', async (t) => {
   const tricky = 'eve" serverPort = 1 ]] [[proxies]] name = "x\\';
-  const { id, configPath } = await createInstance(daemon, root, 'px_inject', { user: tricky });
+  const { id, configPath } = await createInstance(daemon, root, 'px_inject', { user: tricky }, { serverPort: '7000' });
   const file = parse(await readFile(configPath, 'utf8')) as any;
   t.is(file.serverPort, 7000, 'serverPort not overwritten');
   t.is(file.user, tricky, 'quotes, backslashes and ]] are escaped by the TOML writer');
@@ -388,4 +388,44 @@ test('{{ .Envs.NAME }} placeholders are accepted and written as they are; other 
     t.regex(res.body.message, /other than \{\{ \.Envs\.NAME \}\} placeholders .*frpc renders its config file as a Go template/);
   }
   t.is((await fileOf(configPath)).proxies[0].secretKey, '{{ .Envs.PG_SECRET_KEY }}');
+});
+
+test('instances on the same server cannot hold the same remote port, domain, subdomain or proxy name; other servers may', async (t) => {
+  const server = { serverPort: '7100' };
+  const a = await createInstance(daemon, root, 'px_same_a', {}, server);
+  const b = await createInstance(daemon, root, 'px_same_b', {}, server);
+  const elsewhere = await createInstance(daemon, root, 'px_elsewhere', {}, { serverPort: '7101' });
+  const add = (id: string, proxyInfo: Record<string, unknown>) => daemon.post('/tunnelAct/proxyMgr/create', { instanceID: id, proxyInfo }, { token: root });
+  const tcp = { type: 'tcp', localIP: '127.0.0.1', localPort: '22' };
+  const web = { type: 'http', localIP: '127.0.0.1', localPort: '80' };
+  t.true((await add(a.id, { name: 'ssh_a', ...tcp, remotePort: '6022' })).body.success);
+  t.true((await add(a.id, { name: 'web_a', ...web, customDomains: ['app.example.com'], subdomain: 'app' })).body.success);
+  const before = await readFile(b.configPath, 'utf8');
+
+  const cases: Array<[Record<string, unknown>, RegExp]> = [
+    [{ name: 'ssh_b', ...tcp, remotePort: '6022' }, /remotePort 6022 \(tcp\) is already used by proxy ssh_a of instance px_same_a \(\d+\) on the same server 127\.0\.0\.1:7100/],
+    [{ name: 'web_b', ...web, customDomains: ['APP.example.com'] }, /custom domain app\.example\.com \(http\) is already used by proxy web_a of instance px_same_a/],
+    [{ name: 'web_c', ...web, subdomain: 'app' }, /subdomain app \(http\) is already used by proxy web_a/],
+    [{ name: 'ssh_a', ...tcp, remotePort: '6023' }, /the name ssh_a is already used by proxy ssh_a of instance px_same_a/],
+  ];
+  for (const [proxyInfo, message] of cases) {
+    const res = await add(b.id, proxyInfo);
+    t.is(res.status, 409, JSON.stringify(proxyInfo));
+    t.regex(res.body.message, message);
+  }
+  t.is(await readFile(b.configPath, 'utf8'), before, 'nothing was written');
+
+  // What does not meet on a server is fine: udp 6022 beside tcp 6022, another location, another server.
+  t.true((await add(b.id, { name: 'dns_b', type: 'udp', localIP: '127.0.0.1', localPort: '53', remotePort: '6022' })).body.success);
+  t.true((await add(b.id, { name: 'web_b', ...web, customDomains: ['app.example.com'], locations: ['/api'] })).body.success);
+  t.true((await add(elsewhere.id, { name: 'ssh_a', ...tcp, remotePort: '6022' })).body.success);
+  // A disabled proxy holds nothing; enabling it again checks again.
+  t.true((await daemon.post('/tunnelAct/proxyMgr/setStatus', { instanceID: a.id, proxyName: 'ssh_a', enabled: false }, { token: root })).body.success);
+  t.true((await add(b.id, { name: 'ssh_b', ...tcp, remotePort: '6022' })).body.success);
+  const again = await daemon.post('/tunnelAct/proxyMgr/setStatus', { instanceID: a.id, proxyName: 'ssh_a', enabled: true }, { token: root });
+  t.is(again.status, 409);
+  t.regex(again.body.message, /remotePort 6022 \(tcp\) is already used by proxy ssh_b of instance px_same_b/);
+  // Moving an instance onto a server where its proxies clash is refused the same way.
+  const move = await daemon.post('/tunnelAct/instanceMgr/modify', { instanceID: elsewhere.id, type: 'configFile', modifiedData: { serverPort: 7100 } }, { token: root });
+  t.is(move.status, 409);
 });
