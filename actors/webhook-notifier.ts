@@ -1,7 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Logger } from '../src/log/logger.js';
-import type { Settings } from '../src/settings/defaults.js';
+import { DEFAULTS, type Settings } from '../src/settings/defaults.js';
 import type { InstanceStateChange } from './instance-supervisor.js';
 
 export type NotificationKind =
@@ -82,7 +82,10 @@ export interface NotifierOptions {
   retryDelayMs: number;
 }
 
-export const DEFAULT_NOTIFIER_OPTIONS: NotifierOptions = { capacity: 1000, retryDelayMs: 500 };
+export const DEFAULT_NOTIFIER_OPTIONS: NotifierOptions = {
+  capacity: DEFAULTS.webhookQueueCapacity,
+  retryDelayMs: DEFAULTS.webhookRetryDelayMs,
+};
 
 /** Where a request went, without the path or query (webhook URLs often carry a secret in them). */
 const originOf = (url: string): string => {

@@ -6,6 +6,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { InstanceSupervisor } from '../../actors/instance-supervisor.js';
 import type { AccountService, Authenticated } from '../accounts/account-service.js';
 import { AppError } from '../errors.js';
+import { DEFAULTS } from '../settings/defaults.js';
 import type { Logger } from '../log/logger.js';
 import type { SystemLog } from '../log/system-log.js';
 import { rawFailure } from './envelope.js';
@@ -37,13 +38,13 @@ export interface LogStreamOptions {
 }
 
 export const DEFAULT_STREAM_OPTIONS: LogStreamOptions = {
-  maxBufferedBytes: 1024 * 1024,
-  slowGraceMs: 5000,
-  hardBufferedBytes: 8 * 1024 * 1024,
-  replayLines: 100,
-  maxClients: 1000,
-  maxAnonymousClients: 50,
-  pingIntervalMs: 30_000,
+  maxBufferedBytes: DEFAULTS.streamMaxBufferedBytes,
+  slowGraceMs: DEFAULTS.streamSlowGraceMs,
+  hardBufferedBytes: DEFAULTS.streamHardBufferedBytes,
+  replayLines: DEFAULTS.streamReplayLines,
+  maxClients: DEFAULTS.streamMaxClients,
+  maxAnonymousClients: DEFAULTS.streamMaxAnonymousClients,
+  pingIntervalMs: DEFAULTS.streamPingIntervalMs,
 };
 
 interface Deps {

@@ -23,6 +23,19 @@ export const DEFAULTS = {
   sweepIntervalMs: 60 * 1000,
   /** How long shutdown waits for open HTTP requests before closing their sockets. */
   shutdownGraceMs: 5000,
+  /** Log streams: a client may be this far behind for `streamSlowGraceMs`, and never `streamHardBufferedBytes`. */
+  streamMaxBufferedBytes: 1024 * 1024,
+  streamSlowGraceMs: 5000,
+  streamHardBufferedBytes: 8 * 1024 * 1024,
+  /** Entries of an instance log replayed to a client that connects. */
+  streamReplayLines: 100,
+  /** Open streams with a token, and (counted apart) without one. */
+  streamMaxClients: 1000,
+  streamMaxAnonymousClients: 50,
+  streamPingIntervalMs: 30_000,
+  /** Webhook events waiting at most (past that they are dropped and counted), and the first retry delay. */
+  webhookQueueCapacity: 1000,
+  webhookRetryDelayMs: 500,
 } as const;
 
 /** Defaults of the persisted settings (`settings.toml`); the keys are the contract's flat names. */
