@@ -145,7 +145,12 @@ export class WindowsBootService implements BootService {
     const s = this.settings();
     await runCommand([
       s['Windows.Schtasks'],
-      ...createTaskArgs({ taskName: serviceNameOf(t.id), runUser: t.runUser, tunnelPath: s.TunnelPath, configPath: t.configPath }),
+      ...createTaskArgs({
+        taskName: serviceNameOf(t.id),
+        runUser: t.runUser,
+        tunnelPath: s.TunnelPath,
+        configPath: t.configPath,
+      }),
     ]);
   }
 

@@ -34,7 +34,12 @@ export interface SystemConfigChange {
 
 const INSTANCE_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
-const targetOf = (r: InstanceRecord): BootTarget => ({ id: r.id, name: r.name, runUser: r.runUser, configPath: r.configPath });
+const targetOf = (r: InstanceRecord): BootTarget => ({
+  id: r.id,
+  name: r.name,
+  runUser: r.runUser,
+  configPath: r.configPath,
+});
 
 /**
  * What instances there are: records, config files, proxies inside them, boot services. Every edit of an instance
@@ -87,7 +92,10 @@ export class InstanceCatalogue {
     for (const record of pending) {
       await this.dismantle(record);
       const done = record.pending === 'create' ? 'undone' : 'finished';
-      this.log.warn({ instanceID: record.id, name: record.name }, `an interrupted ${record.pending} of an instance was ${done}`);
+      this.log.warn(
+        { instanceID: record.id, name: record.name },
+        `an interrupted ${record.pending} of an instance was ${done}`,
+      );
     }
   }
 
@@ -165,7 +173,9 @@ export class InstanceCatalogue {
       await this.logs.channel(record.id).ensurePipe();
     } catch (err) {
       await this.dismantle(record);
-      throw err instanceof AppError ? err : new AppError(500, `cannot write ${record.configPath}: ${(err as Error).message}`);
+      throw err instanceof AppError
+        ? err
+        : new AppError(500, `cannot write ${record.configPath}: ${(err as Error).message}`);
     }
     crashPoint('create:written', record);
     let bootServiceError: string | undefined;

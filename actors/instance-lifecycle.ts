@@ -128,7 +128,11 @@ export class InstanceLifecycle {
     await this.db.persist();
     this.settingsSub = this.settings.changes$.subscribe(({ changed, settings }) => {
       if (changed.some((k) => k.startsWith('Watchdog.') || k.startsWith('Instance.'))) {
-        const event = { type: 'CONFIGURE', watchdog: settings['Watchdog.Enabled'], timing: timingFrom(settings) } as const;
+        const event = {
+          type: 'CONFIGURE',
+          watchdog: settings['Watchdog.Enabled'],
+          timing: timingFrom(settings),
+        } as const;
         for (const actor of this.actors.values()) actor.send(event);
       }
     });
@@ -139,7 +143,8 @@ export class InstanceLifecycle {
     );
     const restore = (id: number, command: Command) =>
       this.command(id, command).then(
-        (done) => done.ok || this.log.warn({ instanceID: id, command, reason: done.message }, 'could not restore an instance'),
+        (done) =>
+          done.ok || this.log.warn({ instanceID: id, command, reason: done.message }, 'could not restore an instance'),
         (err) => this.log.error({ instanceID: id, command, err }, 'could not restore an instance'),
       );
     for (const id of toStart) void restore(id, 'start');
@@ -152,7 +157,8 @@ export class InstanceLifecycle {
    * Returns the pid taken over, or null.
    */
   private adoptOne(record: InstanceRecord, found: LiveProcess[]): number | null {
-    const recorded = record.pid !== null && this.runner.adopt(record.pid, record.startTicks, record.configPath) ? record.pid : null;
+    const recorded =
+      record.pid !== null && this.runner.adopt(record.pid, record.startTicks, record.configPath) ? record.pid : null;
     const candidates = found.filter((p) => p.pid !== recorded).sort((a, b) => b.startTicks - a.startTicks);
     let pid = recorded;
     if (pid === null) {
@@ -164,7 +170,10 @@ export class InstanceLifecycle {
       }
     }
     for (const stray of candidates) {
-      this.log.warn({ instanceID: record.id, pid: stray.pid }, 'found a second tunnel for the same config file; stopping it');
+      this.log.warn(
+        { instanceID: record.id, pid: stray.pid },
+        'found a second tunnel for the same config file; stopping it',
+      );
       this.runner.stopStray(stray.pid);
     }
     if (pid === null) return null;
@@ -177,7 +186,8 @@ export class InstanceLifecycle {
 
   /** Ends every process found running any of these config files (instances that are being undone or removed). */
   stopStrays(configPaths: ReadonlySet<string>): void {
-    for (const found of this.runner.findRunning(configPaths).values()) for (const p of found) this.runner.stopStray(p.pid);
+    for (const found of this.runner.findRunning(configPaths).values())
+      for (const p of found) this.runner.stopStray(p.pid);
   }
 
   /**
@@ -288,7 +298,8 @@ export class InstanceLifecycle {
     const record = this.store.get(id);
     const exit = ctx.lastExit;
     // An exit that ended a run or a start (a stop by command ends in stopping -> stopped, and says nothing of codes).
-    const crashed = to === 'backoff' || to === 'failed' || ((from === 'running' || from === 'starting') && to === 'stopped');
+    const crashed =
+      to === 'backoff' || to === 'failed' || ((from === 'running' || from === 'starting') && to === 'stopped');
     const change: InstanceStateChange = {
       instanceID: id,
       name: record?.name ?? '',
@@ -301,7 +312,11 @@ export class InstanceLifecycle {
       at: Date.now(),
     };
     const fields = { instanceID: id, from, to, exitCode: change.exitCode, signal: change.signal };
-    if (to === 'backoff') this.log.warn({ ...fields, attempt: ctx.attempt, delayMs: change.delayMs }, 'instance crashed, restarting after a delay');
+    if (to === 'backoff')
+      this.log.warn(
+        { ...fields, attempt: ctx.attempt, delayMs: change.delayMs },
+        'instance crashed, restarting after a delay',
+      );
     else if (to === 'failed') this.log.error(fields, 'instance crashed too often in a row, giving up');
     else if (crashed) this.log.warn(fields, 'instance exited');
     else this.log.info(fields, `instance ${to}`);
@@ -336,7 +351,14 @@ export class InstanceLifecycle {
       const timer = setTimeout(() => {
         const { instanceId } = actor.getSnapshot().context;
         this.log.error({ instanceID: instanceId, command, limitMs }, 'a command got no outcome in time');
-        done({ type: 'commandDone', command, ref, ok: false, conflict: false, message: `had no outcome within ${limitMs} ms` });
+        done({
+          type: 'commandDone',
+          command,
+          ref,
+          ok: false,
+          conflict: false,
+          message: `had no outcome within ${limitMs} ms`,
+        });
       }, limitMs);
       actor.send({ type, ref });
     });

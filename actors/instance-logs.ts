@@ -85,9 +85,12 @@ export class LogChannel {
     try {
       await run('mkfifo', ['-m', '600', this.pipePath]);
     } catch (err) {
-      throw new Error(`cannot create ${this.pipePath}: ${(err as { stderr?: string }).stderr?.trim() || (err as Error).message}`, {
-        cause: err,
-      });
+      throw new Error(
+        `cannot create ${this.pipePath}: ${(err as { stderr?: string }).stderr?.trim() || (err as Error).message}`,
+        {
+          cause: err,
+        },
+      );
     }
   }
 
@@ -227,7 +230,8 @@ export class LogChannel {
     this.close();
     await this.file.idle();
     await rm(this.pipePath, { force: true });
-    for (let i = 0; i <= this.policy().files + 1; i++) await rm(i === 0 ? this.logPath : `${this.logPath}.${i}`, { force: true });
+    for (let i = 0; i <= this.policy().files + 1; i++)
+      await rm(i === 0 ? this.logPath : `${this.logPath}.${i}`, { force: true });
   }
 }
 
@@ -261,7 +265,10 @@ function tailOf(path: string, count: number): string[] {
       text = buffer.toString('utf8') + text;
       if (text.split('\n').length > count + 1) break;
     }
-    return text.split('\n').filter((l) => l !== '').slice(-count);
+    return text
+      .split('\n')
+      .filter((l) => l !== '')
+      .slice(-count);
   } finally {
     closeSync(fd);
   }
@@ -309,7 +316,9 @@ export class InstanceLogs {
 
   /** The log files that cannot be written now, for the self-check. */
   failing(): Array<{ instanceID: number; fault: LogFault }> {
-    return [...this.channels.values()].flatMap((c) => (c.file.failing ? [{ instanceID: c.id, fault: c.file.failing }] : []));
+    return [...this.channels.values()].flatMap((c) =>
+      c.file.failing ? [{ instanceID: c.id, fault: c.file.failing }] : [],
+    );
   }
 
   close(): void {

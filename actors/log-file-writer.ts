@@ -88,7 +88,10 @@ export class LogFileWriter {
   /** Appends whole lines, rotating first whenever the next lines would take the file past its size limit. */
   private async write(text: string): Promise<void> {
     const { maxBytes, files } = this.policy();
-    this.size ??= await stat(this.path).then((s) => s.size, () => 0);
+    this.size ??= await stat(this.path).then(
+      (s) => s.size,
+      () => 0,
+    );
     let rest = Buffer.from(text);
     while (rest.length > 0) {
       let part = rest;
@@ -125,14 +128,20 @@ export class LogFileWriter {
     }
     const now = Date.now();
     this.fault = { since: now, reason: err.code ?? err.message, lostBytes: bytes, retryAt: now + RETRY_MS };
-    this.log.error({ path: this.path, reason: this.fault.reason }, 'cannot write a tunnel log file; its output is dropped until writing works again');
+    this.log.error(
+      { path: this.path, reason: this.fault.reason },
+      'cannot write a tunnel log file; its output is dropped until writing works again',
+    );
     this.events.faulted(this.failing!);
   }
 
   private recover(): void {
     const fault = this.failing!;
     this.fault = undefined;
-    this.log.warn({ path: this.path, lostBytes: fault.lostBytes, sinceMs: Date.now() - fault.since }, 'tunnel log file writable again');
+    this.log.warn(
+      { path: this.path, lostBytes: fault.lostBytes, sinceMs: Date.now() - fault.since },
+      'tunnel log file writable again',
+    );
     this.events.recovered(fault);
   }
 

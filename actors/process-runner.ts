@@ -4,7 +4,14 @@ import { chown, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Logger } from '../src/log/logger.js';
 import { currentOsUser, lookupOsUser } from '../src/system/os-users.js';
-import { configPathOf, pidExists, procArgs, processesByConfigPath, procStat, type LiveProcess } from '../src/system/proc.js';
+import {
+  configPathOf,
+  pidExists,
+  procArgs,
+  processesByConfigPath,
+  procStat,
+  type LiveProcess,
+} from '../src/system/proc.js';
 import { PidWatcher, type ProcessExit } from './pid-watcher.js';
 
 export type { ProcessExit } from './pid-watcher.js';
@@ -76,7 +83,6 @@ async function unsearchableDir(dir: string, who: { uid: number; gid: number }): 
   }
   return undefined;
 }
-
 
 /**
  * Runs tunnel clients as detached processes, each in its own process group with its output appended to its log

@@ -8,7 +8,12 @@ import { runCommand } from './commands.js';
 import { PidWatcher, type ProcessExit } from './pid-watcher.js';
 import { isSameProcess, type SpawnRequest, type TunnelProcess, type TunnelRunner } from './process-runner.js';
 
-const targetOf = (r: SpawnRequest): BootTarget => ({ id: r.instanceId, name: r.name, runUser: r.runUser, configPath: r.configPath });
+const targetOf = (r: SpawnRequest): BootTarget => ({
+  id: r.instanceId,
+  name: r.name,
+  runUser: r.runUser,
+  configPath: r.configPath,
+});
 
 /**
  * Runs tunnels through the init system: `systemctl start/stop` of `tunnel_<id>.service`, or the instance's init.d
@@ -35,7 +40,9 @@ export class ServiceRunner implements TunnelRunner {
   async spawn(request: SpawnRequest): Promise<TunnelProcess> {
     if (request.env && Object.keys(request.env).length > 0) {
       // A unit or a script would have to hold them in a file of its own; for now they go only where we spawn.
-      throw new Error('environment variables reach a tunnel only when tunnelward runs it itself (InitSystem = "process")');
+      throw new Error(
+        'environment variables reach a tunnel only when tunnelward runs it itself (InitSystem = "process")',
+      );
     }
     const unit = `${serviceNameOf(request.instanceId)}.service`;
     await this.boot.prepare(targetOf(request));

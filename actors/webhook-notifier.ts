@@ -50,11 +50,16 @@ export function eventsOf(change: InstanceStateChange): Draft[] {
     case 'running':
       return change.from === 'starting' ? [{ event: 'instance.started', ...base }] : [];
     case 'backoff':
-      return [crashed, { event: 'instance.restarting', ...base, attempt: change.attempt, delayMs: change.delayMs ?? 0 }];
+      return [
+        crashed,
+        { event: 'instance.restarting', ...base, attempt: change.attempt, delayMs: change.delayMs ?? 0 },
+      ];
     case 'failed':
       return [crashed, { event: 'instance.failed', ...base }];
     case 'stopped':
-      return change.from === 'running' || change.from === 'starting' ? [crashed] : [{ event: 'instance.stopped', ...base }];
+      return change.from === 'running' || change.from === 'starting'
+        ? [crashed]
+        : [{ event: 'instance.stopped', ...base }];
     default:
       return [];
   }
@@ -127,7 +132,10 @@ export class WebhookNotifier {
     this.stats.published++;
     if (this.queue.length >= this.options.capacity) {
       this.stats.dropped++;
-      this.log.warn({ event: event.event, seq: event.seq, dropped: this.stats.dropped }, 'notification queue full, event dropped');
+      this.log.warn(
+        { event: event.event, seq: event.seq, dropped: this.stats.dropped },
+        'notification queue full, event dropped',
+      );
       return;
     }
     this.queue.push(event);
@@ -189,7 +197,13 @@ export class WebhookNotifier {
         res.on('end', () => {
           clearTimeout(timer);
           const status = res.statusCode ?? 0;
-          resolve(status >= 200 && status < 300 ? 'delivered' : status >= 400 && status < 500 ? `refused: HTTP ${status}` : `HTTP ${status}`);
+          resolve(
+            status >= 200 && status < 300
+              ? 'delivered'
+              : status >= 400 && status < 500
+                ? `refused: HTTP ${status}`
+                : `HTTP ${status}`,
+          );
         });
       });
       req.on('error', (err) => {

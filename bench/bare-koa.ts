@@ -3,7 +3,11 @@ import { createServer } from 'node:http';
 import Koa from 'koa';
 
 const app = new Koa();
-const payload = { success: true, message: 'ok', data: Array.from({ length: 100 }, (_, i) => ({ instanceID: i + 1, name: `bench_${i}`, isRunning: false })) };
+const payload = {
+  success: true,
+  message: 'ok',
+  data: Array.from({ length: 100 }, (_, i) => ({ instanceID: i + 1, name: `bench_${i}`, isRunning: false })),
+};
 app.use(async (ctx) => {
   ctx.body = payload;
 });

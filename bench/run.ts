@@ -20,12 +20,22 @@ const only = onlyIndex >= 0 ? new Set(args[onlyIndex + 1]!.split(',')) : undefin
 
 function format(rows: Row[]): string {
   const widths = [10, 44, 12, 8, 16];
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join(' ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join(' ')
+      .trimEnd();
   return [
     line(['scenario', 'metric', 'value', 'unit', 'goal']),
     line(widths.map((w) => '-'.repeat(w))),
     ...rows.map((r) =>
-      line([r.scenario, r.metric, typeof r.value === 'number' ? String(Math.round(r.value * 100) / 100) : r.value, r.unit, r.goal ?? '']),
+      line([
+        r.scenario,
+        r.metric,
+        typeof r.value === 'number' ? String(Math.round(r.value * 100) / 100) : r.value,
+        r.unit,
+        r.goal ?? '',
+      ]),
     ),
   ].join('\n');
 }
@@ -57,7 +67,10 @@ async function main() {
     seconds: (Date.now() - started) / 1000,
     rows,
   };
-  await writeFile(join(PACKAGE_ROOT, 'bench', quick ? 'results.quick.json' : 'results.json'), JSON.stringify(result, null, 2) + '\n');
+  await writeFile(
+    join(PACKAGE_ROOT, 'bench', quick ? 'results.quick.json' : 'results.json'),
+    JSON.stringify(result, null, 2) + '\n',
+  );
 }
 
 main().then(

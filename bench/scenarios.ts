@@ -19,7 +19,9 @@ function fixtureSettings(): string {
 }
 
 async function bareKoa(): Promise<{ url: string; stop: () => void }> {
-  const proc = spawn(process.execPath, [join(PACKAGE_ROOT, 'dist/bench/bare-koa.js')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, [join(PACKAGE_ROOT, 'dist/bench/bare-koa.js')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const url = await new Promise<string>((resolve) => {
     proc.stdout!.setEncoding('utf8');
     proc.stdout!.on('data', (c: string) => {
@@ -58,16 +60,45 @@ const http: Scenario = {
       try {
         for (const connections of quick ? [1, 16] : [1, 16, 64]) {
           const base = await load({ url: `${bare.url}/`, connections, durationMs });
-          const list = await load({ url: `${daemon.url}/tunnelAct/instanceMgr/list`, headers: () => daemon.headers(), connections, durationMs });
-          const status = await load({ url: `${daemon.url}/tunnelAct/instanceMgr/status?instanceID=1`, headers: () => daemon.headers(), connections, durationMs });
+          const list = await load({
+            url: `${daemon.url}/tunnelAct/instanceMgr/list`,
+            headers: () => daemon.headers(),
+            connections,
+            durationMs,
+          });
+          const status = await load({
+            url: `${daemon.url}/tunnelAct/instanceMgr/status?instanceID=1`,
+            headers: () => daemon.headers(),
+            connections,
+            durationMs,
+          });
           rows.push({ metric: `bare koa @${connections} req/s`, value: base.rps, unit: 'req/s' });
-          rows.push({ metric: `bare koa @${connections} p50 / p99`, value: `${base.p50.toFixed(2)} / ${base.p99.toFixed(2)}`, unit: 'ms' });
+          rows.push({
+            metric: `bare koa @${connections} p50 / p99`,
+            value: `${base.p50.toFixed(2)} / ${base.p99.toFixed(2)}`,
+            unit: 'ms',
+          });
           rows.push({ metric: `list (${instances}) @${connections} req/s`, value: list.rps, unit: 'req/s' });
-          rows.push({ metric: `list @${connections} ratio to bare koa`, value: list.rps / base.rps, unit: 'x', goal: connections === 64 ? '>= 0.5' : undefined });
-          rows.push({ metric: `list @${connections} p50 / p99`, value: `${list.p50.toFixed(2)} / ${list.p99.toFixed(2)}`, unit: 'ms', goal: connections === 64 ? 'p99 < 20' : undefined });
+          rows.push({
+            metric: `list @${connections} ratio to bare koa`,
+            value: list.rps / base.rps,
+            unit: 'x',
+            goal: connections === 64 ? '>= 0.5' : undefined,
+          });
+          rows.push({
+            metric: `list @${connections} p50 / p99`,
+            value: `${list.p50.toFixed(2)} / ${list.p99.toFixed(2)}`,
+            unit: 'ms',
+            goal: connections === 64 ? 'p99 < 20' : undefined,
+          });
           rows.push({ metric: `status @${connections} req/s`, value: status.rps, unit: 'req/s' });
-          rows.push({ metric: `status @${connections} p50 / p99`, value: `${status.p50.toFixed(2)} / ${status.p99.toFixed(2)}`, unit: 'ms' });
-          if (list.errors + status.errors > 0) rows.push({ metric: `errors @${connections}`, value: list.errors + status.errors, unit: 'req' });
+          rows.push({
+            metric: `status @${connections} p50 / p99`,
+            value: `${status.p50.toFixed(2)} / ${status.p99.toFixed(2)}`,
+            unit: 'ms',
+          });
+          if (list.errors + status.errors > 0)
+            rows.push({ metric: `errors @${connections}`, value: list.errors + status.errors, unit: 'req' });
         }
       } finally {
         bare.stop();
@@ -98,11 +129,14 @@ const fixtureInstances: Scenario = {
       }
       const rssIdle = await daemon.rssMiB();
       let t0 = performance.now();
-      const started = await Promise.all(ids.map((id) => daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id })));
+      const started = await Promise.all(
+        ids.map((id) => daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id })),
+      );
       const startMs = performance.now() - t0;
       const failures = started.filter((r) => !r.success);
       rows.push({ metric: `start ${count} fixture tunnels (StartSecs 1)`, value: startMs, unit: 'ms' });
-      if (failures.length) rows.push({ metric: `failed starts (first: ${failures[0].message})`, value: failures.length, unit: '' });
+      if (failures.length)
+        rows.push({ metric: `failed starts (first: ${failures[0].message})`, value: failures.length, unit: '' });
       rows.push({ metric: `daemon RSS, ${count} running`, value: await daemon.rssMiB(), unit: 'MiB' });
       rows.push({ metric: 'daemon RSS, none running', value: rssIdle, unit: 'MiB' });
       rows.push({ metric: `daemon fds, ${count} running`, value: await daemon.openFds(), unit: 'fds' });
@@ -127,7 +161,9 @@ async function standIn(): Promise<string> {
   const { tmpdir } = await import('node:os');
   const out = join(mkdtempSync(join(tmpdir(), 'tunnelward-stand-in-')), 'sleep-and-log');
   try {
-    execFileSync('cc', ['-O2', '-o', out, join(PACKAGE_ROOT, 'bench', 'stand-ins', 'sleep-and-log.c')], { stdio: 'ignore' });
+    execFileSync('cc', ['-O2', '-o', out, join(PACKAGE_ROOT, 'bench', 'stand-ins', 'sleep-and-log.c')], {
+      stdio: 'ignore',
+    });
     return out;
   } catch {
     return join(PACKAGE_ROOT, 'bench', 'stand-ins', 'sleep-and-log.sh');
@@ -207,28 +243,58 @@ const scale: Scenario = {
       rows.push({ metric: `daemon RSS, ${count} stopped`, value: await daemon.rssMiB(), unit: 'MiB' });
 
       const t0 = performance.now();
-      const started = await inParallel(count, START_CLIENTS, (i) => daemon.post('/tunnelAct/instanceMgr/start', { instanceID: ids[i] }));
+      const started = await inParallel(count, START_CLIENTS, (i) =>
+        daemon.post('/tunnelAct/instanceMgr/start', { instanceID: ids[i] }),
+      );
       const allRunning = performance.now() - t0;
       const failed = started.filter((r) => !r.success);
-      rows.push({ metric: `start ${count} (${START_CLIENTS} clients, StartSecs 1)`, value: allRunning, unit: 'ms', goal: '< 5000' });
-      if (failed.length) rows.push({ metric: `failed starts (first: ${failed[0].message})`, value: failed.length, unit: '' });
+      rows.push({
+        metric: `start ${count} (${START_CLIENTS} clients, StartSecs 1)`,
+        value: allRunning,
+        unit: 'ms',
+        goal: '< 5000',
+      });
+      if (failed.length)
+        rows.push({ metric: `failed starts (first: ${failed[0].message})`, value: failed.length, unit: '' });
       const list = await daemon.call('GET', '/tunnelAct/instanceMgr/list');
       rows.push({ metric: 'running per list', value: list.data.filter((i: any) => i.isRunning).length, unit: 'inst' });
       rows.push({ metric: `daemon RSS, ${count} running`, value: await daemon.rssMiB(), unit: 'MiB', goal: '< 100' });
-      rows.push({ metric: `daemon open fds, ${count} running`, value: await daemon.openFds(), unit: 'fds', goal: '< 1500' });
+      rows.push({
+        metric: `daemon open fds, ${count} running`,
+        value: await daemon.openFds(),
+        unit: 'fds',
+        goal: '< 1500',
+      });
 
       const listLatency = await latency(quick ? 50 : 200, () => daemon.call('GET', '/tunnelAct/instanceMgr/list'));
-      const statusLatency = await latency(quick ? 50 : 200, () => daemon.call('GET', `/tunnelAct/instanceMgr/status?instanceID=${ids[count >> 1]}`));
-      rows.push({ metric: `list (${count}) p50 / p99`, value: `${listLatency.p50.toFixed(2)} / ${listLatency.p99.toFixed(2)}`, unit: 'ms', goal: 'p50 < 20' });
-      rows.push({ metric: 'status p50 / p99', value: `${statusLatency.p50.toFixed(2)} / ${statusLatency.p99.toFixed(2)}`, unit: 'ms', goal: 'p50 < 20' });
+      const statusLatency = await latency(quick ? 50 : 200, () =>
+        daemon.call('GET', `/tunnelAct/instanceMgr/status?instanceID=${ids[count >> 1]}`),
+      );
+      rows.push({
+        metric: `list (${count}) p50 / p99`,
+        value: `${listLatency.p50.toFixed(2)} / ${listLatency.p99.toFixed(2)}`,
+        unit: 'ms',
+        goal: 'p50 < 20',
+      });
+      rows.push({
+        metric: 'status p50 / p99',
+        value: `${statusLatency.p50.toFixed(2)} / ${statusLatency.p99.toFixed(2)}`,
+        unit: 'ms',
+        goal: 'p50 < 20',
+      });
 
       // Idle means after the one-off work of a fresh start (each instance's stable-uptime timer fires at 60 s).
       await sleep(quick ? 2000 : 62_000);
       const cpu0 = await daemon.cpuSeconds();
       await sleep(idleSeconds * 1000);
-      const idleCpu = ((await daemon.cpuSeconds()) - cpu0) / idleSeconds * 100;
+      const idleCpu = (((await daemon.cpuSeconds()) - cpu0) / idleSeconds) * 100;
       rows.push({ metric: `daemon CPU idle over ${idleSeconds} s`, value: idleCpu, unit: '%', goal: '< 0.5' });
-      rows.push({ metric: `daemon RSS, ${count} running, after the idle period`, value: await daemon.rssMiB(), unit: 'MiB', goal: '< 100' });
+      rows.push({
+        metric: `daemon RSS, ${count} running, after the idle period`,
+        value: await daemon.rssMiB(),
+        unit: 'MiB',
+        goal: '< 100',
+      });
 
       // Crash of a spawned tunnel: time until the daemon notices, and until a new process runs.
       const crash = async (which: number, parent: number) => {
@@ -243,7 +309,12 @@ const scale: Scenario = {
       const spawnedCrash: number[] = [];
       for (let i = 0; i < 5; i++) spawnedCrash.push(await crash(i * 7, daemon.proc.pid!));
       spawnedCrash.sort((a, b) => a - b);
-      rows.push({ metric: 'crash of a spawned tunnel to new process p50', value: spawnedCrash[2]!, unit: 'ms', goal: '< 100' });
+      rows.push({
+        metric: 'crash of a spawned tunnel to new process p50',
+        value: spawnedCrash[2]!,
+        unit: 'ms',
+        goal: '< 100',
+      });
       const noticed = await noticeTimes(daemon, 3);
       rows.push({ metric: 'crash of a spawned tunnel to noticed p50', value: noticed, unit: 'ms', goal: '< 50' });
 
@@ -260,11 +331,21 @@ const scale: Scenario = {
         if (running === count) break;
         await sleep(20);
       }
-      rows.push({ metric: `kill -9 + restart: all ${count} running again`, value: performance.now() - r0, unit: 'ms', goal: '< 3000' });
+      rows.push({
+        metric: `kill -9 + restart: all ${count} running again`,
+        value: performance.now() - r0,
+        unit: 'ms',
+        goal: '< 3000',
+      });
       const procs = await processesByConfig(STAND_IN_MARKER);
       const shells = [...procs.values()].map((pids) => pids.length);
       rows.push({ metric: 're-adopted and running', value: running, unit: 'inst' });
-      rows.push({ metric: 'tunnels running twice after restart', value: shells.filter((n) => n > 1).length, unit: 'inst', goal: '0' });
+      rows.push({
+        metric: 'tunnels running twice after restart',
+        value: shells.filter((n) => n > 1).length,
+        unit: 'inst',
+        goal: '0',
+      });
       const adoptedCrash: number[] = [];
       for (let i = 0; i < 3; i++) {
         const procsNow = await processesByConfig(STAND_IN_MARKER);
@@ -275,13 +356,21 @@ const scale: Scenario = {
         adoptedCrash.push((await newChildFor(daemon.proc.pid!, config, pid, 10_000)) - killedAt);
       }
       adoptedCrash.sort((a, b) => a - b);
-      rows.push({ metric: 'crash of a re-adopted tunnel to new process p50', value: adoptedCrash[1]!, unit: 'ms', goal: '< 2000' });
+      rows.push({
+        metric: 'crash of a re-adopted tunnel to new process p50',
+        value: adoptedCrash[1]!,
+        unit: 'ms',
+        goal: '< 2000',
+      });
 
       const s0 = performance.now();
-      const stopped = await inParallel(count, START_CLIENTS, (i) => daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: ids[i] }));
+      const stopped = await inParallel(count, START_CLIENTS, (i) =>
+        daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: ids[i] }),
+      );
       rows.push({ metric: `stop ${count}`, value: performance.now() - s0, unit: 'ms' });
       const notStopped = stopped.filter((r) => !r.success);
-      if (notStopped.length) rows.push({ metric: `failed stops (first: ${notStopped[0].message})`, value: notStopped.length, unit: '' });
+      if (notStopped.length)
+        rows.push({ metric: `failed stops (first: ${notStopped[0].message})`, value: notStopped.length, unit: '' });
       const left = await processesByConfig(STAND_IN_MARKER);
       rows.push({ metric: 'tunnels left after stopping all', value: left.size, unit: 'inst', goal: '0' });
     } finally {
@@ -344,20 +433,24 @@ const logs: Scenario = {
         const latencies: number[] = [];
         let measuring = false;
         const sockets = await Promise.all(
-          Array.from({ length: clients }, (_, i) =>
-            new Promise<InstanceType<typeof WebSocket>>((resolve, reject) => {
-              const ws = new WebSocket(`${daemon.url.replace('http', 'ws')}/tunnelAct/instanceMgr/logs?instanceID=${id}&token=${daemon.token}`);
-              ws.on('message', (data: Buffer) => {
-                if (!measuring) return;
-                const text = data.toString();
-                const at = /at (\d+)"/.exec(text);
-                if (!at) return;
-                counts[i]!++;
-                if ((counts[i]! & 15) === 0) latencies.push(Date.now() - Number(at[1]));
-              });
-              ws.on('open', () => resolve(ws));
-              ws.on('error', reject);
-            }),
+          Array.from(
+            { length: clients },
+            (_, i) =>
+              new Promise<InstanceType<typeof WebSocket>>((resolve, reject) => {
+                const ws = new WebSocket(
+                  `${daemon.url.replace('http', 'ws')}/tunnelAct/instanceMgr/logs?instanceID=${id}&token=${daemon.token}`,
+                );
+                ws.on('message', (data: Buffer) => {
+                  if (!measuring) return;
+                  const text = data.toString();
+                  const at = /at (\d+)"/.exec(text);
+                  if (!at) return;
+                  counts[i]!++;
+                  if ((counts[i]! & 15) === 0) latencies.push(Date.now() - Number(at[1]));
+                });
+                ws.on('open', () => resolve(ws));
+                ws.on('error', reject);
+              }),
           ),
         );
         await sleep(500);
@@ -365,13 +458,23 @@ const logs: Scenario = {
         measuring = true;
         await sleep(windowMs);
         measuring = false;
-        const cpu = ((await daemon.cpuSeconds()) - cpu0) / (windowMs / 1000) * 100;
+        const cpu = (((await daemon.cpuSeconds()) - cpu0) / (windowMs / 1000)) * 100;
         const closed = sockets.filter((ws) => ws.readyState !== ws.OPEN).length;
         for (const ws of sockets) ws.close();
         latencies.sort((a, b) => a - b);
         const perClient = counts.map((c) => c / (windowMs / 1000));
-        rows.push({ metric: `${clients} clients: lines/s per client (min / mean)`, value: `${Math.round(Math.min(...perClient))} / ${Math.round(perClient.reduce((a, b) => a + b, 0) / clients)}`, unit: 'lines/s', goal: clients === 50 ? `${rate}` : undefined });
-        rows.push({ metric: `${clients} clients: line latency p50 / p99`, value: `${percentile(latencies, 50)} / ${percentile(latencies, 99)}`, unit: 'ms', goal: clients === 50 ? 'p99 < 250' : undefined });
+        rows.push({
+          metric: `${clients} clients: lines/s per client (min / mean)`,
+          value: `${Math.round(Math.min(...perClient))} / ${Math.round(perClient.reduce((a, b) => a + b, 0) / clients)}`,
+          unit: 'lines/s',
+          goal: clients === 50 ? `${rate}` : undefined,
+        });
+        rows.push({
+          metric: `${clients} clients: line latency p50 / p99`,
+          value: `${percentile(latencies, 50)} / ${percentile(latencies, 99)}`,
+          unit: 'ms',
+          goal: clients === 50 ? 'p99 < 250' : undefined,
+        });
         rows.push({ metric: `${clients} clients: daemon CPU`, value: cpu, unit: '%' });
         if (closed) rows.push({ metric: `${clients} clients: closed as too slow`, value: closed, unit: 'clients' });
         await sleep(500);
@@ -381,7 +484,9 @@ const logs: Scenario = {
       const { connect } = await import('node:net');
       const url = new URL(daemon.url);
       const stuck = connect(Number(url.port), url.hostname, () =>
-        stuck.write(`GET /tunnelAct/instanceMgr/logs?instanceID=${id}&token=${daemon.token} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`),
+        stuck.write(
+          `GET /tunnelAct/instanceMgr/logs?instanceID=${id}&token=${daemon.token} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+        ),
       );
       stuck.once('data', () => stuck.pause());
       let peak = rss0;
@@ -390,7 +495,11 @@ const logs: Scenario = {
         peak = Math.max(peak, await daemon.rssMiB());
       }
       stuck.destroy();
-      rows.push({ metric: 'daemon RSS before / peak with a stuck client', value: `${rss0.toFixed(1)} / ${peak.toFixed(1)}`, unit: 'MiB' });
+      rows.push({
+        metric: 'daemon RSS before / peak with a stuck client',
+        value: `${rss0.toFixed(1)} / ${peak.toFixed(1)}`,
+        unit: 'MiB',
+      });
       await daemon.call('POST', '/tunnelAct/instanceMgr/stop', { instanceID: String(id) });
     } finally {
       await daemon.stop();
@@ -434,7 +543,11 @@ const startup: Scenario = {
     });
     await db.close();
     const { stat } = await import('node:fs/promises');
-    rows.push({ metric: 'database size (1000 instances, 10 000 sessions)', value: (await stat(join(dataDir, 'tunnelward.db'))).size / 1024, unit: 'KiB' });
+    rows.push({
+      metric: 'database size (1000 instances, 10 000 sessions)',
+      value: (await stat(join(dataDir, 'tunnelward.db'))).size / 1024,
+      unit: 'KiB',
+    });
     const runs: number[] = [];
     for (let i = 0; i < (quick ? 2 : 5); i++) {
       const t0 = performance.now();
@@ -459,14 +572,26 @@ const startup: Scenario = {
         writes.push(performance.now() - t0);
       }
       writes.sort((a, b) => a - b);
-      rows.push({ metric: 'one persisted write (rename) p50 / p99', value: `${percentile(writes, 50).toFixed(1)} / ${percentile(writes, 99).toFixed(1)}`, unit: 'ms' });
+      rows.push({
+        metric: 'one persisted write (rename) p50 / p99',
+        value: `${percentile(writes, 50).toFixed(1)} / ${percentile(writes, 99).toFixed(1)}`,
+        unit: 'ms',
+      });
       const burst = performance.now();
       await Promise.all(
         Array.from({ length: 100 }, (_, i) =>
-          daemon.call('POST', '/tunnelAct/instanceMgr/modify', { instanceID: String(i + 2), type: 'systemConfig', modifiedData: { name: `burst_${i}` } }),
+          daemon.call('POST', '/tunnelAct/instanceMgr/modify', {
+            instanceID: String(i + 2),
+            type: 'systemConfig',
+            modifiedData: { name: `burst_${i}` },
+          }),
         ),
       );
-      rows.push({ metric: '100 concurrent persisted writes, all acknowledged', value: performance.now() - burst, unit: 'ms' });
+      rows.push({
+        metric: '100 concurrent persisted writes, all acknowledged',
+        value: performance.now() - burst,
+        unit: 'ms',
+      });
     } finally {
       await daemon.stop();
       await daemon.remove();

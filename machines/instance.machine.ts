@@ -149,9 +149,7 @@ export const instanceMachine = setup({
     acceptCommand: assign(({ event }) => ({ command: commandOf(event), ref: (event as CommandEvent).ref ?? 0 })),
     clearCommand: assign({ command: null }),
     configure: assign(({ context, event }) =>
-      event.type === 'CONFIGURE'
-        ? { watchdog: event.watchdog, timing: { ...context.timing, ...event.timing } }
-        : {},
+      event.type === 'CONFIGURE' ? { watchdog: event.watchdog, timing: { ...context.timing, ...event.timing } } : {},
     ),
     resetCrashes: assign({ attempt: 0 }),
     countCrash: assign({ attempt: ({ context }) => context.attempt + 1 }),
@@ -252,7 +250,10 @@ export const instanceMachine = setup({
 
     starting: {
       // A new run: how an earlier one ended no longer describes this one.
-      entry: [assign({ lastExit: null }), { type: 'stateEntered', params: ({ context }) => ({ state: 'starting' as const, context }) }],
+      entry: [
+        assign({ lastExit: null }),
+        { type: 'stateEntered', params: ({ context }) => ({ state: 'starting' as const, context }) },
+      ],
       initial: 'spawning',
       states: {
         spawning: {
@@ -297,7 +298,11 @@ export const instanceMachine = setup({
           },
           after: {
             startSecs: [
-              { guard: 'hasCommand', target: '#instance.running', actions: [{ type: 'reply', params: { ok: true } }, 'clearCommand'] },
+              {
+                guard: 'hasCommand',
+                target: '#instance.running',
+                actions: [{ type: 'reply', params: { ok: true } }, 'clearCommand'],
+              },
               { target: '#instance.running' },
             ],
           },
@@ -309,9 +314,17 @@ export const instanceMachine = setup({
                 actions: [endProcess, 'recordExit', 'countCrash', 'replyExit', 'clearCommand'],
               },
               { guard: 'noRetryExit', target: '#instance.failed', actions: [endProcess, 'recordExit', 'countCrash'] },
-              { guard: 'hasCommand', target: '#instance.stopped', actions: [endProcess, 'recordExit', 'replyExit', 'clearCommand'] },
+              {
+                guard: 'hasCommand',
+                target: '#instance.stopped',
+                actions: [endProcess, 'recordExit', 'replyExit', 'clearCommand'],
+              },
               { guard: 'watchdogOff', target: '#instance.stopped', actions: [endProcess, 'recordExit'] },
-              { guard: 'crashLimitReached', target: '#instance.failed', actions: [endProcess, 'recordExit', 'countCrash'] },
+              {
+                guard: 'crashLimitReached',
+                target: '#instance.failed',
+                actions: [endProcess, 'recordExit', 'countCrash'],
+              },
               { target: '#instance.backoff', actions: [endProcess, 'recordExit', 'countCrash'] },
             ],
             STOP: { guard: 'idle', target: '#instance.stopping', actions: 'acceptCommand' },
@@ -379,8 +392,15 @@ export const instanceMachine = setup({
       },
       on: {
         EXITED: [
-          { guard: { type: 'commandIs', params: { command: 'restart' } }, target: 'starting', actions: [endProcess, 'recordExit', 'resetCrashes'] },
-          { target: 'stopped', actions: [endProcess, 'recordExit', { type: 'reply', params: { ok: true } }, 'clearCommand'] },
+          {
+            guard: { type: 'commandIs', params: { command: 'restart' } },
+            target: 'starting',
+            actions: [endProcess, 'recordExit', 'resetCrashes'],
+          },
+          {
+            target: 'stopped',
+            actions: [endProcess, 'recordExit', { type: 'reply', params: { ok: true } }, 'clearCommand'],
+          },
         ],
       },
     },

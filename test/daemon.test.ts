@@ -64,21 +64,36 @@ test('SIGTERM closes, flushes and exits 0; a kill -9 loses nothing that was ackn
 
 test('without TUNNELWARD_ADMIN_PASSWORD a random password is printed once and kept in a 0600 file', async (t) => {
   const dir = await tempDir();
-  const daemon = await startDaemon({ dataDir: dir, env: { TUNNELWARD_ADMIN_USER: 'owner', TUNNELWARD_ADMIN_PASSWORD: '' } });
+  const daemon = await startDaemon({
+    dataDir: dir,
+    env: { TUNNELWARD_ADMIN_USER: 'owner', TUNNELWARD_ADMIN_PASSWORD: '' },
+  });
   t.teardown(() => dispose(daemon));
   const printed = (await daemon.waitForOutput(/first superuser: owner, password: (\S+)/))[1]!;
   const file = join(dir, 'initial-admin-password');
   t.is((await readFile(file, 'utf8')).trim(), printed);
   t.is((await stat(file)).mode & 0o777, 0o600);
-  t.false(daemon.output.some((l) => l.startsWith('{') && l.includes(printed)), 'never in the JSON log');
+  t.false(
+    daemon.output.some((l) => l.startsWith('{') && l.includes(printed)),
+    'never in the JSON log',
+  );
   const token = await daemon.login('owner', printed);
   t.truthy(token);
   await daemon.stop();
-  const again = await startDaemon({ dataDir: dir, env: { TUNNELWARD_ADMIN_USER: 'other', TUNNELWARD_ADMIN_PASSWORD: 'Other123!x' } });
+  const again = await startDaemon({
+    dataDir: dir,
+    env: { TUNNELWARD_ADMIN_USER: 'other', TUNNELWARD_ADMIN_PASSWORD: 'Other123!x' },
+  });
   t.teardown(() => again.stop('SIGKILL'));
-  t.false(again.output.some((l) => l.includes('first superuser')), 'printed only while there are no users');
+  t.false(
+    again.output.some((l) => l.includes('first superuser')),
+    'printed only while there are no users',
+  );
   const list = await again.get('/userMgr/list', { token: await again.login('owner', printed) });
-  t.deepEqual(list.body.data.map((u: any) => u.Username), ['owner']);
+  t.deepEqual(
+    list.body.data.map((u: any) => u.Username),
+    ['owner'],
+  );
 });
 
 test('a first superuser password that breaks the rules stops the start', async (t) => {
@@ -100,7 +115,8 @@ test('flags beat the environment, which beats settings.toml', async (t) => {
     collectLines(proc, out);
     const daemon = { output: out } as unknown as Daemon;
     const deadline = Date.now() + 15_000;
-    while (!out.some((l) => l.includes('listening on')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    while (!out.some((l) => l.includes('listening on')) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
     proc.kill('SIGTERM');
     await exitOf(proc);
     return daemon.output.find((l) => l.startsWith('tunnelward listening on'));
@@ -111,7 +127,10 @@ test('flags beat the environment, which beats settings.toml', async (t) => {
     await run({ TUNNELWARD_PORT: String(fromEnv) }, ['--port', String(fromFlag)]),
     `tunnelward listening on http://127.0.0.1:${fromFlag}`,
   );
-  t.is(await run({}, [`--port=${fromFlag}`, '--host', '127.0.0.2']), `tunnelward listening on http://127.0.0.2:${fromFlag}`);
+  t.is(
+    await run({}, [`--port=${fromFlag}`, '--host', '127.0.0.2']),
+    `tunnelward listening on http://127.0.0.2:${fromFlag}`,
+  );
 });
 
 test('bad flags and a busy port give clear messages', async (t) => {

@@ -37,7 +37,12 @@ async function writeConfig(t: ExecutionContext, text: string, name = 'frpc.toml'
   return file;
 }
 
-interface Exit { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; }
+interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
 
 interface Running {
   child: ChildProcess;
@@ -55,40 +60,51 @@ function start(t: ExecutionContext, args: string[], env: Record<string, string |
     stdout += chunk;
     for (const check of waiters) check();
   });
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; });
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
   const exited = new Promise<Exit>((resolve) => {
     child.on('close', (code, signal) => {
       for (const check of waiters) check();
       resolve({ code, signal, stdout, stderr });
     });
   });
-  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL'); });
-  const waitFor = (pattern: RegExp, timeoutMs = 15_000) => new Promise<RegExpMatchArray>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      waiters.delete(check);
-      reject(new Error(`timed out waiting for ${pattern}; output so far:\n${stdout}${stderr}`));
-    }, timeoutMs);
-    function check(): void {
-      const match = stdout.replace(ANSI, '').match(pattern);
-      if (match) {
-        clearTimeout(timer);
-        waiters.delete(check);
-        resolve(match);
-      } else if (child.exitCode !== null || child.signalCode !== null) {
-        clearTimeout(timer);
-        waiters.delete(check);
-        reject(new Error(`fixture exited (${child.exitCode ?? child.signalCode}) before ${pattern}:\n${stdout}${stderr}`));
-      }
-    }
-    waiters.add(check);
-    check();
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
+  const waitFor = (pattern: RegExp, timeoutMs = 15_000) =>
+    new Promise<RegExpMatchArray>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        waiters.delete(check);
+        reject(new Error(`timed out waiting for ${pattern}; output so far:\n${stdout}${stderr}`));
+      }, timeoutMs);
+      function check(): void {
+        const match = stdout.replace(ANSI, '').match(pattern);
+        if (match) {
+          clearTimeout(timer);
+          waiters.delete(check);
+          resolve(match);
+        } else if (child.exitCode !== null || child.signalCode !== null) {
+          clearTimeout(timer);
+          waiters.delete(check);
+          reject(
+            new Error(`fixture exited (${child.exitCode ?? child.signalCode}) before ${pattern}:\n${stdout}${stderr}`),
+          );
+        }
+      }
+      waiters.add(check);
+      check();
+    });
   return { child, output: () => stdout, waitFor, exited };
 }
 
 const run = (t: ExecutionContext, args: string[]): Promise<Exit> => start(t, args).exited;
 
-const plainLines = (text: string): string[] => text.replace(ANSI, '').split('\n').filter((line) => line !== '');
+const plainLines = (text: string): string[] =>
+  text
+    .replace(ANSI, '')
+    .split('\n')
+    .filter((line) => line !== '');
 
 test('-v and --version print 0.70.1 and exit 0', async (t) => {
   for (const flag of ['-v', '--version']) {
@@ -100,7 +116,12 @@ test('-v and --version print 0.70.1 and exit 0', async (t) => {
 
 test('verify accepts a valid file in every -c spelling', async (t) => {
   const file = await writeConfig(t, VALID + TCP_PROXY);
-  for (const args of [['verify', '-c', file], ['verify', `--config=${file}`], ['verify', `-c=${file}`], ['-c', file, 'verify']]) {
+  for (const args of [
+    ['verify', '-c', file],
+    ['verify', `--config=${file}`],
+    ['verify', `-c=${file}`],
+    ['-c', file, 'verify'],
+  ]) {
     const result = await run(t, args);
     t.is(result.code, 0, args.join(' '));
     t.is(result.stdout, `frpc: the configuration file ${file} syntax is ok\n`, args.join(' '));
@@ -129,42 +150,166 @@ test('no -c, a missing file and an unknown flag all exit 1', async (t) => {
 });
 
 const rejections: Array<[string, string, RegExp]> = [
-  ['a [common] table (INI reader)', '[common]\nserver_addr = "127.0.0.1"\nserver_port = 7000\n', /\[common\] section: frpc would read it with its deprecated INI reader/],
-  ['a snake_case top-level key', 'server_addr = "127.0.0.1"\nserverPort = 7000\n', /^json: unknown field "server_addr"$/m],
+  [
+    'a [common] table (INI reader)',
+    '[common]\nserver_addr = "127.0.0.1"\nserver_port = 7000\n',
+    /\[common\] section: frpc would read it with its deprecated INI reader/,
+  ],
+  [
+    'a snake_case top-level key',
+    'server_addr = "127.0.0.1"\nserverPort = 7000\n',
+    /^json: unknown field "server_addr"$/m,
+  ],
   ['a snake_case auth key', 'auth_method = "token"\n', /^json: unknown field "auth_method"$/m],
-  ['a snake_case proxy key', `${VALID}[[proxies]]\nname = "ssh"\ntype = "tcp"\nlocal_port = 22\n`, /^decode proxy at index 0: unmarshal ProxyConfig error: json: unknown field "local_port"$/m],
+  [
+    'a snake_case proxy key',
+    `${VALID}[[proxies]]\nname = "ssh"\ntype = "tcp"\nlocal_port = 22\n`,
+    /^decode proxy at index 0: unmarshal ProxyConfig error: json: unknown field "local_port"$/m,
+  ],
   ['an unknown top-level key', `${VALID}colour = "blue"\n`, /^json: unknown field "colour"$/m],
   ['an unknown nested key', `${VALID}transport.bogus = 1\n`, /^json: unknown field "bogus"$/m],
-  ['remotePort on an http proxy', `${VALID}[[proxies]]\nname = "web"\ntype = "http"\nlocalPort = 80\nremotePort = 8080\n`, /unknown field "remotePort"/],
-  ['a string serverPort', 'serverAddr = "127.0.0.1"\nserverPort = "7000"\n', /^field "serverPort": cannot unmarshal string into int$/m],
-  ['a string localPort', `${VALID}[[proxies]]\nname = "ssh"\ntype = "tcp"\nlocalPort = "22"\n`, /cannot unmarshal string into Go struct field TCPProxyConfig\.localPort of type int/],
-  ['a port out of range', `${VALID}[[proxies]]\nname = "ssh"\ntype = "tcp"\nlocalPort = 22\nremotePort = 70000\n`, /remotePort: port number 70000 must be in the range 1\.\.65535/],
-  ['a string webServer.port', `${VALID}webServer.port = "7400"\n`, /^field "webServer.port": cannot unmarshal string into int$/m],
-  ['an unsupported auth.method', 'serverAddr = "127.0.0.1"\nauth.method = "password"\n', /^invalid auth method, optional values are \[token oidc\]$/m],
-  ['a duplicate proxy name', `${VALID}${TCP_PROXY}${TCP_PROXY.replace('6000', '6001')}`, /duplicate proxy name \[ssh\]/],
+  [
+    'remotePort on an http proxy',
+    `${VALID}[[proxies]]\nname = "web"\ntype = "http"\nlocalPort = 80\nremotePort = 8080\n`,
+    /unknown field "remotePort"/,
+  ],
+  [
+    'a string serverPort',
+    'serverAddr = "127.0.0.1"\nserverPort = "7000"\n',
+    /^field "serverPort": cannot unmarshal string into int$/m,
+  ],
+  [
+    'a string localPort',
+    `${VALID}[[proxies]]\nname = "ssh"\ntype = "tcp"\nlocalPort = "22"\n`,
+    /cannot unmarshal string into Go struct field TCPProxyConfig\.localPort of type int/,
+  ],
+  [
+    'a port out of range',
+    `${VALID}[[proxies]]\nname = "ssh"\ntype = "tcp"\nlocalPort = 22\nremotePort = 70000\n`,
+    /remotePort: port number 70000 must be in the range 1\.\.65535/,
+  ],
+  [
+    'a string webServer.port',
+    `${VALID}webServer.port = "7400"\n`,
+    /^field "webServer.port": cannot unmarshal string into int$/m,
+  ],
+  [
+    'an unsupported auth.method',
+    'serverAddr = "127.0.0.1"\nauth.method = "password"\n',
+    /^invalid auth method, optional values are \[token oidc\]$/m,
+  ],
+  [
+    'a duplicate proxy name',
+    `${VALID}${TCP_PROXY}${TCP_PROXY.replace('6000', '6001')}`,
+    /duplicate proxy name \[ssh\]/,
+  ],
   ['a proxy without a name', `${VALID}[[proxies]]\ntype = "tcp"\nlocalPort = 22\n`, /name should not be empty/],
-  ['a proxy without a type', `${VALID}[[proxies]]\nname = "ssh"\nlocalPort = 22\n`, /^decode proxy at index 0: type is required$/m],
-  ['an unknown proxy type', `${VALID}[[proxies]]\nname = "ssh"\ntype = "ftp"\n`, /^decode proxy at index 0: unknown proxy type: ftp$/m],
-  ['a non-boolean enabled', `${VALID}${TCP_PROXY}enabled = "false"\n`, /cannot unmarshal string into Go struct field TCPProxyConfig\.enabled of type bool/],
-  ['a non-string metadatas value', `${VALID}metadatas.owner = 42\n`, /^field "metadatas.owner": cannot unmarshal number into string$/m],
-  ['an unknown log.level', `${VALID}log.level = "verbose"\n`, /^invalid log level, optional values are \[trace debug info warn error\]$/m],
+  [
+    'a proxy without a type',
+    `${VALID}[[proxies]]\nname = "ssh"\nlocalPort = 22\n`,
+    /^decode proxy at index 0: type is required$/m,
+  ],
+  [
+    'an unknown proxy type',
+    `${VALID}[[proxies]]\nname = "ssh"\ntype = "ftp"\n`,
+    /^decode proxy at index 0: unknown proxy type: ftp$/m,
+  ],
+  [
+    'a non-boolean enabled',
+    `${VALID}${TCP_PROXY}enabled = "false"\n`,
+    /cannot unmarshal string into Go struct field TCPProxyConfig\.enabled of type bool/,
+  ],
+  [
+    'a non-string metadatas value',
+    `${VALID}metadatas.owner = 42\n`,
+    /^field "metadatas.owner": cannot unmarshal number into string$/m,
+  ],
+  [
+    'an unknown log.level',
+    `${VALID}log.level = "verbose"\n`,
+    /^invalid log level, optional values are \[trace debug info warn error\]$/m,
+  ],
   ['a TOML syntax error', 'serverAddr = \n', /^toml: line 1, column \d+: /m],
-  ['a misspelt fixture control', `${VALID}metadatas."fixture.exitNow" = "true"\n`, /unknown control metadatas\."fixture\.exitNow"/],
-  ['secretKey on a tcp proxy', `${VALID}${TCP_PROXY}secretKey = "k"\n`, /^decode proxy at index 0: unmarshal ProxyConfig error: json: unknown field "secretKey"$/m],
-  ['an unknown transport key on a proxy', `${VALID}${TCP_PROXY}transport.useEncrypt = true\n`, /json: unknown field "useEncrypt"$/m],
-  ['a string useEncryption', `${VALID}${TCP_PROXY}transport.useEncryption = "true"\n`, /cannot unmarshal string into Go struct field TCPProxyConfig\.transport\.useEncryption of type bool/],
-  ['an unknown plugin type', `${VALID}${TCP_PROXY}plugin.type = "ftp"\n`, /^decode proxy at index 0: unmarshal ProxyConfig error: unknown plugin type: ftp$/m],
-  ['a plugin without a type', `${VALID}${TCP_PROXY}plugin.unixPath = "/x"\n`, /^decode proxy at index 0: unmarshal ProxyConfig error: plugin type is empty$/m],
-  ['an option of another plugin', `${VALID}${TCP_PROXY}plugin.type = "socks5"\nplugin.unixPath = "/x"\n`, /unmarshal ClientPluginOptions error: json: unknown field "unixPath"$/m],
-  ['a non-boolean plugin enableHTTP2', `${VALID}${TCP_PROXY}plugin.type = "https2http"\nplugin.localAddr = "a:1"\nplugin.enableHTTP2 = "no"\n`, /cannot unmarshal string into Go struct field HTTPS2HTTPPluginOptions\.enableHTTP2 of type bool/],
-  ['a plugin without its required option', `${VALID}${TCP_PROXY}plugin.type = "https2http"\n`, /^proxy ssh: plugin https2http: localAddr is required$/m],
-  ['an unknown field in a health check header', `${VALID}${TCP_PROXY}healthCheck.type = "tcp"\nhealthCheck.httpHeaders = [{ name = "a", val = "b" }]\n`, /json: unknown field "val"$/m],
-  ['an http health check without a path', `${VALID}${TCP_PROXY}healthCheck.type = "http"\n`, /^proxy ssh: health check path should not be empty$/m],
-  ['an unknown proxy protocol version', `${VALID}${TCP_PROXY}transport.proxyProtocolVersion = "v3"\n`, /^proxy ssh: not support proxy protocol version: v3$/m],
-  ['a bandwidth limit in GB', `${VALID}${TCP_PROXY}transport.bandwidthLimit = "1GB"\n`, /^proxy ssh: bandwidthLimit: unit not support$/m],
-  ['an http proxy without domains', `${VALID}[[proxies]]\nname = "web"\ntype = "http"\nlocalPort = 80\n`, /^proxy web: subdomain and custom domains should not be both empty$/m],
-  ['a tcpmux proxy without its multiplexer', `${VALID}[[proxies]]\nname = "mux"\ntype = "tcpmux"\nlocalPort = 80\nsubdomain = "m"\n`, /^proxy mux: not support multiplexer: $/m],
-  ['a template action other than .Envs', `${VALID}user = "{{ env "HOME" }}"\n`, /^template: frp:5: a Go template action other than \{\{ \.Envs\.NAME \}\}/m],
+  [
+    'a misspelt fixture control',
+    `${VALID}metadatas."fixture.exitNow" = "true"\n`,
+    /unknown control metadatas\."fixture\.exitNow"/,
+  ],
+  [
+    'secretKey on a tcp proxy',
+    `${VALID}${TCP_PROXY}secretKey = "k"\n`,
+    /^decode proxy at index 0: unmarshal ProxyConfig error: json: unknown field "secretKey"$/m,
+  ],
+  [
+    'an unknown transport key on a proxy',
+    `${VALID}${TCP_PROXY}transport.useEncrypt = true\n`,
+    /json: unknown field "useEncrypt"$/m,
+  ],
+  [
+    'a string useEncryption',
+    `${VALID}${TCP_PROXY}transport.useEncryption = "true"\n`,
+    /cannot unmarshal string into Go struct field TCPProxyConfig\.transport\.useEncryption of type bool/,
+  ],
+  [
+    'an unknown plugin type',
+    `${VALID}${TCP_PROXY}plugin.type = "ftp"\n`,
+    /^decode proxy at index 0: unmarshal ProxyConfig error: unknown plugin type: ftp$/m,
+  ],
+  [
+    'a plugin without a type',
+    `${VALID}${TCP_PROXY}plugin.unixPath = "/x"\n`,
+    /^decode proxy at index 0: unmarshal ProxyConfig error: plugin type is empty$/m,
+  ],
+  [
+    'an option of another plugin',
+    `${VALID}${TCP_PROXY}plugin.type = "socks5"\nplugin.unixPath = "/x"\n`,
+    /unmarshal ClientPluginOptions error: json: unknown field "unixPath"$/m,
+  ],
+  [
+    'a non-boolean plugin enableHTTP2',
+    `${VALID}${TCP_PROXY}plugin.type = "https2http"\nplugin.localAddr = "a:1"\nplugin.enableHTTP2 = "no"\n`,
+    /cannot unmarshal string into Go struct field HTTPS2HTTPPluginOptions\.enableHTTP2 of type bool/,
+  ],
+  [
+    'a plugin without its required option',
+    `${VALID}${TCP_PROXY}plugin.type = "https2http"\n`,
+    /^proxy ssh: plugin https2http: localAddr is required$/m,
+  ],
+  [
+    'an unknown field in a health check header',
+    `${VALID}${TCP_PROXY}healthCheck.type = "tcp"\nhealthCheck.httpHeaders = [{ name = "a", val = "b" }]\n`,
+    /json: unknown field "val"$/m,
+  ],
+  [
+    'an http health check without a path',
+    `${VALID}${TCP_PROXY}healthCheck.type = "http"\n`,
+    /^proxy ssh: health check path should not be empty$/m,
+  ],
+  [
+    'an unknown proxy protocol version',
+    `${VALID}${TCP_PROXY}transport.proxyProtocolVersion = "v3"\n`,
+    /^proxy ssh: not support proxy protocol version: v3$/m,
+  ],
+  [
+    'a bandwidth limit in GB',
+    `${VALID}${TCP_PROXY}transport.bandwidthLimit = "1GB"\n`,
+    /^proxy ssh: bandwidthLimit: unit not support$/m,
+  ],
+  [
+    'an http proxy without domains',
+    `${VALID}[[proxies]]\nname = "web"\ntype = "http"\nlocalPort = 80\n`,
+    /^proxy web: subdomain and custom domains should not be both empty$/m,
+  ],
+  [
+    'a tcpmux proxy without its multiplexer',
+    `${VALID}[[proxies]]\nname = "mux"\ntype = "tcpmux"\nlocalPort = 80\nsubdomain = "m"\n`,
+    /^proxy mux: not support multiplexer: $/m,
+  ],
+  [
+    'a template action other than .Envs',
+    `${VALID}user = "{{ env "HOME" }}"\n`,
+    /^template: frp:5: a Go template action other than \{\{ \.Envs\.NAME \}\}/m,
+  ],
 ];
 
 for (const [what, text, message] of rejections) {
@@ -181,13 +326,19 @@ async function runWithEnv(args: string[], env: Record<string, string | undefined
   const child = spawn(FIXTURE, args, { env: { ...process.env, ...env } });
   let stdout = '';
   let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; });
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; });
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+  });
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
   return new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
 }
 
 test('{{ .Envs.NAME }} is rendered from the environment before the TOML is parsed; an unset one prints <no value>', async (t) => {
-  const file = await writeConfig(t, `serverAddr = "127.0.0.1"
+  const file = await writeConfig(
+    t,
+    `serverAddr = "127.0.0.1"
 serverPort = {{ .Envs.TW_FIXTURE_PORT }}
 auth.token = "{{.Envs.TW_FIXTURE_TOKEN}}"
 ${NO_COLOUR}
@@ -202,8 +353,14 @@ name = "x{{ .Envs.TW_FIXTURE_UNSET }}"
 type = "tcp"
 localPort = 23
 remotePort = 6001
-`);
-  const env = { TW_FIXTURE_PORT: '7000', TW_FIXTURE_TOKEN: 't', TW_FIXTURE_NAME: 'from_env', TW_FIXTURE_UNSET: undefined };
+`,
+  );
+  const env = {
+    TW_FIXTURE_PORT: '7000',
+    TW_FIXTURE_TOKEN: 't',
+    TW_FIXTURE_NAME: 'from_env',
+    TW_FIXTURE_UNSET: undefined,
+  };
   const verify = await runWithEnv(['verify', '-c', file], env);
   t.is(verify.code, 0, verify.stdout);
   const unsetPort = await runWithEnv(['verify', '-c', file], { ...env, TW_FIXTURE_PORT: undefined });
@@ -218,7 +375,12 @@ remotePort = 6001
 });
 
 test('any other template action is refused before parsing, and the environment does not reach the output', async (t) => {
-  for (const action of ['{{ env "TW_FIXTURE_SECRET" }}', '{{ .Envs.TW_FIXTURE_SECRET | printf "%s" }}', '{{- .Envs.TW_FIXTURE_SECRET }}', '{{{ .Envs.TW_FIXTURE_SECRET }}']) {
+  for (const action of [
+    '{{ env "TW_FIXTURE_SECRET" }}',
+    '{{ .Envs.TW_FIXTURE_SECRET | printf "%s" }}',
+    '{{- .Envs.TW_FIXTURE_SECRET }}',
+    '{{{ .Envs.TW_FIXTURE_SECRET }}',
+  ]) {
     const file = await writeConfig(t, `${VALID}user = "${action.replace(/"/g, '\\"')}"\n`);
     const result = await runWithEnv(['verify', '-c', file], { TW_FIXTURE_SECRET: 'leaked-value' });
     t.is(result.code, 1, action);
@@ -233,7 +395,10 @@ test('verify accepts every proxy type and plugin with all the keys frpc 0.70 kno
   const result = await run(t, ['verify', '-c', file]);
   t.is(result.code, 0, result.stdout);
   for (const example of PROXY_EXAMPLES) {
-    const modified = await writeConfig(t, `${VALID}${stringify({ proxies: [merged(example.file, example.modified)] })}`);
+    const modified = await writeConfig(
+      t,
+      `${VALID}${stringify({ proxies: [merged(example.file, example.modified)] })}`,
+    );
     const after = await run(t, ['verify', '-c', modified]);
     t.is(after.code, 0, `${example.file.name}: ${after.stdout}`);
   }
@@ -247,13 +412,16 @@ test('a valid file logs the frpc start lines in colour, wrapping each line like 
   const lines = plainLines(raw);
   const runId = RUN_ID.exec(raw.replace(ANSI, ''))?.[1];
   if (runId === undefined) return t.fail('no run id in the login line');
-  t.deepEqual(lines.map((line) => line.replace(new RegExp(`^${STAMP} `), '')), [
-    `[I] [sub/root.go:142] start frpc service for config file [${file}]`,
-    '[I] [client/service.go:295] try to connect to server...',
-    `[I] [client/service.go:287] [${runId}] login to server success, get run id [${runId}]`,
-    `[I] [proxy/proxy_manager.go:173] [${runId}] proxy added: [ssh]`,
-    `[I] [client/control.go:168] [${runId}] [ssh] start proxy success`,
-  ]);
+  t.deepEqual(
+    lines.map((line) => line.replace(new RegExp(`^${STAMP} `), '')),
+    [
+      `[I] [sub/root.go:142] start frpc service for config file [${file}]`,
+      '[I] [client/service.go:295] try to connect to server...',
+      `[I] [client/service.go:287] [${runId}] login to server success, get run id [${runId}]`,
+      `[I] [proxy/proxy_manager.go:173] [${runId}] proxy added: [ssh]`,
+      `[I] [client/control.go:168] [${runId}] [ssh] start proxy success`,
+    ],
+  );
   for (const line of lines) t.regex(line, new RegExp(`^${STAMP} \\[I\\] `));
   // frpc's console writer colours the whole line including "\n", so the reset opens the next line.
   t.true(raw.startsWith('\x1b[1;34m'));
@@ -304,13 +472,17 @@ test('fixture.ignoreSigterm logs and survives SIGTERM, so only SIGKILL stops it'
 });
 
 test('a proxy with enabled = false is neither added nor started', async (t) => {
-  const proxies = ['a', 'b', 'c'].map((name, i) => `
+  const proxies = ['a', 'b', 'c']
+    .map(
+      (name, i) => `
 [[proxies]]
 name = "${name}"
 type = "tcp"
 localPort = ${100 + i}
 remotePort = ${6100 + i}
-${name === 'b' ? 'enabled = false\n' : ''}`).join('');
+${name === 'b' ? 'enabled = false\n' : ''}`,
+    )
+    .join('');
   const file = await writeConfig(t, VALID + NO_COLOUR + proxies);
   const fixture = start(t, ['-c', file]);
   await fixture.waitFor(/\[c\] start proxy success\n/);
@@ -331,9 +503,12 @@ test('fixture.exit = "now" logs an [E] line and exits 1', async (t) => {
 });
 
 test('fixture.crashAfterMs exits with fixture.exitCode after running for that long', async (t) => {
-  const file = await writeConfig(t, `${VALID}${NO_COLOUR}metadatas."fixture.crashAfterMs" = "300"
+  const file = await writeConfig(
+    t,
+    `${VALID}${NO_COLOUR}metadatas."fixture.crashAfterMs" = "300"
 metadatas."fixture.exitCode" = "7"
-${TCP_PROXY}`);
+${TCP_PROXY}`,
+  );
   const fixture = start(t, ['-c', file]);
   await fixture.waitFor(/start proxy success\n/);
   t.is(fixture.child.exitCode, null, 'still running once started');
@@ -351,16 +526,22 @@ test('fixture.logBurst prints that many numbered lines at start', async (t) => {
     .map((line) => /^\S+ \S+ \[I\] \[[^\]]+\] \[[0-9a-f]{16}\] burst line (\d+)$/.exec(line)?.[1])
     .filter((n): n is string => n !== undefined)
     .map(Number);
-  t.deepEqual(numbers, Array.from({ length: 500 }, (_, i) => i + 1));
+  t.deepEqual(
+    numbers,
+    Array.from({ length: 500 }, (_, i) => i + 1),
+  );
   fixture.child.kill('SIGTERM');
   await fixture.exited;
 });
 
 test('fixture.logEveryMs ticks steadily; logLevelCycle colours each level differently', async (t) => {
-  const file = await writeConfig(t, `${VALID}log.level = "debug"
+  const file = await writeConfig(
+    t,
+    `${VALID}log.level = "debug"
 metadatas."fixture.logEveryMs" = "20"
 metadatas."fixture.logLevelCycle" = "true"
-`);
+`,
+  );
   const fixture = start(t, ['-c', file]);
   await fixture.waitFor(/fixture: tick 4\n/);
   const raw = fixture.output();
@@ -369,7 +550,12 @@ metadatas."fixture.logLevelCycle" = "true"
   const colours: Record<string, string> = { D: '1;36', I: '1;34', W: '1;33', E: '1;31' };
   ['D', 'I', 'W', 'E'].forEach((level, i) => {
     t.true(raw.includes(`\x1b[${colours[level]}m`), `${level} colour`);
-    t.regex(raw, new RegExp(`\x1b\\[${colours[level]}m${STAMP} \\[${level}\\] \\[[^\\]]+\\] \\[[0-9a-f]{16}\\] fixture: tick ${i + 1}\n\x1b\\[0m`));
+    t.regex(
+      raw,
+      new RegExp(
+        `\x1b\\[${colours[level]}m${STAMP} \\[${level}\\] \\[[^\\]]+\\] \\[[0-9a-f]{16}\\] fixture: tick ${i + 1}\n\x1b\\[0m`,
+      ),
+    );
   });
 });
 
@@ -381,7 +567,10 @@ test('log.level filters lower levels; trace lines are uncoloured as in frpc', as
   warn.child.kill('SIGTERM');
   const warnLevels = plainLines((await warn.exited).stdout).map((line) => / \[([TDIWE])\] /.exec(line)?.[1]);
   t.true(warnLevels.length >= 4);
-  t.true(warnLevels.every((level) => level === 'W' || level === 'E'), warnLevels.join(''));
+  t.true(
+    warnLevels.every((level) => level === 'W' || level === 'E'),
+    warnLevels.join(''),
+  );
 
   const infoFile = await writeConfig(t, `${VALID}${NO_COLOUR}${TCP_PROXY}`);
   const info = start(t, ['-c', infoFile]);
@@ -403,9 +592,13 @@ test('log.to sends the lines to that file, uncoloured, instead of stdout', async
   const file = await writeConfig(t, `${VALID}log.to = "frpc-out.log"\n${TCP_PROXY}`);
   const logFile = join(file, '..', 'frpc-out.log');
   const child = spawn(FIXTURE, ['-c', file], { cwd: join(file, '..') });
-  t.teardown(() => { child.kill('SIGKILL'); });
+  t.teardown(() => {
+    child.kill('SIGKILL');
+  });
   let stdout = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; });
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+  });
   const deadline = Date.now() + 15_000;
   let text = '';
   while (!text.includes('start proxy success') && Date.now() < deadline) {

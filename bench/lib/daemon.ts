@@ -26,7 +26,16 @@ export class BenchDaemon {
     if (options.settingsToml !== undefined) await writeFile(join(dataDir, 'settings.toml'), options.settingsToml);
     const proc = spawn(
       process.execPath,
-      [...NODE_FLAGS, ...(options.nodeFlags ?? []), join(PACKAGE_ROOT, 'dist/src/cli.js'), 'serve', '--data-dir', dataDir, '--port', '0'],
+      [
+        ...NODE_FLAGS,
+        ...(options.nodeFlags ?? []),
+        join(PACKAGE_ROOT, 'dist/src/cli.js'),
+        'serve',
+        '--data-dir',
+        dataDir,
+        '--port',
+        '0',
+      ],
       {
         // As `npm start` and tunnelward's own unit run it.
         env: {
@@ -104,7 +113,11 @@ export class BenchDaemon {
       const req = request(this.url + path, {
         method: 'POST',
         agent: false,
-        headers: { 'X-Token': this.token, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(data) },
+        headers: {
+          'X-Token': this.token,
+          'Content-Type': 'application/json',
+          'Content-Length': Buffer.byteLength(data),
+        },
       });
       req.on('socket', (socket) => {
         const send = () => {

@@ -28,7 +28,11 @@ function once(agent: Agent, url: URL, options: LoadOptions): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = request(
       url,
-      { agent, method: options.method ?? 'GET', headers: { ...(options.headers?.() ?? {}), ...(options.body ? { 'Content-Type': 'application/json' } : {}) } },
+      {
+        agent,
+        method: options.method ?? 'GET',
+        headers: { ...(options.headers?.() ?? {}), ...(options.body ? { 'Content-Type': 'application/json' } : {}) },
+      },
       (res) => {
         res.resume();
         res.on('end', () => resolve(res.statusCode ?? 0));

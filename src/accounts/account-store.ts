@@ -55,7 +55,8 @@ export class AccountStore {
   private readonly byTokenHash = new Map<string, StoredSession>();
 
   constructor(private readonly db: Database) {
-    for (const row of db.all<UserRow>('SELECT id, username, type, created_at FROM users')) this.users.set(row.id, toUser(row));
+    for (const row of db.all<UserRow>('SELECT id, username, type, created_at FROM users'))
+      this.users.set(row.id, toUser(row));
     for (const row of db.all<SessionRow & { token_hash: string }>('SELECT * FROM sessions')) {
       const user = this.users.get(row.user_id);
       if (user) this.cacheSession({ ...toSession({ ...row, username: user.username }), tokenHash: row.token_hash });

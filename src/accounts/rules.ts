@@ -3,7 +3,8 @@ export type UserType = (typeof USER_TYPES)[number];
 
 const RANK: Record<UserType, number> = { visitor: 0, admin: 1, superuser: 2 };
 
-export const isUserType = (v: unknown): v is UserType => typeof v === 'string' && (USER_TYPES as readonly string[]).includes(v);
+export const isUserType = (v: unknown): v is UserType =>
+  typeof v === 'string' && (USER_TYPES as readonly string[]).includes(v);
 
 /** True when `type` has at least the rights of `minimum` (superuser > admin > visitor). */
 export const hasRole = (type: UserType, minimum: UserType): boolean => RANK[type] >= RANK[minimum];

@@ -35,23 +35,29 @@ export function tunnelUnit(options: TunnelUnitOptions): string {
   const tunnelPath = checkPath('tunnelPath', options.tunnelPath);
   const configPath = checkPath('configPath', options.configPath);
   return renderUnit([
-    ['Unit', [
-      ['Description', description],
-      ['After', 'network-online.target'],
-      ['Wants', 'network-online.target'],
-      // At most 5 starts in 5 minutes, then the unit fails instead of hammering the server.
-      ['StartLimitIntervalSec', '300'],
-      ['StartLimitBurst', '5'],
-    ]],
-    ['Service', [
-      ['Type', 'simple'],
-      ['User', runUser],
-      ['ExecStart', `${tunnelPath} -c ${configPath}`],
-      ['Restart', 'on-failure'],
-      ['RestartSec', '5'],
-      ['KillMode', 'control-group'],
-      ['TimeoutStopSec', '10'],
-    ]],
+    [
+      'Unit',
+      [
+        ['Description', description],
+        ['After', 'network-online.target'],
+        ['Wants', 'network-online.target'],
+        // At most 5 starts in 5 minutes, then the unit fails instead of hammering the server.
+        ['StartLimitIntervalSec', '300'],
+        ['StartLimitBurst', '5'],
+      ],
+    ],
+    [
+      'Service',
+      [
+        ['Type', 'simple'],
+        ['User', runUser],
+        ['ExecStart', `${tunnelPath} -c ${configPath}`],
+        ['Restart', 'on-failure'],
+        ['RestartSec', '5'],
+        ['KillMode', 'control-group'],
+        ['TimeoutStopSec', '10'],
+      ],
+    ],
     ['Install', [['WantedBy', 'multi-user.target']]],
   ]);
 }
@@ -66,26 +72,32 @@ export function tunnelwardUnit(options: TunnelwardUnitOptions): string {
   const dataDir = checkPath('dataDir', options.dataDir);
   const user = options.user === undefined ? undefined : checkRunUser(options.user, 'user');
   return renderUnit([
-    ['Unit', [
-      ['Description', 'tunnelward: supervisor of frp client tunnels'],
-      ['After', 'network-online.target'],
-      ['Wants', 'network-online.target'], // After= alone does not pull the target in
-    ]],
-    ['Service', [
-      ['Type', 'simple'],
-      ...(user === undefined ? [] : [['User', user] as [string, string]]),
-      ['ExecStart', [nodePath, ...NODE_FLAGS, cliPath, 'serve', '--data-dir', dataDir].join(' ')],
-      ['Environment', 'TUNNELWARD_SUPERVISED=systemd'],
-      // Fewer malloc arenas: less memory held by a process that is mostly idle.
-      ['Environment', 'MALLOC_ARENA_MAX=2'],
-      ['Restart', 'always'],
-      ['RestartSec', '2'],
-      // Tunnels run in process mode are tunnelward's children and share its cgroup: the default (control-group)
-      // would kill every tunnel whenever tunnelward stops, restarts or is upgraded. Only tunnelward is signalled;
-      // it stops its tunnels itself when asked to and adopts the survivors when it starts again.
-      ['KillMode', 'process'],
-      ['LimitNOFILE', '65536'],
-    ]],
+    [
+      'Unit',
+      [
+        ['Description', 'tunnelward: supervisor of frp client tunnels'],
+        ['After', 'network-online.target'],
+        ['Wants', 'network-online.target'], // After= alone does not pull the target in
+      ],
+    ],
+    [
+      'Service',
+      [
+        ['Type', 'simple'],
+        ...(user === undefined ? [] : [['User', user] as [string, string]]),
+        ['ExecStart', [nodePath, ...NODE_FLAGS, cliPath, 'serve', '--data-dir', dataDir].join(' ')],
+        ['Environment', 'TUNNELWARD_SUPERVISED=systemd'],
+        // Fewer malloc arenas: less memory held by a process that is mostly idle.
+        ['Environment', 'MALLOC_ARENA_MAX=2'],
+        ['Restart', 'always'],
+        ['RestartSec', '2'],
+        // Tunnels run in process mode are tunnelward's children and share its cgroup: the default (control-group)
+        // would kill every tunnel whenever tunnelward stops, restarts or is upgraded. Only tunnelward is signalled;
+        // it stops its tunnels itself when asked to and adopts the survivors when it starts again.
+        ['KillMode', 'process'],
+        ['LimitNOFILE', '65536'],
+      ],
+    ],
     ['Install', [['WantedBy', 'multi-user.target']]],
   ]);
 }

@@ -18,7 +18,8 @@ export const MAX_TASK_RUN_LENGTH = 261;
 const TASK_NAME = /^\\?(?:[A-Za-z0-9_.-]{1,64}\\){0,3}[A-Za-z0-9_.-]{1,64}$/;
 // Optional NetBIOS domain (`NT AUTHORITY` included), then a SAM account name of at most 20 characters
 // (`SYSTEM`, `tunnel-svc`, a managed service account ending in `$`). No spaces or dots at either end.
-const WINDOWS_USER = /^(?:[A-Za-z0-9](?:[A-Za-z0-9_. -]{0,13}[A-Za-z0-9_])?\\)?[A-Za-z0-9_](?:[A-Za-z0-9_. -]{0,18}[A-Za-z0-9_$])?$/;
+const WINDOWS_USER =
+  /^(?:[A-Za-z0-9](?:[A-Za-z0-9_. -]{0,13}[A-Za-z0-9_])?\\)?[A-Za-z0-9_](?:[A-Za-z0-9_. -]{0,18}[A-Za-z0-9_$])?$/;
 // Drive-absolute (`C:\frp\frpc.exe`) or UNC (`\\server\share\...`).
 const WINDOWS_ABSOLUTE = /^(?:[A-Za-z]:[\\/]|\\\\[^\\/]+[\\/][^\\/]+)/;
 // `%` is expanded by Task Scheduler in actions; quotes would end our quoting; `&|<>^` and control characters
@@ -71,7 +72,8 @@ export function checkWindowsPath(field: string, path: string): string {
   if (!WINDOWS_ABSOLUTE.test(path)) throw badRequest(`${field} must be an absolute Windows path, got ${shown(path)}`);
   if (path.length > 260) throw badRequest(`${field} must be at most 260 characters long`);
   const refused = firstRefused(path, WINDOWS_PATH_CHAR);
-  if (refused) throw badRequest(`${field} must not contain quotes, %, & | < > ^ * ? or control characters (${refused})`);
+  if (refused)
+    throw badRequest(`${field} must not contain quotes, %, & | < > ^ * ? or control characters (${refused})`);
   return path;
 }
 
@@ -84,7 +86,9 @@ export function createTaskArgs(options: CreateTaskOptions): string[] {
   // One argument for /TR: schtasks splits it into program and arguments by the same quoting rules.
   const taskRun = windowsCommandLine([tunnelPath, '-c', configPath]);
   if (taskRun.length > MAX_TASK_RUN_LENGTH) {
-    throw badRequest(`tunnelPath and configPath together are too long for a scheduled task (${taskRun.length} > ${MAX_TASK_RUN_LENGTH} characters)`);
+    throw badRequest(
+      `tunnelPath and configPath together are too long for a scheduled task (${taskRun.length} > ${MAX_TASK_RUN_LENGTH} characters)`,
+    );
   }
   return ['/Create', '/SC', 'ONSTART', '/TN', taskName, '/TR', taskRun, '/RU', runUser, '/RL', 'HIGHEST', '/F'];
 }

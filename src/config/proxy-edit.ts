@@ -130,7 +130,12 @@ interface EditContext {
   old: Table | undefined;
 }
 
-function applyChange(block: Table, change: ProxyChange, table: Readonly<Record<string, KeySpec>>, ctx: EditContext): void {
+function applyChange(
+  block: Table,
+  change: ProxyChange,
+  table: Readonly<Record<string, KeySpec>>,
+  ctx: EditContext,
+): void {
   const { key, label, value } = change;
   const path = key.split('.');
   if (change.group) {
@@ -141,7 +146,8 @@ function applyChange(block: Table, change: ProxyChange, table: Readonly<Record<s
     // Removing a key the type does not have is harmless, and cleans a file that has one anyway.
     if (key === 'name' || key === 'type') throw badRequest(`${label} cannot be removed`);
     if (change.entry !== undefined) deletePath(block, [...path, change.entry]);
-    else if (key === 'plugin.type') delete block.plugin; // frpc refuses a plugin table without a type
+    else if (key === 'plugin.type')
+      delete block.plugin; // frpc refuses a plugin table without a type
     else deletePath(block, path);
     return;
   }
@@ -163,7 +169,8 @@ function applyChange(block: Table, change: ProxyChange, table: Readonly<Record<s
 function checkProxyValue(label: string, key: string, spec: KeySpec, value: unknown): unknown {
   if (key === 'name') {
     const name = checkString(label, value);
-    if (!PROXY_NAME.test(name)) throw badRequest(`${label} must be 1-64 characters from A-Z, a-z, 0-9, "_", "." and "-"`);
+    if (!PROXY_NAME.test(name))
+      throw badRequest(`${label} must be 1-64 characters from A-Z, a-z, 0-9, "_", "." and "-"`);
     return name;
   }
   if (spec.kind === 'strings') {
@@ -175,7 +182,8 @@ function checkProxyValue(label: string, key: string, spec: KeySpec, value: unkno
 }
 
 function notOfThisProxy(label: string, key: string, ctx: EditContext): string {
-  if (!key.startsWith('plugin.')) return `${label} is only used by ${listText(typesWithKey(key))} proxies, not ${ctx.type}`;
+  if (!key.startsWith('plugin.'))
+    return `${label} is only used by ${listText(typesWithKey(key))} proxies, not ${ctx.type}`;
   if (ctx.pluginType === undefined) return `${label} is a plugin option: set plugin.type too`;
   const owners = pluginsWithKey(key.slice('plugin.'.length));
   return `${label} is not an option of the ${ctx.pluginType} plugin (only of ${listText(owners)})`;
@@ -212,7 +220,8 @@ function checkShape(block: Table, type: string, pluginType: string | undefined):
   }
   if (pluginType === undefined && block.localPort === undefined) throw badRequest('localPort is required');
   for (const key of requiredPluginKeys(pluginType ?? '')) {
-    if (getPath(block, ['plugin', key]) === undefined) throw badRequest(`plugin.${key} is required by the ${pluginType} plugin`);
+    if (getPath(block, ['plugin', key]) === undefined)
+      throw badRequest(`plugin.${key} is required by the ${pluginType} plugin`);
   }
   if (getPath(block, ['healthCheck', 'type']) === 'http' && !getPath(block, ['healthCheck', 'path'])) {
     throw badRequest('healthCheck.path is required for an http health check');

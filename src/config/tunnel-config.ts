@@ -144,7 +144,10 @@ export class TunnelConfig {
     const index = this.indexOf(selector);
     let changes = readProxyChanges(input);
     if (newName !== undefined && newName !== '') {
-      changes = [...changes.filter((change) => change.key !== 'name'), { key: 'name', label: 'newName', value: newName }];
+      changes = [
+        ...changes.filter((change) => change.key !== 'name'),
+        { key: 'name', label: 'newName', value: newName },
+      ];
     }
     const old = this.blocks()[index]!;
     const block = editProxy(old, changes);
@@ -245,9 +248,13 @@ export class TunnelConfig {
       const type = text(block.type);
       const hold = (claim: string) => claims.has(claim) || claims.set(claim, name);
       hold(`name ${user ? `${user}.` : ''}${name}`);
-      if ((type === 'tcp' || type === 'udp') && Number(block.remotePort) > 0) hold(`${type} port ${Number(block.remotePort)}`);
+      if ((type === 'tcp' || type === 'udp') && Number(block.remotePort) > 0)
+        hold(`${type} port ${Number(block.remotePort)}`);
       if (type === 'http' || type === 'https' || type === 'tcpmux') {
-        const locations = type === 'http' && Array.isArray(block.locations) && block.locations.length > 0 ? block.locations.map(text) : [''];
+        const locations =
+          type === 'http' && Array.isArray(block.locations) && block.locations.length > 0
+            ? block.locations.map(text)
+            : [''];
         const where = (host: string) => locations.map((l) => `${type} ${host}${l}`);
         const domains = Array.isArray(block.customDomains) ? block.customDomains.map((d) => text(d).toLowerCase()) : [];
         for (const domain of domains) where(`domain ${domain}`).forEach(hold);
@@ -307,7 +314,8 @@ function flattenPatch(patch: Table, prefix = ''): Array<[string, unknown]> {
   const out: Array<[string, unknown]> = [];
   for (const [key, value] of Object.entries(patch)) {
     const name = prefix + key;
-    if (isTable(value) && !Object.hasOwn(COMMON_KEYS, currentCommonName(name))) out.push(...flattenPatch(value, `${name}.`));
+    if (isTable(value) && !Object.hasOwn(COMMON_KEYS, currentCommonName(name)))
+      out.push(...flattenPatch(value, `${name}.`));
     else out.push([name, value]);
   }
   return out;

@@ -77,7 +77,9 @@ export function checkEntryName(label: string, spec: KeySpec, name: string): stri
   if (name === '__proto__') throw badRequest(`${label} entry names must be ${ENTRY_NAME_RULE}`);
   if (spec.annotationEntries) {
     if (!ANNOTATION_KEY.test(name)) {
-      throw badRequest(`${label} entry names must be a name of up to 63 characters, optionally after a DNS prefix and "/"`);
+      throw badRequest(
+        `${label} entry names must be a name of up to 63 characters, optionally after a DNS prefix and "/"`,
+      );
     }
   } else if (!MAP_ENTRY_NAME.test(name)) {
     throw badRequest(`${label} entry names must be ${ENTRY_NAME_RULE}`);
@@ -107,7 +109,8 @@ export function checkString(label: string, value: unknown, spec: Partial<KeySpec
 
 export function checkPort(label: string, value: unknown): number {
   const port = toInteger(value);
-  if (port === undefined || port < 1 || port > 65535) throw badRequest(`${label} must be a port number from 1 to 65535`);
+  if (port === undefined || port < 1 || port > 65535)
+    throw badRequest(`${label} must be a port number from 1 to 65535`);
   return port;
 }
 
@@ -125,10 +128,12 @@ export function isHost(value: string): boolean {
 
 /** frpc's `[]HTTPHeader`: an array of `{ name, value }`, decoded strictly. */
 function checkNameValues(label: string, value: unknown): Table[] {
-  if (!Array.isArray(value) || !value.every(isTable)) throw badRequest(`${label} must be an array of { name, value } objects`);
+  if (!Array.isArray(value) || !value.every(isTable))
+    throw badRequest(`${label} must be an array of { name, value } objects`);
   return value.map((item, index) => {
     const at = `${label}[${index}]`;
-    if (Object.keys(item).some((key) => key !== 'name' && key !== 'value')) throw badRequest(`${at} may hold only name and value`);
+    if (Object.keys(item).some((key) => key !== 'name' && key !== 'value'))
+      throw badRequest(`${at} may hold only name and value`);
     const name = checkString(`${at}.name`, item.name);
     if (!MAP_ENTRY_NAME.test(name)) throw badRequest(`${at}.name must be ${ENTRY_NAME_RULE}`);
     return { name, value: checkString(`${at}.value`, item.value) };

@@ -65,7 +65,8 @@ async function startLocked(
   const options = resolveOptions(flags, env, settings.get());
   const systemLog = new SystemLog();
   const log = createLogger({ debug: settings.value('Debug'), onEntry: systemLog.onLine });
-  if (unknownKeys.length > 0) log.warn({ keys: unknownKeys }, 'settings.toml has keys tunnelward does not know; kept as they are');
+  if (unknownKeys.length > 0)
+    log.warn({ keys: unknownKeys }, 'settings.toml has keys tunnelward does not know; kept as they are');
   const settingsSub = settings.changes$.subscribe(({ changed, settings: s }) => {
     if (changed.includes('Debug')) log.level = s.Debug ? 'debug' : 'info';
   });
@@ -74,10 +75,15 @@ async function startLocked(
   // Each running tunnel costs one descriptor (its output pipe); Node itself raises the soft limit on open files
   // to the hard one at start-up, so a thousand tunnels stay clear of EMFILE wherever the hard limit allows.
   // Temp files of writes a crash cut off (the database, the settings): the lock says no other writer is here.
-  for (const name of await removeStaleTempFiles(dataDir)) log.info({ file: join(dataDir, name) }, 'removed the temp file of an interrupted write');
+  for (const name of await removeStaleTempFiles(dataDir))
+    log.info({ file: join(dataDir, name) }, 'removed the temp file of an interrupted write');
   const db = await Database.open(join(dataDir, 'tunnelward.db'));
   cleanups.push(() => db.close());
-  const hasher = new PasswordHasher(DEFAULTS.passwordHashConcurrency, DEFAULTS.passwordHashQueue, options.hashMemoryKiB);
+  const hasher = new PasswordHasher(
+    DEFAULTS.passwordHashConcurrency,
+    DEFAULTS.passwordHashQueue,
+    options.hashMemoryKiB,
+  );
   const accounts = new AccountService(db, hasher, options.tokenTtlMs);
   await createFirstSuperuser(accounts, options, dataDir, log);
 
@@ -91,7 +97,9 @@ async function startLocked(
   );
   const supervisor = new InstanceSupervisor(db, settings, runner, boot, logs, log, join(dataDir, 'orphaned'));
   const notifier = new WebhookNotifier(() => settings.get(), new PersistentCounter(db, 'event_seq').next, log);
-  const notifications = supervisor.lifecycle.changes$.subscribe((change) => eventsOf(change).forEach((e) => notifier.publish(e)));
+  const notifications = supervisor.lifecycle.changes$.subscribe((change) =>
+    eventsOf(change).forEach((e) => notifier.publish(e)),
+  );
   notifications.add(
     logs.faults$.subscribe(({ instanceID, fault, recovered }) =>
       notifier.publish({
@@ -102,13 +110,24 @@ async function startLocked(
         to: null,
         exitCode: null,
         signal: null,
-        message: recovered ? `log file writable again; ${fault.lostBytes} bytes of output were dropped` : `cannot write the log file: ${fault.reason}`,
+        message: recovered
+          ? `log file writable again; ${fault.lostBytes} bytes of output were dropped`
+          : `cannot write the log file: ${fault.reason}`,
       }),
     ),
   );
   notifications.add(
     supervisor.catalogue.bootErrors$.subscribe(({ instanceID, name, message }) =>
-      notifier.publish({ event: 'instance.bootServiceError', instanceID, name, from: null, to: null, exitCode: null, signal: null, message }),
+      notifier.publish({
+        event: 'instance.bootServiceError',
+        instanceID,
+        name,
+        from: null,
+        to: null,
+        exitCode: null,
+        signal: null,
+        message,
+      }),
     ),
   );
   await supervisor.start(hostBootId(env));
@@ -136,7 +155,9 @@ async function startLocked(
     faults: {
       database: () => db.failing?.reason,
       instanceLogs: () =>
-        logs.failing().map(({ instanceID, fault }) => `instance ${instanceID}: ${fault.reason}, ${fault.lostBytes} bytes dropped`),
+        logs
+          .failing()
+          .map(({ instanceID, fault }) => `instance ${instanceID}: ${fault.reason}, ${fault.lostBytes} bytes dropped`),
     },
     restart: () => {
       if (restartRequested) return;
@@ -205,9 +226,12 @@ async function createFirstSuperuser(
   try {
     created = await accounts.ensureFirstSuperuser(options.adminUser, options.adminPassword);
   } catch (err) {
-    throw new Error(`cannot create the first superuser from TUNNELWARD_ADMIN_USER/PASSWORD: ${(err as Error).message}`, {
-      cause: err,
-    });
+    throw new Error(
+      `cannot create the first superuser from TUNNELWARD_ADMIN_USER/PASSWORD: ${(err as Error).message}`,
+      {
+        cause: err,
+      },
+    );
   }
   if (!created) return;
   log.info({ username: created.user.username }, 'created the first superuser');
@@ -244,7 +268,11 @@ function runnersFor(initSystem: InitSystem, settings: () => Readonly<Settings>, 
     };
   }
   if (boot instanceof InitdBootService) {
-    return { runner: new ServiceRunner(boot, settings, runnerLog), boot, source: fileSource((id) => boot.logFile(id), sourceLog) };
+    return {
+      runner: new ServiceRunner(boot, settings, runnerLog),
+      boot,
+      source: fileSource((id) => boot.logFile(id), sourceLog),
+    };
   }
   return { runner: new ProcessRunner(runnerLog), boot, source: undefined };
 }
@@ -252,7 +280,8 @@ function runnersFor(initSystem: InitSystem, settings: () => Readonly<Settings>, 
 function listen(server: Server, port: number, host: string): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => {
-      const why = err.code === 'EADDRINUSE' ? 'the address is in use' : err.code === 'EACCES' ? 'permission denied' : err.message;
+      const why =
+        err.code === 'EADDRINUSE' ? 'the address is in use' : err.code === 'EACCES' ? 'permission denied' : err.message;
       reject(new Error(`cannot listen on ${host}:${port}: ${why}`));
     });
     // A deep accept queue: a burst of clients (a thousand starts at once) must not overflow it, or their

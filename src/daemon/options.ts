@@ -25,7 +25,9 @@ export interface ServeFlags {
 
 export function parsePort(value: string, from: string): number {
   if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) {
-    throw new Error(`${from} must be a port number from 0 to 65535 (0 picks a free port), not ${JSON.stringify(value)}`);
+    throw new Error(
+      `${from} must be a port number from 0 to 65535 (0 picks a free port), not ${JSON.stringify(value)}`,
+    );
   }
   return Number(value);
 }
@@ -37,7 +39,8 @@ export function resolveDataDir(flags: ServeFlags, env: NodeJS.ProcessEnv): strin
 
 function positiveMs(value: string | undefined, name: string, fallback: number): number {
   if (value === undefined || value === '') return fallback;
-  if (!/^\d{1,10}$/.test(value) || Number(value) < 1) throw new Error(`${name} must be a positive number of milliseconds`);
+  if (!/^\d{1,10}$/.test(value) || Number(value) < 1)
+    throw new Error(`${name} must be a positive number of milliseconds`);
   return Number(value);
 }
 

@@ -83,7 +83,10 @@ export function createApp(deps: AppDeps): Koa<AppState> {
       await next();
     } finally {
       // The path only: a query string may carry a token.
-      httpLog.debug({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) }, 'request');
+      httpLog.debug(
+        { method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) },
+        'request',
+      );
     }
   });
   app.use(envelope());
@@ -92,9 +95,20 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     ...deps,
     guards: accessGuards(deps.timestampWindowMs, deps.accounts, deps.limits.perToken),
   };
-  const resources = [systemRoutes, accountRoutes, userRoutes, sessionRoutes, settingsRoutes, instanceRoutes, proxyRoutes];
+  const resources = [
+    systemRoutes,
+    accountRoutes,
+    userRoutes,
+    sessionRoutes,
+    settingsRoutes,
+    instanceRoutes,
+    proxyRoutes,
+  ];
   const routers: ResourceRouter[] = resources.map((routes) => routes(routeDeps));
-  routeLists.set(app, routers.flatMap((router) => router.routes));
+  routeLists.set(
+    app,
+    routers.flatMap((router) => router.routes),
+  );
 
   app.use(routeGate(routers));
   app.use(requireJsonBody);

@@ -143,7 +143,8 @@ function refuse(socket: Duplex, status: number, message: string): void {
 const toBuffer = (entry: unknown) => Buffer.from(JSON.stringify(entry));
 
 /** An instance's log is for its owner and for superusers. */
-const mayFollow = (user: Authenticated['user'], ownerId: number | null) => user.id === ownerId || user.type === 'superuser';
+const mayFollow = (user: Authenticated['user'], ownerId: number | null) =>
+  user.id === ownerId || user.type === 'superuser';
 
 /**
  * The WebSocket log streams on the daemon's own HTTP server: `/system/getLogs` (the daemon's log; token optional)
@@ -217,7 +218,6 @@ export class LogStreams {
     });
   }
 
-
   private instanceStream(url: URL, req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const rawId = url.searchParams.get('instanceID');
     if (rawId === null || rawId === '') throw new AppError(400, 'instanceID is required');
@@ -252,13 +252,20 @@ export class LogStreams {
     instance: StreamClient['instance'],
     start: (client: StreamClient) => void,
   ): void {
-    if (auth ? this.clients.size - this.anonymous >= this.options.maxClients : this.anonymous >= this.options.maxAnonymousClients) {
+    if (
+      auth
+        ? this.clients.size - this.anonymous >= this.options.maxClients
+        : this.anonymous >= this.options.maxAnonymousClients
+    ) {
       throw new AppError(503, `too many log streams open${auth ? '' : ' without a token'}, try again later`);
     }
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       if (!auth) this.anonymous++;
       const tooSlow = () =>
-        this.log.warn({ instanceID: instance?.id, limit: this.options.maxBufferedBytes }, 'closed a log stream client that is too slow');
+        this.log.warn(
+          { instanceID: instance?.id, limit: this.options.maxBufferedBytes },
+          'closed a log stream client that is too slow',
+        );
       const client = new StreamClient(ws, auth, instance, this.options, tooSlow);
       this.clients.add(client);
       ws.on('close', () => {
@@ -298,4 +305,3 @@ export class LogStreams {
     this.wss.close();
   }
 }
-

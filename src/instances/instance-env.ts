@@ -48,12 +48,16 @@ export class InstanceEnvStore {
     const entries = Object.entries(changes);
     if (entries.length === 0) throw badRequest('modifiedData must name at least one environment variable');
     for (const [name, value] of entries) {
-      if (!NAME.test(name)) throw badRequest(`environment variable names are A-Z, 0-9 and "_", not starting with a digit: ${JSON.stringify(name.slice(0, 64))}`);
+      if (!NAME.test(name))
+        throw badRequest(
+          `environment variable names are A-Z, 0-9 and "_", not starting with a digit: ${JSON.stringify(name.slice(0, 64))}`,
+        );
       if (RESERVED.has(name)) throw badRequest(`${name} is set by tunnelward for every tunnel and cannot be changed`);
       if (value === null) continue;
       if (typeof value !== 'string') throw badRequest(`${name} must be a string, or null to remove it`);
       if (value === ENV_MASK) throw badRequest(`${name} is the mask shown in place of a value; send the value itself`);
-      if (value.includes('\0') || value.length > MAX_VALUE) throw badRequest(`${name} must be at most ${MAX_VALUE} characters, without NUL`);
+      if (value.includes('\0') || value.length > MAX_VALUE)
+        throw badRequest(`${name} must be at most ${MAX_VALUE} characters, without NUL`);
     }
     const map = this.mapOf(id);
     this.db.transaction(() => {

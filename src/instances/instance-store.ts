@@ -59,7 +59,8 @@ export class InstanceStore {
   private readonly records = new Map<number, InstanceRecord>();
 
   constructor(private readonly db: Database) {
-    for (const row of db.all<Row>('SELECT * FROM instances ORDER BY id')) this.records.set(row.id, Object.freeze(toRecord(row)));
+    for (const row of db.all<Row>('SELECT * FROM instances ORDER BY id'))
+      this.records.set(row.id, Object.freeze(toRecord(row)));
   }
 
   all(): InstanceRecord[] {
@@ -137,8 +138,11 @@ export class InstanceStore {
     if (fields.bootAtStart !== undefined) {
       this.db.run('UPDATE instances SET boot_at_start = ? WHERE id = ?', [fields.bootAtStart ? 1 : 0, id]);
     }
-    if (fields.runUser !== undefined) this.db.run('UPDATE instances SET run_user = ? WHERE id = ?', [fields.runUser, id]);
-    const defined = Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as Partial<InstanceRecord>;
+    if (fields.runUser !== undefined)
+      this.db.run('UPDATE instances SET run_user = ? WHERE id = ?', [fields.runUser, id]);
+    const defined = Object.fromEntries(
+      Object.entries(fields).filter(([, v]) => v !== undefined),
+    ) as Partial<InstanceRecord>;
     return this.replace(id, defined);
   }
 

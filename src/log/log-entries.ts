@@ -18,7 +18,13 @@ const ANSI = /\x1b\[[0-9;?]*[A-Za-z]/g;
 
 export const stripAnsi = (text: string): string => text.replace(ANSI, '');
 
-const FRPC_LEVELS: Record<string, InstanceLogEntry['level']> = { T: 'DEBUG', D: 'DEBUG', I: 'INFO', W: 'WARN', E: 'ERROR' };
+const FRPC_LEVELS: Record<string, InstanceLogEntry['level']> = {
+  T: 'DEBUG',
+  D: 'DEBUG',
+  I: 'INFO',
+  W: 'WARN',
+  E: 'ERROR',
+};
 /** `2026-11-21 21:06:47.576 [I] [client/service.go:295] try to connect to server...` */
 const FRPC_LINE = /^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(\.\d{1,3})? \[([TDIWE])\] (?:\[[\w./-]+:\d+\] )?(.*)$/;
 

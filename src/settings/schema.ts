@@ -119,7 +119,11 @@ const CHECKS: Record<SettingKey, Check> = {
 };
 
 /** Settings that only take effect when the daemon next starts. */
-export const APPLY_AT_NEXT_START: ReadonlySet<SettingKey> = new Set<SettingKey>(['ListenAddr', 'ListenPort', 'InitSystem']);
+export const APPLY_AT_NEXT_START: ReadonlySet<SettingKey> = new Set<SettingKey>([
+  'ListenAddr',
+  'ListenPort',
+  'InitSystem',
+]);
 
 /** Keys whose values are secrets and never appear in logs. */
 export const SECRET_KEYS: ReadonlySet<SettingKey> = new Set<SettingKey>(['Webhook.Headers']);

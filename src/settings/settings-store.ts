@@ -8,7 +8,6 @@ import { writeFileAtomic } from '../fs/atomic.js';
 import { defaultSettings, type SettingKey, type Settings } from './defaults.js';
 import { APPLY_AT_NEXT_START, checkSetting, isSettingKey, SETTING_KEYS } from './schema.js';
 
-
 export interface SettingsChange {
   changed: SettingKey[];
   settings: Readonly<Settings>;

@@ -180,14 +180,22 @@ export class Database {
           this.stats.snapshots++;
           this.stats.lastBytes = snapshot.length;
           this.stats.lastMs = performance.now() - started;
-          this.settle((w) => w.generation <= generation, (w) => w.resolve());
+          this.settle(
+            (w) => w.generation <= generation,
+            (w) => w.resolve(),
+          );
         } catch (err) {
           // Everyone waiting on this snapshot learns it failed; later changes get a fresh attempt, which also
           // carries these ones (they stay in memory), so nothing is lost unless the daemon dies first.
           const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
           this.failing ??= { since: Date.now(), reason };
-          const failure = internal(`the change is made but not yet saved to disk (${reason}); it is saved with the next write that succeeds`);
-          this.settle((w) => w.generation <= generation, (w) => w.reject(failure));
+          const failure = internal(
+            `the change is made but not yet saved to disk (${reason}); it is saved with the next write that succeeds`,
+          );
+          this.settle(
+            (w) => w.generation <= generation,
+            (w) => w.reject(failure),
+          );
         }
       }
     } finally {

@@ -18,7 +18,10 @@ export async function resolveExecutable(command: string): Promise<string> {
   const candidates =
     command.includes('/') || isAbsolute(command)
       ? [command]
-      : (process.env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, command));
+      : (process.env.PATH ?? '')
+          .split(delimiter)
+          .filter(Boolean)
+          .map((dir) => join(dir, command));
   for (const candidate of candidates) {
     try {
       const info = await stat(candidate);
@@ -61,7 +64,11 @@ export interface RuntimeFaults {
  * The self-check: settings file valid, data and instance dirs writable, the database saved, every instance log
  * writable, the tunnel client present and its version.
  */
-export async function selfCheck(dataDir: string, settings: SettingsStore, faults: RuntimeFaults): Promise<CheckResult[]> {
+export async function selfCheck(
+  dataDir: string,
+  settings: SettingsStore,
+  faults: RuntimeFaults,
+): Promise<CheckResult[]> {
   const tunnelPath = settings.value('TunnelPath');
   const results = await Promise.all([
     check('settings', async () => {
@@ -78,7 +85,8 @@ export async function selfCheck(dataDir: string, settings: SettingsStore, faults
     }),
     check('instanceLogs', async () => {
       const failing = faults.instanceLogs();
-      if (failing.length > 0) throw new Error(`log files that cannot be written (output dropped): ${failing.join('; ')}`);
+      if (failing.length > 0)
+        throw new Error(`log files that cannot be written (output dropped): ${failing.join('; ')}`);
       return 'every instance log file is writable';
     }),
   ]);

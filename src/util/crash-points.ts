@@ -7,5 +7,6 @@ const [point, only] = (process.env.TUNNELWARD_CRASH_AT ?? '').split('@');
 
 export function crashPoint(name: string, instance: { id: number; name?: string }): void {
   if (name !== point) return;
-  if (only === undefined || only === String(instance.id) || only === instance.name) process.kill(process.pid, 'SIGKILL');
+  if (only === undefined || only === String(instance.id) || only === instance.name)
+    process.kill(process.pid, 'SIGKILL');
 }

@@ -22,7 +22,10 @@ test('state changes map to notification events', (t) => {
 
 test('body templates fill {{field}} placeholders, escaped by JSON', (t) => {
   const event = { event: 'instance.crashed', name: 'we"b\n', exitCode: 1, seq: 7 } as unknown as NotificationEvent;
-  const body = renderBody({ text: '{{name}} {{event}} ({{exitCode}}) #{{ seq }} {{nope}}', list: ['{{seq}}'], n: 5 }, event);
+  const body = renderBody(
+    { text: '{{name}} {{event}} ({{exitCode}}) #{{ seq }} {{nope}}', list: ['{{seq}}'], n: 5 },
+    event,
+  );
   t.deepEqual(body, { text: 'we"b\n instance.crashed (1) #7 ', list: ['7'], n: 5 });
   t.is(JSON.parse(JSON.stringify(body)).text, 'we"b\n instance.crashed (1) #7 ');
 });
@@ -36,29 +39,58 @@ test('a full queue drops new events and counts them; publish never waits', async
     ...defaultSettings('/tmp'),
     'Notification.Enabled': true,
     'Webhook.URL': receiver.url,
-    'Webhook.TimeoutSecs': 0.3,
+    // Long enough that the receiver (in this same thread) reads each request before its attempt times out.
+    'Webhook.TimeoutSecs': 2,
     'Webhook.Retries': 0,
   };
   let seq = 0;
-  const notifier = new WebhookNotifier(() => settings, () => ++seq, silent, { capacity: 3, retryDelayMs: 10 });
+  const notifier = new WebhookNotifier(
+    () => settings,
+    () => ++seq,
+    silent,
+    { capacity: 3, retryDelayMs: 10 },
+  );
   for (let i = 0; i < 10; i++) {
-    const returned = notifier.publish({ event: 'service.started', instanceID: null, name: 'x', from: null, to: null, exitCode: null, signal: null });
+    const returned = notifier.publish({
+      event: 'service.started',
+      instanceID: null,
+      name: 'x',
+      from: null,
+      to: null,
+      exitCode: null,
+      signal: null,
+    });
     t.is(returned, undefined, 'publish returns at once, with nothing to wait for');
   }
   // One in flight, three queued, six dropped: all decided before any delivery ended (the receiver never answers).
   t.is(notifier.stats.dropped, 6);
-  await receiver.waitFor((r) => r.length >= 4, 20_000);
-  for (let i = 0; i < 200 && notifier.stats.failed < 4; i++) await new Promise((r) => setTimeout(r, 50));
+  await receiver.waitFor((r) => r.length >= 4, 30_000);
+  for (let i = 0; i < 100 && notifier.stats.failed < 4; i++) await new Promise((r) => setTimeout(r, 50));
   t.is(notifier.stats.failed, 4);
-  t.deepEqual(receiver.received.map((r) => r.body.seq), [1, 2, 3, 4]);
+  t.deepEqual(
+    receiver.received.map((r) => r.body.seq),
+    [1, 2, 3, 4],
+  );
 });
 
 test('nothing is sent while notifications are off', async (t) => {
   const receiver = await startReceiver();
   t.teardown(() => receiver.close());
   const settings = { ...defaultSettings('/tmp'), 'Webhook.URL': receiver.url };
-  const notifier = new WebhookNotifier(() => settings, () => 1, silent);
-  notifier.publish({ event: 'service.started', instanceID: null, name: 'x', from: null, to: null, exitCode: null, signal: null });
+  const notifier = new WebhookNotifier(
+    () => settings,
+    () => 1,
+    silent,
+  );
+  notifier.publish({
+    event: 'service.started',
+    instanceID: null,
+    name: 'x',
+    from: null,
+    to: null,
+    exitCode: null,
+    signal: null,
+  });
   await notifier.drain(200);
   t.is(notifier.stats.published, 0);
   t.is(receiver.received.length, 0);
@@ -76,8 +108,21 @@ test('a header Node refuses to send fails the delivery once, logged, without ret
   };
   const lines: string[] = [];
   const log = pino({ level: 'info' }, { write: (line: string) => lines.push(line) });
-  const notifier = new WebhookNotifier(() => settings, () => 1, log, { capacity: 10, retryDelayMs: 10 });
-  notifier.publish({ event: 'service.started', instanceID: null, name: 'x', from: null, to: null, exitCode: null, signal: null });
+  const notifier = new WebhookNotifier(
+    () => settings,
+    () => 1,
+    log,
+    { capacity: 10, retryDelayMs: 10 },
+  );
+  notifier.publish({
+    event: 'service.started',
+    instanceID: null,
+    name: 'x',
+    from: null,
+    to: null,
+    exitCode: null,
+    signal: null,
+  });
   await notifier.drain(2000);
   t.is(notifier.stats.failed, 1);
   t.is(receiver.received.length, 0);

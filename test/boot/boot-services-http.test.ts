@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import test from 'ava';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { dispose, startDaemon, tempDir } from '../helpers/daemon.js';
-import { createInstance, instanceSettings, statusOf, tunnelPids } from '../helpers/instances.js';
+import { createInstance, instanceSettings, statusOf, tunnelPids, waitFor } from '../helpers/instances.js';
 
 const run = promisify(execFile);
 const RECORDER = join(PACKAGE_ROOT, 'test', 'fixtures', 'record-command.mjs');
@@ -24,7 +24,10 @@ async function fakeRoot() {
     async commands(): Promise<string[][]> {
       const text = await readFile(record, 'utf8').catch(() => '');
       await rm(record, { force: true });
-      return text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      return text
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
     },
   };
 }
@@ -37,7 +40,11 @@ test('systemd: unit files that systemd-analyze accepts, and the exact commands f
   t.teardown(() => rm(fake.root, { recursive: true, force: true }));
   const units = join(fake.root, 'units');
   const daemon = await startDaemon({
-    settingsToml: instanceSettings({ InitSystem: 'systemd', 'Systemd.UnitDir': units, 'Systemd.Systemctl': join(fake.bin, 'systemctl') }),
+    settingsToml: instanceSettings({
+      InitSystem: 'systemd',
+      'Systemd.UnitDir': units,
+      'Systemd.Systemctl': join(fake.bin, 'systemctl'),
+    }),
     env: { TUNNELWARD_TEST_RECORD: fake.record },
   });
   t.teardown(() => dispose(daemon));
@@ -99,7 +106,10 @@ test('each bootServiceError case answers success with the error, and the record 
       'Systemd.UnitDir': join(fake.root, 'units'),
       'Systemd.Systemctl': join(fake.bin, 'systemctl'),
     }),
-    env: { TUNNELWARD_TEST_RECORD: fake.record, TUNNELWARD_TEST_FAIL: '^systemctl (enable|disable) tunnel_[0-9]+\\.service$' },
+    env: {
+      TUNNELWARD_TEST_RECORD: fake.record,
+      TUNNELWARD_TEST_FAIL: '^systemctl (enable|disable) tunnel_[0-9]+\\.service$',
+    },
   });
   t.teardown(() => dispose(daemon));
   const token = await daemon.login();
@@ -109,7 +119,10 @@ test('each bootServiceError case answers success with the error, and the record 
   const enable = await modify(daemon, token, id, { bootAtStart: true });
   t.true(enable.body.success);
   t.like(enable.body.data, { bootAtStart: false, instanceName: 'bs_fail' });
-  t.regex(enable.body.data.bootServiceError, /systemctl enable tunnel_\d+\.service failed: systemctl: simulated failure/);
+  t.regex(
+    enable.body.data.bootServiceError,
+    /systemctl enable tunnel_\d+\.service failed: systemctl: simulated failure/,
+  );
   const info = await daemon.get(`/tunnelAct/instanceMgr/getInfo?instanceID=${id}`, { token });
   t.is(info.body.data.bootAtStart, false);
 
@@ -131,7 +144,11 @@ test('disabling that fails keeps bootAtStart on; a rename while on that fails is
   const fake = await fakeRoot();
   t.teardown(() => rm(fake.root, { recursive: true, force: true }));
   const daemon = await startDaemon({
-    settingsToml: instanceSettings({ InitSystem: 'systemd', 'Systemd.UnitDir': join(fake.root, 'units'), 'Systemd.Systemctl': join(fake.bin, 'systemctl') }),
+    settingsToml: instanceSettings({
+      InitSystem: 'systemd',
+      'Systemd.UnitDir': join(fake.root, 'units'),
+      'Systemd.Systemctl': join(fake.bin, 'systemctl'),
+    }),
     env: { TUNNELWARD_TEST_RECORD: fake.record, TUNNELWARD_TEST_FAIL: '^systemctl disable' },
   });
   t.teardown(() => dispose(daemon));
@@ -175,10 +192,15 @@ test('init.d: the script runs the tunnel for real under a temporary root; update
   const pid = Number((await readFile(join(dirs.run, `tunnel_${id}.pid`), 'utf8')).trim());
   t.deepEqual(await tunnelPids(configPath), [pid], 'the init script started it');
   t.like(await statusOf(daemon, token, id), { isRunning: true, initSystem: 'init.d' });
+  const logFile = join(dirs.log, `tunnel_${id}.log`);
+  const logged = await waitFor(
+    () => readFile(logFile, 'utf8').catch(() => ''),
+    (text) => /start frpc service/.test(text),
+  );
+  t.regex(logged, /start frpc service/, 'the script sends the tunnel output to its log file');
   const stop = await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token });
   t.true(stop.body.success, stop.body.message);
   t.deepEqual(await tunnelPids(configPath), []);
-  t.regex(await readFile(join(dirs.log, `tunnel_${id}.log`), 'utf8'), /start frpc service/);
 
   await modify(daemon, token, id, { bootAtStart: false });
   t.deepEqual(await fake.commands(), [['update-rc.d', '-f', `tunnel_${id}`, 'remove']]);
@@ -188,7 +210,11 @@ test('injection attempts through name and runUser never reach a unit or a comman
   const fake = await fakeRoot();
   t.teardown(() => rm(fake.root, { recursive: true, force: true }));
   const daemon = await startDaemon({
-    settingsToml: instanceSettings({ InitSystem: 'systemd', 'Systemd.UnitDir': join(fake.root, 'units'), 'Systemd.Systemctl': join(fake.bin, 'systemctl') }),
+    settingsToml: instanceSettings({
+      InitSystem: 'systemd',
+      'Systemd.UnitDir': join(fake.root, 'units'),
+      'Systemd.Systemctl': join(fake.bin, 'systemctl'),
+    }),
     env: { TUNNELWARD_TEST_RECORD: fake.record },
   });
   t.teardown(() => dispose(daemon));
@@ -230,7 +256,9 @@ test('systemd runner: start, status, log stream, crash and stop through systemct
   });
   t.teardown(() => dispose(daemon));
   const token = await daemon.login();
-  const { id, configPath } = await createInstance(daemon, token, 'bs_sysrun', { metadatas: { 'fixture.logEveryMs': '100' } });
+  const { id, configPath } = await createInstance(daemon, token, 'bs_sysrun', {
+    metadatas: { 'fixture.logEveryMs': '100' },
+  });
   await fake.commands();
   const stream = await openStream(wsUrl(daemon.url, `/tunnelAct/instanceMgr/logs?instanceID=${id}&token=${token}`));
 
@@ -247,9 +275,17 @@ test('systemd runner: start, status, log stream, crash and stop through systemct
 
   // A crash is noticed by watching the main pid; the watchdog starts the unit again.
   process.kill(pid!, 'SIGKILL');
-  const again = await waitFor(() => tunnelPids(configPath), (p) => p.length === 1 && p[0] !== pid, 15_000);
+  const again = await waitFor(
+    () => tunnelPids(configPath),
+    (p) => p.length === 1 && p[0] !== pid,
+    15_000,
+  );
   t.not(again[0], pid);
-  await waitFor(() => statusOf(daemon, token, id), (s) => s.isRunning, 15_000);
+  await waitFor(
+    () => statusOf(daemon, token, id),
+    (s) => s.isRunning,
+    15_000,
+  );
 
   const stop = await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token });
   t.true(stop.body.success, stop.body.message);

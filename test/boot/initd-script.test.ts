@@ -10,7 +10,11 @@ import { PACKAGE_ROOT } from '../../src/paths.js';
 const FIXTURE = join(PACKAGE_ROOT, 'test/fixtures/frpc.mjs');
 const CONFIG_TEXT = 'serverAddr = "127.0.0.1"\nserverPort = 7000\n[log]\ndisablePrintColor = true\n';
 
-interface Run { code: number; stdout: string; stderr: string; }
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
 
 function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Run> {
   return new Promise((resolve, reject) => {
@@ -30,7 +34,9 @@ async function tempRoot(t: ExecutionContext): Promise<string> {
     for (const pid of await processesNaming(root)) {
       try {
         process.kill(pid, 'SIGKILL');
-      } catch { /* already gone */ }
+      } catch {
+        /* already gone */
+      }
     }
     await rm(root, { recursive: true, force: true });
   });
@@ -64,7 +70,9 @@ async function processesNaming(needle: string): Promise<number[]> {
     try {
       const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8');
       if (cmdline.includes(needle) && (await isAlive(Number(entry)))) pids.push(Number(entry));
-    } catch { /* exited meanwhile */ }
+    } catch {
+      /* exited meanwhile */
+    }
   }
   return pids;
 }
@@ -91,7 +99,12 @@ test('sh -n accepts every generated script', async (t) => {
   const variants: InitdScriptOptions[] = [
     optionsIn(root),
     { ...optionsIn(root), serviceName: 'tunnel_123456789', runUser: 'svc-frp$', description: 'x' },
-    { ...optionsIn(root), tunnelPath: '/opt/frp+1@2:3,4=5/frpc', configPath: '/etc/tunnelward/tunnel_5.toml', description: 'a (b) #c; d & e | f < g > h * ? ! ~ {x} [y]' },
+    {
+      ...optionsIn(root),
+      tunnelPath: '/opt/frp+1@2:3,4=5/frpc',
+      configPath: '/etc/tunnelward/tunnel_5.toml',
+      description: 'a (b) #c; d & e | f < g > h * ? ! ~ {x} [y]',
+    },
   ];
   for (const [i, options] of variants.entries()) {
     const result = await run('sh', ['-n', await writeScript(root, { ...options, serviceName: `tunnel_${90 + i}` })]);
@@ -105,20 +118,26 @@ test('the LSB header describes the service', (t) => {
   const header = text.slice(0, text.indexOf('### END INIT INFO'));
   const fields = Object.fromEntries([...header.matchAll(/^# ([A-Za-z-]+):\s+(.*)$/gm)].map((m) => [m[1], m[2]]));
   t.deepEqual(fields, {
-    'Provides': 'tunnel_5',
+    Provides: 'tunnel_5',
     'Required-Start': '$network $remote_fs',
     'Required-Stop': '$network $remote_fs',
     'Default-Start': '2 3 4 5',
     'Default-Stop': '0 1 6',
     'Short-Description': 'tunnelward tunnel web-5',
-    'Description': 'tunnelward tunnel web-5',
+    Description: 'tunnelward tunnel web-5',
   });
 });
 
 test('values are embedded single-quoted and start-stop-daemon comes from PATH', (t) => {
   const text = initdScript(optionsIn('/srv/tw'));
-  for (const line of [`NAME='tunnel_5'`, `RUN_USER='root'`, `TUNNEL='${FIXTURE}'`, `CONFIG='/srv/tw/tunnel_5.toml'`,
-    `PIDFILE='/srv/tw/run/tunnel_5.pid'`, `LOGFILE='/srv/tw/log/tunnel_5.log'`]) {
+  for (const line of [
+    `NAME='tunnel_5'`,
+    `RUN_USER='root'`,
+    `TUNNEL='${FIXTURE}'`,
+    `CONFIG='/srv/tw/tunnel_5.toml'`,
+    `PIDFILE='/srv/tw/run/tunnel_5.pid'`,
+    `LOGFILE='/srv/tw/log/tunnel_5.log'`,
+  ]) {
     t.true(text.split('\n').includes(line), line);
   }
   t.notRegex(text, /\/s?bin\/start-stop-daemon/);
@@ -132,8 +151,14 @@ test('start, status, start again, stop, status, stop again: for real with start-
   const sh = (action: string) => run('sh', [script, action]);
 
   t.deepEqual(await sh('start'), { code: 0, stdout: 'tunnel_5 started\n', stderr: '' });
-  await waitUntil('the pid file names the tunnel', async () =>
-    existsSync(options.pidFile) && (await readFile(`/proc/${(await readFile(options.pidFile, 'utf8')).trim()}/cmdline`, 'utf8').catch(() => '')).includes(options.configPath));
+  await waitUntil(
+    'the pid file names the tunnel',
+    async () =>
+      existsSync(options.pidFile) &&
+      (
+        await readFile(`/proc/${(await readFile(options.pidFile, 'utf8')).trim()}/cmdline`, 'utf8').catch(() => '')
+      ).includes(options.configPath),
+  );
   const pid = Number((await readFile(options.pidFile, 'utf8')).trim());
   t.deepEqual(await processesNaming(options.configPath), [pid]);
 
@@ -141,7 +166,8 @@ test('start, status, start again, stop, status, stop again: for real with start-
   t.deepEqual(await sh('start'), { code: 0, stdout: 'tunnel_5 is already running\n', stderr: '' });
   t.deepEqual(await processesNaming(options.configPath), [pid], 'still exactly one tunnel');
   await waitUntil('the tunnel logs its start line', async () =>
-    (await readFile(options.logFile, 'utf8')).includes(`start frpc service for config file [${options.configPath}]`));
+    (await readFile(options.logFile, 'utf8')).includes(`start frpc service for config file [${options.configPath}]`),
+  );
 
   t.deepEqual(await sh('stop'), { code: 0, stdout: 'tunnel_5 stopped\n', stderr: '' });
   t.false(await isAlive(pid));
@@ -160,7 +186,11 @@ test('restart and force-reload replace the running tunnel', async (t) => {
   t.is((await run('sh', [script, 'restart'])).code, 0, 'restart of a stopped service starts it');
   await waitUntil('a pid file', async () => existsSync(options.pidFile));
   const first = await pidOf();
-  t.deepEqual(await run('sh', [script, 'force-reload']), { code: 0, stdout: 'tunnel_5 stopped\ntunnel_5 started\n', stderr: '' });
+  t.deepEqual(await run('sh', [script, 'force-reload']), {
+    code: 0,
+    stdout: 'tunnel_5 stopped\ntunnel_5 started\n',
+    stderr: '',
+  });
   await waitUntil('a new pid file', async () => existsSync(options.pidFile) && (await pidOf()) !== first);
   t.false(await isAlive(first));
   await waitUntil('the new tunnel runs', async () => (await processesNaming(options.configPath)).length === 1);
@@ -185,13 +215,24 @@ async function withStandIn(t: ExecutionContext) {
   const script = await writeScript(root, options);
   await mkdir(join(root, 'bin'));
   const record = join(root, 'calls');
-  await writeFile(join(root, 'bin/start-stop-daemon'), '#!/bin/sh\nprintf \'%s\\n\' "$@" --- >> "$SSD_RECORD"\nexit "${SSD_RC:-0}"\n');
+  await writeFile(
+    join(root, 'bin/start-stop-daemon'),
+    '#!/bin/sh\nprintf \'%s\\n\' "$@" --- >> "$SSD_RECORD"\nexit "${SSD_RC:-0}"\n',
+  );
   await chmod(join(root, 'bin/start-stop-daemon'), 0o755);
   const call = async (action: string, rc: number) => {
     await rm(record, { force: true });
-    const result = await run('sh', [script, action], { ...process.env, PATH: `${join(root, 'bin')}:${process.env.PATH}`, SSD_RECORD: record, SSD_RC: String(rc) });
+    const result = await run('sh', [script, action], {
+      ...process.env,
+      PATH: `${join(root, 'bin')}:${process.env.PATH}`,
+      SSD_RECORD: record,
+      SSD_RC: String(rc),
+    });
     const text = await readFile(record, 'utf8').catch(() => '');
-    const calls = text.split('---\n').filter(Boolean).map((c) => c.trimEnd().split('\n'));
+    const calls = text
+      .split('---\n')
+      .filter(Boolean)
+      .map((c) => c.trimEnd().split('\n'));
     return { ...result, calls };
   };
   return { options, call };
@@ -199,9 +240,36 @@ async function withStandIn(t: ExecutionContext) {
 
 test('start-stop-daemon is called with exactly these arguments', async (t) => {
   const { options: o, call } = await withStandIn(t);
-  const start = ['--start', '--quiet', '--background', '--make-pidfile', '--pidfile', o.pidFile, '--user', 'root',
-    '--chuid', 'root', '--output', o.logFile, '--startas', FIXTURE, '--', '-c', o.configPath];
-  const stop = ['--stop', '--quiet', '--pidfile', o.pidFile, '--user', 'root', '--retry', 'TERM/10/KILL/5', '--remove-pidfile'];
+  const start = [
+    '--start',
+    '--quiet',
+    '--background',
+    '--make-pidfile',
+    '--pidfile',
+    o.pidFile,
+    '--user',
+    'root',
+    '--chuid',
+    'root',
+    '--output',
+    o.logFile,
+    '--startas',
+    FIXTURE,
+    '--',
+    '-c',
+    o.configPath,
+  ];
+  const stop = [
+    '--stop',
+    '--quiet',
+    '--pidfile',
+    o.pidFile,
+    '--user',
+    'root',
+    '--retry',
+    'TERM/10/KILL/5',
+    '--remove-pidfile',
+  ];
   const status = ['--status', '--pidfile', o.pidFile, '--user', 'root'];
   t.deepEqual((await call('start', 0)).calls, [start]);
   t.deepEqual((await call('stop', 0)).calls, [stop]);
@@ -224,15 +292,33 @@ test('exit codes of start-stop-daemon map to LSB exit codes', async (t) => {
   ];
   for (const [action, rc, code, stdout, stderr] of cases) {
     const result = await call(action, rc);
-    t.deepEqual({ code: result.code, stdout: result.stdout, stderr: result.stderr }, { code, stdout, stderr }, `${action} with start-stop-daemon exiting ${rc}`);
+    t.deepEqual(
+      { code: result.code, stdout: result.stdout, stderr: result.stderr },
+      { code, stdout, stderr },
+      `${action} with start-stop-daemon exiting ${rc}`,
+    );
   }
   t.false(existsSync(options.pidFile));
 });
 
 test('initdScript refuses injection attempts, naming the field', (t) => {
   const good = optionsIn('/srv/tw');
-  const paths = ['/opt/a b', '/opt/a\n-c /etc/shadow', '/opt/%h', '/opt/$HOME', '/opt/$(id)', '/opt/"a"', "/opt/'a'", '/opt/a;id',
-    '/opt/a&id', '/opt/a|id', '/opt/`id`', '/opt/a\\b', 'rel/a', '/opt/../a'];
+  const paths = [
+    '/opt/a b',
+    '/opt/a\n-c /etc/shadow',
+    '/opt/%h',
+    '/opt/$HOME',
+    '/opt/$(id)',
+    '/opt/"a"',
+    "/opt/'a'",
+    '/opt/a;id',
+    '/opt/a&id',
+    '/opt/a|id',
+    '/opt/`id`',
+    '/opt/a\\b',
+    'rel/a',
+    '/opt/../a',
+  ];
   const cases: Array<[keyof InitdScriptOptions, string[]]> = [
     ['serviceName', ['tunnel_1; rm -rf /', 'tunnel_1\nExecStartPre=/bin/sh', "tunnel_1'", 'tunnel_$(id)']],
     ['description', ['web\n### END INIT INFO\nrm -rf /', "it's", '$(id)', '`id`', 'a\\']],
@@ -244,7 +330,11 @@ test('initdScript refuses injection attempts, naming the field', (t) => {
   ];
   for (const [field, values] of cases) {
     for (const value of values) {
-      t.throws(() => initdScript({ ...good, [field]: value }), { message: new RegExp(`^${field} `) }, `${field}=${JSON.stringify(value)}`);
+      t.throws(
+        () => initdScript({ ...good, [field]: value }),
+        { message: new RegExp(`^${field} `) },
+        `${field}=${JSON.stringify(value)}`,
+      );
     }
   }
 });

@@ -3,22 +3,54 @@ import { checkDescription, checkPath, checkRunUser, checkServiceName } from '../
 
 test('service names are tunnel_ and 1 to 9 digits', (t) => {
   for (const name of ['tunnel_0', 'tunnel_1', 'tunnel_123456789']) t.is(checkServiceName(name), name);
-  for (const name of ['tunnel_', 'tunnel_1234567890', 'tunnel_1; rm -rf /', 'tunnel_1\nExecStartPre=/bin/sh',
-    'tunnel_1\n', 'Tunnel_1', 'tunnel-1', 'tunnel_1.service', '../tunnel_1', 'tunnel_１', '']) {
-    t.throws(() => checkServiceName(name), { message: /^serviceName must be tunnel_ followed by 1 to 9 digits/ }, JSON.stringify(name));
+  for (const name of [
+    'tunnel_',
+    'tunnel_1234567890',
+    'tunnel_1; rm -rf /',
+    'tunnel_1\nExecStartPre=/bin/sh',
+    'tunnel_1\n',
+    'Tunnel_1',
+    'tunnel-1',
+    'tunnel_1.service',
+    '../tunnel_1',
+    'tunnel_１',
+    '',
+  ]) {
+    t.throws(
+      () => checkServiceName(name),
+      { message: /^serviceName must be tunnel_ followed by 1 to 9 digits/ },
+      JSON.stringify(name),
+    );
   }
 });
 
 test('run users follow the useradd pattern', (t) => {
-  for (const user of ['root', 'frp', '_frp', 'tunnel-svc', 'svc_1', 'host$', 'a'.repeat(32)]) t.is(checkRunUser(user), user);
-  for (const user of ['root\nUser=evil', '$(id)', '`id`', 'Root', '1user', 'user name', 'a'.repeat(33), "root'", 'root;', '', '-root']) {
+  for (const user of ['root', 'frp', '_frp', 'tunnel-svc', 'svc_1', 'host$', 'a'.repeat(32)])
+    t.is(checkRunUser(user), user);
+  for (const user of [
+    'root\nUser=evil',
+    '$(id)',
+    '`id`',
+    'Root',
+    '1user',
+    'user name',
+    'a'.repeat(33),
+    "root'",
+    'root;',
+    '',
+    '-root',
+  ]) {
     t.throws(() => checkRunUser(user), { message: /^runUser must be a system user name/ }, JSON.stringify(user));
   }
 });
 
 test('paths must be absolute, normalized and made of inert characters', (t) => {
-  for (const path of ['/usr/bin/frpc', '/opt/frp-0.70.1/frpc', '/var/lib/tunnelward/instances/tunnel_1.toml',
-    '/srv/a+b@c:d,e=f/x']) {
+  for (const path of [
+    '/usr/bin/frpc',
+    '/opt/frp-0.70.1/frpc',
+    '/var/lib/tunnelward/instances/tunnel_1.toml',
+    '/srv/a+b@c:d,e=f/x',
+  ]) {
     t.is(checkPath('tunnelPath', path), path);
   }
   const cases: Array<[string, RegExp]> = [
@@ -50,7 +82,8 @@ test('paths must be absolute, normalized and made of inert characters', (t) => {
 });
 
 test('descriptions are one printable line without specifiers, variables or quotes', (t) => {
-  for (const text of ['tunnel web-1', 'tunnelward tunnel my_site.example (tunnel_12)']) t.is(checkDescription(text), text);
+  for (const text of ['tunnel web-1', 'tunnelward tunnel my_site.example (tunnel_12)'])
+    t.is(checkDescription(text), text);
   const cases: Array<[string, RegExp]> = [
     ['', /^description must be 1 to 200 characters long$/],
     ['x'.repeat(201), /^description must be 1 to 200 characters long$/],

@@ -31,7 +31,10 @@ test('service install and uninstall write the unit and run systemctl (recorded h
   await mkdir(bin);
   await symlink(join(PACKAGE_ROOT, 'test', 'fixtures', 'record-command.mjs'), join(bin, 'systemctl'));
   const units = join(dir, 'units');
-  await writeFile(join(dir, 'settings.toml'), `[Systemd]\nUnitDir = "${units}"\nSystemctl = "${join(bin, 'systemctl')}"\n`);
+  await writeFile(
+    join(dir, 'settings.toml'),
+    `[Systemd]\nUnitDir = "${units}"\nSystemctl = "${join(bin, 'systemctl')}"\n`,
+  );
   const record = join(dir, 'commands.log');
   const env = { ...process.env, TUNNELWARD_TEST_RECORD: record };
   const installed = await run(process.execPath, [CLI, 'service', 'install', '--data-dir', dir], { env });
@@ -39,7 +42,10 @@ test('service install and uninstall write the unit and run systemctl (recorded h
   t.regex(await readFile(join(units, 'tunnelward.service'), 'utf8'), /^KillMode=process$/m);
   await run(process.execPath, [CLI, 'service', 'uninstall', '--data-dir', dir], { env });
   await t.throwsAsync(stat(join(units, 'tunnelward.service')));
-  const commands = (await readFile(record, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+  const commands = (await readFile(record, 'utf8'))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   t.deepEqual(commands, [
     ['systemctl', 'daemon-reload'],
     ['systemctl', 'enable', 'tunnelward.service'],

@@ -36,7 +36,11 @@ function parseUnit(text: string): Array<[string, Entries]> {
   return sections;
 }
 
-interface Run { code: number; stdout: string; stderr: string; }
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
 
 function run(command: string, args: string[]): Promise<Run> {
   return new Promise((resolve, reject) => {
@@ -61,31 +65,44 @@ test('tunnel unit has exactly the expected keys', (t) => {
   const text = tunnelUnit(TUNNEL);
   t.true(text.endsWith('\n'));
   t.deepEqual(parseUnit(text), [
-    ['Unit', [
-      ['Description', 'tunnelward tunnel web-1'],
-      ['After', 'network-online.target'],
-      ['Wants', 'network-online.target'],
-      ['StartLimitIntervalSec', '300'],
-      ['StartLimitBurst', '5'],
-    ]],
-    ['Service', [
-      ['Type', 'simple'],
-      ['User', 'root'],
-      ['ExecStart', `${FIXTURE} -c /var/lib/tunnelward/instances/tunnel_7.toml`],
-      ['Restart', 'on-failure'],
-      ['RestartSec', '5'],
-      ['KillMode', 'control-group'],
-      ['TimeoutStopSec', '10'],
-    ]],
+    [
+      'Unit',
+      [
+        ['Description', 'tunnelward tunnel web-1'],
+        ['After', 'network-online.target'],
+        ['Wants', 'network-online.target'],
+        ['StartLimitIntervalSec', '300'],
+        ['StartLimitBurst', '5'],
+      ],
+    ],
+    [
+      'Service',
+      [
+        ['Type', 'simple'],
+        ['User', 'root'],
+        ['ExecStart', `${FIXTURE} -c /var/lib/tunnelward/instances/tunnel_7.toml`],
+        ['Restart', 'on-failure'],
+        ['RestartSec', '5'],
+        ['KillMode', 'control-group'],
+        ['TimeoutStopSec', '10'],
+      ],
+    ],
     ['Install', [['WantedBy', 'multi-user.target']]],
   ]);
 });
 
 test('tunnelward unit has exactly the expected keys, with and without a user', (t) => {
-  const options = { nodePath: '/usr/bin/node', cliPath: '/opt/tunnelward/dist/src/cli.js', dataDir: '/var/lib/tunnelward' };
+  const options = {
+    nodePath: '/usr/bin/node',
+    cliPath: '/opt/tunnelward/dist/src/cli.js',
+    dataDir: '/var/lib/tunnelward',
+  };
   const service: Entries = [
     ['Type', 'simple'],
-    ['ExecStart', '/usr/bin/node --max-semi-space-size=1 /opt/tunnelward/dist/src/cli.js serve --data-dir /var/lib/tunnelward'],
+    [
+      'ExecStart',
+      '/usr/bin/node --max-semi-space-size=1 /opt/tunnelward/dist/src/cli.js serve --data-dir /var/lib/tunnelward',
+    ],
     ['Environment', 'TUNNELWARD_SUPERVISED=systemd'],
     ['Environment', 'MALLOC_ARENA_MAX=2'],
     ['Restart', 'always'],
@@ -111,8 +128,18 @@ test('systemd-analyze verify accepts every generated unit', async (t) => {
   const units: Array<[string, string]> = [
     ['tunnel_7.service', tunnelUnit(TUNNEL)],
     ['tunnel_123456789.service', tunnelUnit({ ...TUNNEL, serviceName: 'tunnel_123456789', description: 'x' })],
-    ['tunnelward.service', tunnelwardUnit({ nodePath: process.execPath, cliPath: join(PACKAGE_ROOT, 'dist/src/cli.js'), dataDir: '/var/lib/tunnelward' })],
-    ['tunnelward.service', tunnelwardUnit({ nodePath: process.execPath, cliPath: '/opt/tw/cli.js', dataDir: '/srv/tw', user: 'root' })],
+    [
+      'tunnelward.service',
+      tunnelwardUnit({
+        nodePath: process.execPath,
+        cliPath: join(PACKAGE_ROOT, 'dist/src/cli.js'),
+        dataDir: '/var/lib/tunnelward',
+      }),
+    ],
+    [
+      'tunnelward.service',
+      tunnelwardUnit({ nodePath: process.execPath, cliPath: '/opt/tw/cli.js', dataDir: '/srv/tw', user: 'root' }),
+    ],
   ];
   const results = await Promise.all(units.map(([name, text]) => verify(t, name, text)));
   results.forEach((result, i) => t.deepEqual(result, { code: 0, stdout: '', stderr: '' }, units[i]![0]));
@@ -128,27 +155,64 @@ const INJECTIONS: Array<[keyof TunnelUnitOptions, string[]]> = [
   ['serviceName', ['tunnel_1; rm -rf /', 'tunnel_1\nExecStartPre=/bin/sh', 'tunnel_%i', '../etc/passwd']],
   ['description', ['web\nExecStartPre=/bin/sh -c id', 'home %h', '$HOME', 'a\\', '"x"']],
   ['runUser', ['root\nUser=evil', '$(id)', '%u', 'root evil']],
-  ['tunnelPath', ['/opt/my frp/frpc', '/opt/frpc\nExecStartPre=/bin/sh', '/home/%h/frpc', '/opt/$HOME/frpc', '/opt/"frpc"', "/opt/'frpc'", '/opt/frpc;id', 'frpc']],
-  ['configPath', ['/etc/a b.toml', '/etc/a.toml\n[Service]', '/etc/%n.toml', '/etc/${X}.toml', '/etc/a.toml;id', 'a.toml']],
+  [
+    'tunnelPath',
+    [
+      '/opt/my frp/frpc',
+      '/opt/frpc\nExecStartPre=/bin/sh',
+      '/home/%h/frpc',
+      '/opt/$HOME/frpc',
+      '/opt/"frpc"',
+      "/opt/'frpc'",
+      '/opt/frpc;id',
+      'frpc',
+    ],
+  ],
+  [
+    'configPath',
+    ['/etc/a b.toml', '/etc/a.toml\n[Service]', '/etc/%n.toml', '/etc/${X}.toml', '/etc/a.toml;id', 'a.toml'],
+  ],
 ];
 
 test('tunnelUnit refuses injection attempts, naming the field', (t) => {
   for (const [field, values] of INJECTIONS) {
     for (const value of values) {
-      t.throws(() => tunnelUnit({ ...TUNNEL, [field]: value }), { message: new RegExp(`^${field} `) }, `${field}=${JSON.stringify(value)}`);
+      t.throws(
+        () => tunnelUnit({ ...TUNNEL, [field]: value }),
+        { message: new RegExp(`^${field} `) },
+        `${field}=${JSON.stringify(value)}`,
+      );
     }
   }
 });
 
 test('tunnelwardUnit refuses injection attempts, naming the field', (t) => {
   const good = { nodePath: '/usr/bin/node', cliPath: '/opt/tw/cli.js', dataDir: '/var/lib/tunnelward' };
-  const paths = ['/opt/a b', '/opt/a\nKillMode=none', '/opt/%h', '/opt/$HOME', '/opt/"a"', "/opt/'a'", '/opt/a;id', 'rel/a', '/opt/../a'];
+  const paths = [
+    '/opt/a b',
+    '/opt/a\nKillMode=none',
+    '/opt/%h',
+    '/opt/$HOME',
+    '/opt/"a"',
+    "/opt/'a'",
+    '/opt/a;id',
+    'rel/a',
+    '/opt/../a',
+  ];
   for (const field of ['nodePath', 'cliPath', 'dataDir'] as const) {
     for (const value of paths) {
-      t.throws(() => tunnelwardUnit({ ...good, [field]: value }), { message: new RegExp(`^${field} `) }, `${field}=${JSON.stringify(value)}`);
+      t.throws(
+        () => tunnelwardUnit({ ...good, [field]: value }),
+        { message: new RegExp(`^${field} `) },
+        `${field}=${JSON.stringify(value)}`,
+      );
     }
   }
   for (const user of ['root\nUser=evil', '$(id)', '%u']) {
-    t.throws(() => tunnelwardUnit({ ...good, user }), { message: /^user must be a system user name/ }, JSON.stringify(user));
+    t.throws(
+      () => tunnelwardUnit({ ...good, user }),
+      { message: /^user must be a system user name/ },
+      JSON.stringify(user),
+    );
   }
 });

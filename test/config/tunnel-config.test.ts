@@ -6,12 +6,7 @@ import { parse } from 'smol-toml';
 import { AppError } from '../../src/errors.js';
 import { envPlaceholders, onlyPlaceholders } from '../../src/config/go-template.js';
 import { expectedView, merged, POSTGRES, PROXY_EXAMPLES, VISITORS_TOML } from './proxy-examples.js';
-import {
-  readTunnelConfig,
-  TunnelConfig,
-  writeTunnelConfig,
-  type ProxyInput,
-} from '../../src/config/tunnel-config.js';
+import { readTunnelConfig, TunnelConfig, writeTunnelConfig, type ProxyInput } from '../../src/config/tunnel-config.js';
 
 type Table = Record<string, any>;
 
@@ -92,7 +87,8 @@ bindPort = 9000
 `;
 
 const reparse = (config: TunnelConfig): Table => parse(config.toString()) as Table;
-const blockNamed = (config: TunnelConfig, name: string): Table => reparse(config).proxies.find((p: Table) => p.name === name);
+const blockNamed = (config: TunnelConfig, name: string): Table =>
+  reparse(config).proxies.find((p: Table) => p.name === name);
 
 const fresh = () => TunnelConfig.create({ serverAddr: 'frp.example.com', serverPort: '7000', authMethod: 'token' });
 
@@ -149,11 +145,31 @@ test('create writes what frpc accepts: integer port, auth.method, no colour code
 
 test('create validates the base fields and the additional properties', (t) => {
   const base = { serverAddr: 'frp.example.com', serverPort: 7000, authMethod: 'token' };
-  fails(t, () => TunnelConfig.create({ ...base, serverPort: '70000' }), 400, /^serverPort must be a port number from 1 to 65535$/);
-  fails(t, () => TunnelConfig.create({ ...base, serverAddr: 'bad host!' }), 400, /^serverAddr must be an IPv4 or IPv6 address or a host name$/);
-  fails(t, () => TunnelConfig.create({ ...base, authMethod: 'password' }), 400, /^auth_method must be one of: token, oidc$/);
+  fails(
+    t,
+    () => TunnelConfig.create({ ...base, serverPort: '70000' }),
+    400,
+    /^serverPort must be a port number from 1 to 65535$/,
+  );
+  fails(
+    t,
+    () => TunnelConfig.create({ ...base, serverAddr: 'bad host!' }),
+    400,
+    /^serverAddr must be an IPv4 or IPv6 address or a host name$/,
+  );
+  fails(
+    t,
+    () => TunnelConfig.create({ ...base, authMethod: 'password' }),
+    400,
+    /^auth_method must be one of: token, oidc$/,
+  );
   fails(t, () => TunnelConfig.create(base, { nope: 1 }), 400, /^Unknown config key: nope$/);
-  fails(t, () => TunnelConfig.create(base, { server_port: 7001 }), 400, /server_port cannot be set in additionalProperties/);
+  fails(
+    t,
+    () => TunnelConfig.create(base, { server_port: 7001 }),
+    400,
+    /server_port cannot be set in additionalProperties/,
+  );
   t.is(TunnelConfig.create({ ...base, serverAddr: '::1' }).serverAddr, '::1');
 });
 
@@ -232,7 +248,10 @@ test('an older file ([common], snake_case) is read and rewritten in the current 
   const out = config.toString();
   t.false(/^\s*\[common\]/m.test(out), 'no [common] table');
   const doc = parse(out) as Table;
-  t.false(allKeys(doc).some((key) => key.includes('_')), `no snake_case key in:\n${out}`);
+  t.false(
+    allKeys(doc).some((key) => key.includes('_')),
+    `no snake_case key in:\n${out}`,
+  );
   t.deepEqual(doc, {
     serverAddr: 'frp.example.com',
     serverPort: 7000,
@@ -286,15 +305,35 @@ bind_port = "6000"
   t.deepEqual(reparse(config), {
     serverAddr: 'new.example.com',
     auth: { token: 't' },
-    proxies: [{ name: 'docker', type: 'tcp', remotePort: 6003, plugin: { type: 'unix_domain_socket', unixPath: '/var/run/docker.sock' } }],
-    visitors: [{ name: 'secret_ssh_visitor', type: 'stcp', serverName: 'secret_ssh', secretKey: 'abc', bindAddr: '127.0.0.1', bindPort: 6000 }],
+    proxies: [
+      {
+        name: 'docker',
+        type: 'tcp',
+        remotePort: 6003,
+        plugin: { type: 'unix_domain_socket', unixPath: '/var/run/docker.sock' },
+      },
+    ],
+    visitors: [
+      {
+        name: 'secret_ssh_visitor',
+        type: 'stcp',
+        serverName: 'secret_ssh',
+        secretKey: 'abc',
+        bindAddr: '127.0.0.1',
+        bindPort: 6000,
+      },
+    ],
   });
 });
 
 test('a file that is not TOML is refused naming the file, without quoting its content', (t) => {
   const err = fails(
     t,
-    () => TunnelConfig.parse(`serverAddr = "x"\nauth.token = "${SECRET}\nserverPort = 7000\n`, '/data/instances/tunnel_3.toml'),
+    () =>
+      TunnelConfig.parse(
+        `serverAddr = "x"\nauth.token = "${SECRET}\nserverPort = 7000\n`,
+        '/data/instances/tunnel_3.toml',
+      ),
     400,
     /^Config file \/data\/instances\/tunnel_3\.toml is not valid TOML \(line 2, column \d+: /,
   );
@@ -331,7 +370,12 @@ test('setCommon sets dotted and older names, converting numeric-string ports and
 test('setCommon names every unknown key and changes nothing', (t) => {
   const config = fresh();
   const before = config.toString();
-  fails(t, () => config.setCommon({ serverPort: 7001, bogus: 1, 'auth.nope': 2, 'odd key"': 3 }), 400, /^Unknown config keys: bogus, auth\.nope, "odd key\\""$/);
+  fails(
+    t,
+    () => config.setCommon({ serverPort: 7001, bogus: 1, 'auth.nope': 2, 'odd key"': 3 }),
+    400,
+    /^Unknown config keys: bogus, auth\.nope, "odd key\\""$/,
+  );
   t.is(config.toString(), before);
 });
 
@@ -397,7 +441,13 @@ test('setCommon leaves the proxies exactly as they were (parsed and as text)', (
     const config = TunnelConfig.parse(source);
     const before = reparse(config);
     const textBefore = config.toString();
-    config.setCommon({ server_addr: 'other.example.com', server_port: 7100, 'auth.token': 'new', 'log.level': 'warn', metadatas: { a: 'b' } });
+    config.setCommon({
+      server_addr: 'other.example.com',
+      server_port: 7100,
+      'auth.token': 'new',
+      'log.level': 'warn',
+      metadatas: { a: 'b' },
+    });
     const after = reparse(config);
     t.deepEqual(after.proxies, before.proxies);
     t.deepEqual(after.visitors, before.visitors);
@@ -413,16 +463,36 @@ test('setCommon leaves the proxies exactly as they were (parsed and as text)', (
 test('addProxy appends a block with integer ports', (t) => {
   const config = fresh();
   const view = config.addProxy({ name: 'ssh', type: 'tcp', localIP: '127.0.0.1', localPort: '22', remotePort: '6000' });
-  t.deepEqual(view, { name: 'ssh', type: 'tcp', localIP: '127.0.0.1', localPort: '22', remotePort: '6000', enabled: true });
+  t.deepEqual(view, {
+    name: 'ssh',
+    type: 'tcp',
+    localIP: '127.0.0.1',
+    localPort: '22',
+    remotePort: '6000',
+    enabled: true,
+  });
   config.addProxy({ name: 'web', type: 'http', localPort: 80, customDomains: 'a.example.com, *.b.example.com' });
   config.addProxy({ name: 'dns', type: 'udp', local_ip: '::1', local_port: 53, remote_port: '6053' });
   config.addProxy({ name: 'mux', type: 'tcpmux', localPort: 8080, subdomain: 'mux' });
   config.addProxy({ name: 'p2p', type: 'xtcp', localPort: 22, remotePort: '' });
   t.deepEqual(reparse(config).proxies, [
     { name: 'ssh', type: 'tcp', localIP: '127.0.0.1', localPort: 22, remotePort: 6000 },
-    { name: 'web', type: 'http', localIP: '127.0.0.1', localPort: 80, customDomains: ['a.example.com', '*.b.example.com'] },
+    {
+      name: 'web',
+      type: 'http',
+      localIP: '127.0.0.1',
+      localPort: 80,
+      customDomains: ['a.example.com', '*.b.example.com'],
+    },
     { name: 'dns', type: 'udp', localIP: '::1', localPort: 53, remotePort: 6053 },
-    { name: 'mux', type: 'tcpmux', localIP: '127.0.0.1', localPort: 8080, subdomain: 'mux', multiplexer: 'httpconnect' },
+    {
+      name: 'mux',
+      type: 'tcpmux',
+      localIP: '127.0.0.1',
+      localPort: 8080,
+      subdomain: 'mux',
+      multiplexer: 'httpconnect',
+    },
     { name: 'p2p', type: 'xtcp', localIP: '127.0.0.1', localPort: 22 },
   ]);
 });
@@ -448,12 +518,21 @@ test('addProxy validates every field', (t) => {
     [tcp('x', '99999'), /^remotePort must be a port number from 1 to 65535$/],
     [tcp('x', ''), /^remotePort is required for tcp and udp proxies$/],
     [{ ...tcp('x', ''), type: 'udp' }, /^remotePort is required for tcp and udp proxies$/],
-    [{ name: 'w', type: 'http', localPort: 80, remotePort: 8080, subdomain: 'w' }, /^remotePort is only used by tcp and udp proxies, not http$/],
+    [
+      { name: 'w', type: 'http', localPort: 80, remotePort: 8080, subdomain: 'w' },
+      /^remotePort is only used by tcp and udp proxies, not http$/,
+    ],
     [{ name: 'w', type: 'https', localPort: 443 }, /^a https proxy needs customDomains or subdomain$/],
     [{ name: 'w', type: 'http', localPort: 80, customDomains: ['bad domain'] }, /^customDomains must hold host names/],
-    [{ name: 'w', type: 'http', localPort: 80, customDomains: 7 as unknown as string }, /^customDomains must be an array of strings or a comma-separated string$/],
+    [
+      { name: 'w', type: 'http', localPort: 80, customDomains: 7 as unknown as string },
+      /^customDomains must be an array of strings or a comma-separated string$/,
+    ],
     [{ name: 'w', type: 'http', localPort: 80, subdomain: 'a.b' }, /^subdomain must be a single DNS label/],
-    [tcp('x', 6000, { customDomains: ['a.example.com'] }), /^customDomains is only used by http, https and tcpmux proxies, not tcp$/],
+    [
+      tcp('x', 6000, { customDomains: ['a.example.com'] }),
+      /^customDomains is only used by http, https and tcpmux proxies, not tcp$/,
+    ],
     [tcp('x', 6000, { subdomain: 'x' }), /^subdomain is only used by http, https and tcpmux proxies, not tcp$/],
     [null as unknown as ProxyInput, /^proxyInfo must be an object$/],
   ];
@@ -469,13 +548,23 @@ test('addProxy: a duplicate name or remotePort is a 409', (t) => {
   // tcp and udp ports are separate on the server.
   config.addProxy({ ...tcp('dns', 6000), type: 'udp' });
   fails(t, () => config.addProxy({ ...tcp('dns2', 6000), type: 'udp' }), 409, /already used by proxy dns$/);
-  t.deepEqual(config.proxies().map((p) => p.name), ['ssh', 'dns']);
+  t.deepEqual(
+    config.proxies().map((p) => p.name),
+    ['ssh', 'dns'],
+  );
 });
 
 test('modifyProxy changes given fields and keeps the rest, extra fields included', (t) => {
   const config = TunnelConfig.parse(CURRENT_SHAPE);
   const view = config.modifyProxy('ssh', { name: 'ssh', localPort: '2222', localIP: '', remotePort: '' });
-  t.like(view, { name: 'ssh', type: 'tcp', localIP: '127.0.0.1', localPort: '2222', remotePort: '6000', enabled: true });
+  t.like(view, {
+    name: 'ssh',
+    type: 'tcp',
+    localIP: '127.0.0.1',
+    localPort: '2222',
+    remotePort: '6000',
+    enabled: true,
+  });
   t.deepEqual(view.transport, { useEncryption: true, bandwidthLimit: '1MB' });
   const block = reparse(config).proxies[0];
   t.deepEqual(block, {
@@ -498,10 +587,16 @@ test('modifyProxy renames with newName (or a different name), and follows the st
   config.setCommon({ start: ['ssh', 'web'] });
   const view = config.modifyProxy('ssh', { name: 'ssh' }, 'ssh-main');
   t.is(view.name, 'ssh-main');
-  t.deepEqual(config.proxies().map((p) => p.name), ['ssh-main', 'web', 'sock']);
+  t.deepEqual(
+    config.proxies().map((p) => p.name),
+    ['ssh-main', 'web', 'sock'],
+  );
   t.deepEqual(reparse(config).start, ['ssh-main', 'web']);
   config.modifyProxy('web', { name: 'web2' });
-  t.deepEqual(config.proxies().map((p) => p.name), ['ssh-main', 'web2', 'sock']);
+  t.deepEqual(
+    config.proxies().map((p) => p.name),
+    ['ssh-main', 'web2', 'sock'],
+  );
   fails(t, () => config.modifyProxy('web2', {}, 'sock'), 409, /^Proxy sock already exists$/);
   fails(t, () => config.modifyProxy('web2', {}, 'bad name'), 400, /^newName must be 1-64 characters/);
   fails(t, () => config.modifyProxy('ssh', {}, 'x'), 404, /^Proxy ssh not found$/);
@@ -520,18 +615,30 @@ test('modifyProxy to another type drops the fields the new type does not have', 
   const config = fresh();
   config.addProxy(tcp('a', 6000));
   fails(t, () => config.modifyProxy('a', { type: 'http' }), 400, /^a http proxy needs customDomains or subdomain$/);
-  fails(t, () => config.modifyProxy('a', { type: 'http', remotePort: 6000, subdomain: 'a' }), 400, /^remotePort is only used by tcp and udp/);
+  fails(
+    t,
+    () => config.modifyProxy('a', { type: 'http', remotePort: 6000, subdomain: 'a' }),
+    400,
+    /^remotePort is only used by tcp and udp/,
+  );
   config.modifyProxy('a', { type: 'http', subdomain: 'a' });
-  t.deepEqual(reparse(config).proxies, [{ name: 'a', type: 'http', localIP: '127.0.0.1', localPort: 22, subdomain: 'a' }]);
+  t.deepEqual(reparse(config).proxies, [
+    { name: 'a', type: 'http', localIP: '127.0.0.1', localPort: 22, subdomain: 'a' },
+  ]);
   fails(t, () => config.modifyProxy('a', { type: 'tcp' }), 400, /^remotePort is required for tcp and udp proxies$/);
   config.modifyProxy('a', { type: 'tcp', remotePort: 7000 });
-  t.deepEqual(reparse(config).proxies, [{ name: 'a', type: 'tcp', localIP: '127.0.0.1', localPort: 22, remotePort: 7000 }]);
+  t.deepEqual(reparse(config).proxies, [
+    { name: 'a', type: 'tcp', localIP: '127.0.0.1', localPort: 22, remotePort: 7000 },
+  ]);
 });
 
 test('deleteProxy removes the block; an unknown one is a 404', (t) => {
   const config = TunnelConfig.parse(CURRENT_SHAPE);
   config.deleteProxy('web');
-  t.deepEqual(config.proxies().map((p) => p.name), ['ssh', 'sock']);
+  t.deepEqual(
+    config.proxies().map((p) => p.name),
+    ['ssh', 'sock'],
+  );
   fails(t, () => config.deleteProxy('web'), 404, /^Proxy web not found$/);
 });
 
@@ -568,10 +675,10 @@ test('values that try to break out of their TOML string are refused or stay insi
   const sneaky = 'me" ]]\t [[proxies]] name = "evil';
   fails(t, () => config.setCommon({ user: sneaky }), 400, /control characters/);
   const oneLine = 'me" ] ]] [[proxies]] name = "evil" # \\';
-  config.setCommon({ user: oneLine, 'webServer.assetsDir': "/tmp/a'b\"c]]" });
+  config.setCommon({ user: oneLine, 'webServer.assetsDir': '/tmp/a\'b"c]]' });
   const doc = reparse(config);
   t.is(doc.user, oneLine);
-  t.is(doc.webServer.assetsDir, "/tmp/a'b\"c]]");
+  t.is(doc.webServer.assetsDir, '/tmp/a\'b"c]]');
   t.is(doc.proxies, undefined);
   t.deepEqual(Object.keys(doc).sort(), ['auth', 'log', 'serverAddr', 'serverPort', 'user', 'webServer']);
 });
@@ -595,27 +702,61 @@ comment = ${JSON.stringify(payload)}
   t.is(doc.note, payload);
   t.is(doc.proxies.length, 1);
   t.is(doc.proxies[0].comment, payload);
-  t.deepEqual(config.proxies().map((p) => p.name), ['ssh']);
+  t.deepEqual(
+    config.proxies().map((p) => p.name),
+    ['ssh'],
+  );
 });
 
 test('template actions other than {{ .Envs.NAME }} are refused in every value we write, saying why', (t) => {
   const config = fresh();
-  const why = /must not contain "\{\{" or "\}\}" other than \{\{ \.Envs\.NAME \}\} placeholders .*: frpc renders its config file as a Go template/;
+  const why =
+    /must not contain "\{\{" or "\}\}" other than \{\{ \.Envs\.NAME \}\} placeholders .*: frpc renders its config file as a Go template/;
   fails(t, () => config.setCommon({ 'auth.token': '{{ .Envs.home }}' }), 400, why);
   fails(t, () => config.setCommon({ 'auth.token': '{{ env "HOME" }}' }), 400, /^auth\.token must not contain/);
   fails(t, () => config.setCommon({ user: 'a}}b' }), 400, /^user must not contain/);
   fails(t, () => config.setCommon({ start: ['{{x'] }), 400, /^start must not contain/);
-  fails(t, () => config.setCommon({ metadatas: { k: '{{ .Envs.X | printf "%s" }}' } }), 400, /^metadatas\.k must not contain/);
+  fails(
+    t,
+    () => config.setCommon({ metadatas: { k: '{{ .Envs.X | printf "%s" }}' } }),
+    400,
+    /^metadatas\.k must not contain/,
+  );
   fails(t, () => config.addProxy(tcp('{{x}}', 6000)), 400, /^name must not contain/);
   fails(t, () => config.addProxy(tcp('x', 6000, { localIP: '{{- .Envs.IP }}' })), 400, /^localIP must not contain/);
-  fails(t, () => config.addProxy({ name: 'w', type: 'http', localPort: 80, customDomains: 'a.com,{{x}}' }), 400, /^customDomains must not contain/);
-  fails(t, () => config.addProxy({ name: 'w', type: 'http', localPort: 80, subdomain: '}}' }), 400, /^subdomain must not contain/);
-  fails(t, () => config.addProxy(tcp('x', 6000, { secretKey: '{{{ .Envs.A }}' })), 400, /^secretKey must not contain|is only used/);
-  fails(t, () => config.addProxy({ name: 's', type: 'stcp', localPort: 22, secretKey: '{{{ .Envs.A }}' }), 400, /^secretKey must not contain/);
+  fails(
+    t,
+    () => config.addProxy({ name: 'w', type: 'http', localPort: 80, customDomains: 'a.com,{{x}}' }),
+    400,
+    /^customDomains must not contain/,
+  );
+  fails(
+    t,
+    () => config.addProxy({ name: 'w', type: 'http', localPort: 80, subdomain: '}}' }),
+    400,
+    /^subdomain must not contain/,
+  );
+  fails(
+    t,
+    () => config.addProxy(tcp('x', 6000, { secretKey: '{{{ .Envs.A }}' })),
+    400,
+    /^secretKey must not contain|is only used/,
+  );
+  fails(
+    t,
+    () => config.addProxy({ name: 's', type: 'stcp', localPort: 22, secretKey: '{{{ .Envs.A }}' }),
+    400,
+    /^secretKey must not contain/,
+  );
   config.addProxy(tcp('ok', 6000));
   fails(t, () => config.modifyProxy('ok', {}, '{{x}}'), 400, /^newName must not contain/);
   fails(t, () => config.modifyProxy('ok', {}, '{{ .Envs.NAME }}'), 400, /^newName must be 1-64 characters/);
-  fails(t, () => TunnelConfig.create({ serverAddr: '{{ .A }}', serverPort: 7000, authMethod: 'token' }), 400, /^serverAddr must not contain/);
+  fails(
+    t,
+    () => TunnelConfig.create({ serverAddr: '{{ .A }}', serverPort: 7000, authMethod: 'token' }),
+    400,
+    /^serverAddr must not contain/,
+  );
   fails(t, () => config.addProxy({ name: 'p', type: '{{ .Envs.T }}', localPort: 1 }), 400, /^type must be one of/);
   fails(t, () => config.setCommon({ 'log.level': '{{ .Envs.LEVEL }}' }), 400, /^log\.level must be one of/);
   t.false(config.toString().includes('{{'));
@@ -626,8 +767,20 @@ test('{{ .Envs.NAME }} placeholders are written as they are, and envPlaceholders
     { serverAddr: '{{ .Envs.FRP_SERVER }}', serverPort: 7000, authMethod: 'token' },
     { 'auth.token': '{{ .Envs.FRP_TOKEN }}', user: 'u-{{.Envs.FRP_USER}}-{{  .Envs.FRP_TOKEN  }}' },
   );
-  config.addProxy({ name: 'pg', type: 'stcp', localIP: '{{ .Envs.PG_HOST }}', localPort: 5432, secretKey: '{{ .Envs.PG_SK }}' });
-  config.addProxy({ name: 'web', type: 'http', localPort: 80, customDomains: ['{{ .Envs.DOMAIN_1 }}'], httpPassword: '{{ .Envs._PW }}' });
+  config.addProxy({
+    name: 'pg',
+    type: 'stcp',
+    localIP: '{{ .Envs.PG_HOST }}',
+    localPort: 5432,
+    secretKey: '{{ .Envs.PG_SK }}',
+  });
+  config.addProxy({
+    name: 'web',
+    type: 'http',
+    localPort: 80,
+    customDomains: ['{{ .Envs.DOMAIN_1 }}'],
+    httpPassword: '{{ .Envs._PW }}',
+  });
   const doc = reparse(config);
   t.is(doc.serverAddr, '{{ .Envs.FRP_SERVER }}');
   t.is(doc.auth.token, '{{ .Envs.FRP_TOKEN }}');
@@ -635,15 +788,42 @@ test('{{ .Envs.NAME }} placeholders are written as they are, and envPlaceholders
   t.like(doc.proxies[0], { localIP: '{{ .Envs.PG_HOST }}', secretKey: '{{ .Envs.PG_SK }}' });
   // In the order of the file: plain top-level keys come before the [auth] table.
   t.deepEqual(config.envPlaceholders(), ['FRP_SERVER', 'FRP_USER', 'FRP_TOKEN', 'PG_HOST', 'PG_SK', 'DOMAIN_1', '_PW']);
-  t.deepEqual(envPlaceholders('a = "{{ .Envs.B }}"\nb = "{{ .Envs.B }}{{.Envs.C9}}"\nc = "{{ .Envs.lower }} {{ .Envs.9X }}"\n'), ['B', 'C9']);
+  t.deepEqual(
+    envPlaceholders('a = "{{ .Envs.B }}"\nb = "{{ .Envs.B }}{{.Envs.C9}}"\nc = "{{ .Envs.lower }} {{ .Envs.9X }}"\n'),
+    ['B', 'C9'],
+  );
   t.deepEqual(envPlaceholders('serverAddr = "x"\n'), []);
 });
 
-test('onlyPlaceholders reads a value as Go\'s lexer would', (t) => {
-  for (const ok of ['', 'plain', '{{ .Envs.A }}', '{{.Envs.A_1}}', 'x{{ .Envs.A }}y{{ .Envs.B }}', '{ .Envs.A }', '}{', 'a}b{c', '{{ .Envs.A }}}']) {
+test("onlyPlaceholders reads a value as Go's lexer would", (t) => {
+  for (const ok of [
+    '',
+    'plain',
+    '{{ .Envs.A }}',
+    '{{.Envs.A_1}}',
+    'x{{ .Envs.A }}y{{ .Envs.B }}',
+    '{ .Envs.A }',
+    '}{',
+    'a}b{c',
+    '{{ .Envs.A }}}',
+  ]) {
     t.true(onlyPlaceholders(ok), ok);
   }
-  for (const bad of ['{{', '}}', '{{ .Envs.a }}', '{{ .Envs.9A }}', '{{ .Envs.A}} }}', '{{{ .Envs.A }}', '{{- .Envs.A }}', '{{ .Envs.A -}}', '{{\t.Envs.A }}', '{{ .Envs }}', '{{ .Envs.A.B }}', '{{/* c */}}', '{{ .Envs.A | html }}']) {
+  for (const bad of [
+    '{{',
+    '}}',
+    '{{ .Envs.a }}',
+    '{{ .Envs.9A }}',
+    '{{ .Envs.A}} }}',
+    '{{{ .Envs.A }}',
+    '{{- .Envs.A }}',
+    '{{ .Envs.A -}}',
+    '{{\t.Envs.A }}',
+    '{{ .Envs }}',
+    '{{ .Envs.A.B }}',
+    '{{/* c */}}',
+    '{{ .Envs.A | html }}',
+  ]) {
     t.false(onlyPlaceholders(bad), bad);
   }
 });
@@ -657,7 +837,11 @@ test('every proxy type and plugin round-trips: create, file, list, modify one fi
     const view = config.addProxy(example.input);
     t.deepEqual(view, expectedView(example.file, example.secrets), `${name}: create reply`);
     t.deepEqual(blockNamed(config, name), example.file, `${name}: file after create`);
-    t.deepEqual(config.proxies().find((p) => p.name === name), expectedView(example.file, example.secrets), `${name}: list`);
+    t.deepEqual(
+      config.proxies().find((p) => p.name === name),
+      expectedView(example.file, example.secrets),
+      `${name}: list`,
+    );
     config.modifyProxy(name, { name, ...example.modify });
     t.deepEqual(blockNamed(config, name), merged(example.file, example.modified), `${name}: file after modify`);
   }
@@ -674,7 +858,13 @@ test('every proxy type and plugin round-trips: create, file, list, modify one fi
 test('the stcp proxy keeps its secretKey, allowUsers and transport settings', (t) => {
   const config = fresh();
   config.addProxy(POSTGRES.input);
-  config.modifyProxy('postgres', { name: 'postgres', type: 'stcp', localIP: '127.0.0.1', localPort: '5433', remotePort: '' });
+  config.modifyProxy('postgres', {
+    name: 'postgres',
+    type: 'stcp',
+    localIP: '127.0.0.1',
+    localPort: '5433',
+    remotePort: '',
+  });
   t.deepEqual(reparse(config).proxies[0], { ...POSTGRES.file, localPort: 5433 });
 });
 
@@ -685,13 +875,25 @@ test('unknown proxy keys are refused by their dotted name, all at once, and noth
   fails(t, () => config.addProxy(tcp('x', 6001, { colour: 'red' })), 400, /^Unknown proxy key: colour$/);
   fails(
     t,
-    () => config.addProxy(tcp('x', 6001, { transport: { useEncryption: true, bogus: 1 }, 'healthCheck.nope': 2, 'odd key"': 3 } as ProxyInput)),
+    () =>
+      config.addProxy(
+        tcp('x', 6001, {
+          transport: { useEncryption: true, bogus: 1 },
+          'healthCheck.nope': 2,
+          'odd key"': 3,
+        } as ProxyInput),
+      ),
     400,
     /^Unknown proxy keys: transport\.bogus, healthCheck\.nope, "odd key\\""$/,
   );
   fails(t, () => config.modifyProxy('ssh', { 'plugin.nonsense': 'x' }), 400, /^Unknown proxy key: plugin\.nonsense$/);
   fails(t, () => config.modifyProxy('ssh', { localPort: 23, role: 'server' }), 400, /^Unknown proxy key: role$/);
-  fails(t, () => config.modifyProxy('ssh', { __proto__x: 1, constructor: 1 } as ProxyInput), 400, /^Unknown proxy keys: __proto__x, constructor$/);
+  fails(
+    t,
+    () => config.modifyProxy('ssh', { __proto__x: 1, constructor: 1 } as ProxyInput),
+    400,
+    /^Unknown proxy keys: __proto__x, constructor$/,
+  );
   t.is(config.toString(), before);
 });
 
@@ -699,13 +901,31 @@ test('keys of another proxy type or plugin are refused, saying whose they are', 
   const config = fresh();
   const cases: Array<[ProxyInput, RegExp]> = [
     [tcp('x', 6001, { secretKey: 'k' }), /^secretKey is only used by stcp, xtcp and sudp proxies, not tcp$/],
-    [{ name: 'x', type: 'stcp', localPort: 22, locations: ['/'] }, /^locations is only used by http proxies, not stcp$/],
-    [{ name: 'x', type: 'https', localPort: 443, subdomain: 'x', httpUser: 'u' }, /^httpUser is only used by http and tcpmux proxies, not https$/],
-    [{ name: 'x', type: 'http', subdomain: 'x', 'natTraversal.disableAssistedAddrs': true, localPort: 1 }, /^natTraversal\.disableAssistedAddrs is only used by xtcp proxies, not http$/],
+    [
+      { name: 'x', type: 'stcp', localPort: 22, locations: ['/'] },
+      /^locations is only used by http proxies, not stcp$/,
+    ],
+    [
+      { name: 'x', type: 'https', localPort: 443, subdomain: 'x', httpUser: 'u' },
+      /^httpUser is only used by http and tcpmux proxies, not https$/,
+    ],
+    [
+      { name: 'x', type: 'http', subdomain: 'x', 'natTraversal.disableAssistedAddrs': true, localPort: 1 },
+      /^natTraversal\.disableAssistedAddrs is only used by xtcp proxies, not http$/,
+    ],
     [tcp('x', 6001, { plugin: { unixPath: '/x' } }), /^plugin\.unixPath is a plugin option: set plugin\.type too$/],
-    [tcp('x', 6001, { plugin: { type: 'socks5', unixPath: '/x' } }), /^plugin\.unixPath is not an option of the socks5 plugin \(only of unix_domain_socket\)$/],
-    [tcp('x', 6001, { plugin: { type: 'http2http', localAddr: 'a:1', crtPath: '/c' } }), /^plugin\.crtPath is not an option of the http2http plugin \(only of https2http, https2https and tls2raw\)$/],
-    [tcp('x', 6001, { plugin: { type: 'ftp_proxy' } }), /^plugin\.type must be one of: unix_domain_socket, http_proxy, socks5, static_file, https2http, https2https, http2https, http2http, tls2raw$/],
+    [
+      tcp('x', 6001, { plugin: { type: 'socks5', unixPath: '/x' } }),
+      /^plugin\.unixPath is not an option of the socks5 plugin \(only of unix_domain_socket\)$/,
+    ],
+    [
+      tcp('x', 6001, { plugin: { type: 'http2http', localAddr: 'a:1', crtPath: '/c' } }),
+      /^plugin\.crtPath is not an option of the http2http plugin \(only of https2http, https2https and tls2raw\)$/,
+    ],
+    [
+      tcp('x', 6001, { plugin: { type: 'ftp_proxy' } }),
+      /^plugin\.type must be one of: unix_domain_socket, http_proxy, socks5, static_file, https2http, https2https, http2https, http2http, tls2raw$/,
+    ],
   ];
   for (const [input, message] of cases) fails(t, () => config.addProxy(input), 400, message);
   t.deepEqual(config.proxies(), []);
@@ -716,28 +936,61 @@ test('wrong types are refused by the dotted name, every one in one message', (t)
   const cases: Array<[ProxyInput, RegExp]> = [
     [tcp('x', 6001, { 'transport.useEncryption': 'yes' }), /^transport\.useEncryption must be true or false$/],
     [tcp('x', 6001, { transport: { useCompression: 1 } }), /^transport\.useCompression must be true or false$/],
-    [tcp('x', 6001, { transport: { bandwidthLimit: '1GB' } }), /^transport\.bandwidthLimit must be a number followed by MB or KB/],
-    [tcp('x', 6001, { 'transport.bandwidthLimitMode': 'both' }), /^transport\.bandwidthLimitMode must be one of: client, server$/],
-    [tcp('x', 6001, { 'transport.proxyProtocolVersion': 'v3' }), /^transport\.proxyProtocolVersion must be one of: v1, v2$/],
-    [tcp('x', 6001, { healthCheck: { type: 'tcp', timeoutSeconds: 'soon' } }), /^healthCheck\.timeoutSeconds must be an integer$/],
-    [tcp('x', 6001, { 'healthCheck.httpHeaders': { Host: 'a' } }), /^healthCheck\.httpHeaders must be an array of \{ name, value \} objects$/],
-    [tcp('x', 6001, { 'healthCheck.httpHeaders': [{ name: 'Host', value: 'a', extra: 1 }] }), /^healthCheck\.httpHeaders\[0\] may hold only name and value$/],
+    [
+      tcp('x', 6001, { transport: { bandwidthLimit: '1GB' } }),
+      /^transport\.bandwidthLimit must be a number followed by MB or KB/,
+    ],
+    [
+      tcp('x', 6001, { 'transport.bandwidthLimitMode': 'both' }),
+      /^transport\.bandwidthLimitMode must be one of: client, server$/,
+    ],
+    [
+      tcp('x', 6001, { 'transport.proxyProtocolVersion': 'v3' }),
+      /^transport\.proxyProtocolVersion must be one of: v1, v2$/,
+    ],
+    [
+      tcp('x', 6001, { healthCheck: { type: 'tcp', timeoutSeconds: 'soon' } }),
+      /^healthCheck\.timeoutSeconds must be an integer$/,
+    ],
+    [
+      tcp('x', 6001, { 'healthCheck.httpHeaders': { Host: 'a' } }),
+      /^healthCheck\.httpHeaders must be an array of \{ name, value \} objects$/,
+    ],
+    [
+      tcp('x', 6001, { 'healthCheck.httpHeaders': [{ name: 'Host', value: 'a', extra: 1 }] }),
+      /^healthCheck\.httpHeaders\[0\] may hold only name and value$/,
+    ],
     [tcp('x', 6001, { metadatas: { owner: 7 } }), /^metadatas\.owner must be a string$/],
     [tcp('x', 6001, { 'metadatas.owner': true }), /^metadatas\.owner must be a string$/],
     [tcp('x', 6001, { annotations: { 'bad key!': 'v' } }), /^annotations entry names must be/],
     [tcp('x', 6001, { enabled: 'off' }), /^enabled must be true or false$/],
     [tcp('x', 6001, { 'loadBalancer.groupKey': 5 }), /^loadBalancer\.groupKey must be a string$/],
-    [{ name: 'x', type: 'stcp', localPort: 22, allowUsers: 7 }, /^allowUsers must be an array of strings or a comma-separated string$/],
+    [
+      { name: 'x', type: 'stcp', localPort: 22, allowUsers: 7 },
+      /^allowUsers must be an array of strings or a comma-separated string$/,
+    ],
     [{ name: 'x', type: 'stcp', localPort: 22, secretKey: ['k'] }, /^secretKey must be a string$/],
-    [{ name: 'x', type: 'tcpmux', localPort: 22, subdomain: 'x', multiplexer: 'other' }, /^multiplexer must be "httpconnect"$/],
-    [{ name: 'x', type: 'http', localPort: 80, subdomain: 'x', requestHeaders: { set: 'x' } }, /^requestHeaders\.set must be an object of names to strings$/],
-    [tcp('x', 6001, { plugin: { type: 'https2http', localAddr: 'a:1', enableHTTP2: 'maybe' } }), /^plugin\.enableHTTP2 must be true or false$/],
+    [
+      { name: 'x', type: 'tcpmux', localPort: 22, subdomain: 'x', multiplexer: 'other' },
+      /^multiplexer must be "httpconnect"$/,
+    ],
+    [
+      { name: 'x', type: 'http', localPort: 80, subdomain: 'x', requestHeaders: { set: 'x' } },
+      /^requestHeaders\.set must be an object of names to strings$/,
+    ],
+    [
+      tcp('x', 6001, { plugin: { type: 'https2http', localAddr: 'a:1', enableHTTP2: 'maybe' } }),
+      /^plugin\.enableHTTP2 must be true or false$/,
+    ],
     [tcp('x', 6001, { plugin: { type: 'socks5', password: 12345 } }), /^plugin\.password must be a string$/],
   ];
   for (const [input, message] of cases) fails(t, () => config.addProxy(input), 400, message);
   fails(
     t,
-    () => config.addProxy(tcp('x', 6001, { 'transport.useEncryption': 'yes', localPort: 'x', 'healthCheck.maxFailed': 1.5 })),
+    () =>
+      config.addProxy(
+        tcp('x', 6001, { 'transport.useEncryption': 'yes', localPort: 'x', 'healthCheck.maxFailed': 1.5 }),
+      ),
     400,
     /^localPort must be a port number from 1 to 65535; transport\.useEncryption must be true or false; healthCheck\.maxFailed must be an integer$/,
   );
@@ -746,27 +999,73 @@ test('wrong types are refused by the dotted name, every one in one message', (t)
 
 test('frpc validation rules: plugin options it requires, the http health check path, no localPort with a plugin', (t) => {
   const config = fresh();
-  fails(t, () => config.addProxy(tcp('x', 6001, { localPort: undefined, plugin: { type: 'unix_domain_socket' } })), 400, /^plugin\.unixPath is required by the unix_domain_socket plugin$/);
-  fails(t, () => config.addProxy(tcp('x', 6001, { localPort: undefined, plugin: { type: 'static_file' } })), 400, /^plugin\.localPath is required by the static_file plugin$/);
+  fails(
+    t,
+    () => config.addProxy(tcp('x', 6001, { localPort: undefined, plugin: { type: 'unix_domain_socket' } })),
+    400,
+    /^plugin\.unixPath is required by the unix_domain_socket plugin$/,
+  );
+  fails(
+    t,
+    () => config.addProxy(tcp('x', 6001, { localPort: undefined, plugin: { type: 'static_file' } })),
+    400,
+    /^plugin\.localPath is required by the static_file plugin$/,
+  );
   for (const type of ['https2http', 'https2https', 'http2https', 'http2http', 'tls2raw']) {
-    fails(t, () => config.addProxy(tcp('x', 6001, { localPort: undefined, plugin: { type } })), 400, new RegExp(`^plugin\\.localAddr is required by the ${type} plugin$`));
+    fails(
+      t,
+      () => config.addProxy(tcp('x', 6001, { localPort: undefined, plugin: { type } })),
+      400,
+      new RegExp(`^plugin\\.localAddr is required by the ${type} plugin$`),
+    );
   }
-  fails(t, () => config.addProxy(tcp('x', 6001, { healthCheck: { type: 'http' } })), 400, /^healthCheck\.path is required for an http health check$/);
+  fails(
+    t,
+    () => config.addProxy(tcp('x', 6001, { healthCheck: { type: 'http' } })),
+    400,
+    /^healthCheck\.path is required for an http health check$/,
+  );
   const socks = config.addProxy({ name: 'socks', type: 'tcp', remotePort: 6002, plugin: { type: 'socks5' } });
   t.is(socks.localPort, '');
-  t.deepEqual(reparse(config).proxies[0], { name: 'socks', type: 'tcp', remotePort: 6002, plugin: { type: 'socks5' } }, 'no localIP either');
+  t.deepEqual(
+    reparse(config).proxies[0],
+    { name: 'socks', type: 'tcp', remotePort: 6002, plugin: { type: 'socks5' } },
+    'no localIP either',
+  );
 });
 
 test('nested and dotted keys are the same key; giving both, or a map and one of its entries, is refused', (t) => {
   const nested = fresh();
   const dotted = fresh();
-  nested.addProxy(tcp('a', 6001, { transport: { useEncryption: true }, healthCheck: { type: 'tcp' }, metadatas: { k: 'v' } }));
+  nested.addProxy(
+    tcp('a', 6001, { transport: { useEncryption: true }, healthCheck: { type: 'tcp' }, metadatas: { k: 'v' } }),
+  );
   dotted.addProxy(tcp('a', 6001, { 'transport.useEncryption': true, 'healthCheck.type': 'tcp', 'metadatas.k': 'v' }));
   t.is(dotted.toString(), nested.toString());
-  fails(t, () => nested.addProxy(tcp('b', 6002, { transport: { useEncryption: true }, 'transport.useEncryption': false })), 400, /both set transport\.useEncryption$/);
-  fails(t, () => nested.addProxy(tcp('b', 6002, { local_port: 22 })), 400, /^local_port and localPort both set localPort$/);
-  fails(t, () => nested.modifyProxy('a', { metadatas: { x: 'y' }, 'metadatas.k': 'w' }), 400, /^metadatas\.k and metadatas both set metadatas\.k$/);
-  fails(t, () => nested.modifyProxy('a', { 'metadatas.k': 'w', metadatas: { x: 'y' } }), 400, /^metadatas and metadatas\.k both set metadatas$/);
+  fails(
+    t,
+    () => nested.addProxy(tcp('b', 6002, { transport: { useEncryption: true }, 'transport.useEncryption': false })),
+    400,
+    /both set transport\.useEncryption$/,
+  );
+  fails(
+    t,
+    () => nested.addProxy(tcp('b', 6002, { local_port: 22 })),
+    400,
+    /^local_port and localPort both set localPort$/,
+  );
+  fails(
+    t,
+    () => nested.modifyProxy('a', { metadatas: { x: 'y' }, 'metadatas.k': 'w' }),
+    400,
+    /^metadatas\.k and metadatas both set metadatas\.k$/,
+  );
+  fails(
+    t,
+    () => nested.modifyProxy('a', { 'metadatas.k': 'w', metadatas: { x: 'y' } }),
+    400,
+    /^metadatas and metadatas\.k both set metadatas$/,
+  );
 });
 
 test('modify keeps every key it is not given; null removes a key, an entry or a whole table', (t) => {
@@ -795,20 +1094,41 @@ test('modify keeps every key it is not given; null removes a key, an entry or a 
     healthCheck: { type: 'http', path: '/h' },
   });
   config.modifyProxy('web', { transport: null, healthCheck: null, metadatas: null });
-  t.deepEqual(reparse(config).proxies[0], { name: 'web', type: 'http', localIP: '127.0.0.1', localPort: 80, subdomain: 'web', httpPassword: 'pw-secret' });
+  t.deepEqual(reparse(config).proxies[0], {
+    name: 'web',
+    type: 'http',
+    localIP: '127.0.0.1',
+    localPort: 80,
+    subdomain: 'web',
+    httpPassword: 'pw-secret',
+  });
   fails(t, () => config.modifyProxy('web', { name: null }), 400, /^name cannot be removed$/);
   fails(t, () => config.modifyProxy('web', { type: null }), 400, /^type cannot be removed$/);
   fails(t, () => config.modifyProxy('web', { localPort: null }), 400, /^localPort is required$/);
-  fails(t, () => config.modifyProxy('web', { subdomain: null }), 400, /^a http proxy needs customDomains or subdomain$/);
+  fails(
+    t,
+    () => config.modifyProxy('web', { subdomain: null }),
+    400,
+    /^a http proxy needs customDomains or subdomain$/,
+  );
   config.modifyProxy('web', { remotePort: null, secretKey: null }); // keys the type does not have: nothing to remove
   t.is(reparse(config).proxies[0].httpPassword, 'pw-secret');
 });
 
 test('a plugin: null or plugin.type: null removes the plugin; another plugin type drops the options it lacks', (t) => {
   const config = fresh();
-  config.addProxy({ name: 'p', type: 'tcp', remotePort: 6001, plugin: { type: 'https2http', localAddr: '127.0.0.1:80', crtPath: '/c', hostHeaderRewrite: 'h' } });
+  config.addProxy({
+    name: 'p',
+    type: 'tcp',
+    remotePort: 6001,
+    plugin: { type: 'https2http', localAddr: '127.0.0.1:80', crtPath: '/c', hostHeaderRewrite: 'h' },
+  });
   config.modifyProxy('p', { plugin: { type: 'http2http' } });
-  t.deepEqual(reparse(config).proxies[0].plugin, { type: 'http2http', localAddr: '127.0.0.1:80', hostHeaderRewrite: 'h' });
+  t.deepEqual(reparse(config).proxies[0].plugin, {
+    type: 'http2http',
+    localAddr: '127.0.0.1:80',
+    hostHeaderRewrite: 'h',
+  });
   fails(t, () => config.modifyProxy('p', { plugin: null }), 400, /^localPort is required$/);
   config.modifyProxy('p', { plugin: null, localPort: 8080 });
   t.false('plugin' in reparse(config).proxies[0]);
@@ -831,7 +1151,14 @@ futureKey = "kept"
   config.modifyProxy('pg', { type: 'xtcp' });
   t.like(reparse(config).proxies[0], { type: 'xtcp', secretKey: 'sk', allowUsers: ['*'] });
   config.modifyProxy('pg', { type: 'tcp', remotePort: 6543 });
-  t.deepEqual(reparse(config).proxies[0], { name: 'pg', type: 'tcp', localPort: 5432, remotePort: 6543, transport: { useEncryption: true }, futureKey: 'kept' });
+  t.deepEqual(reparse(config).proxies[0], {
+    name: 'pg',
+    type: 'tcp',
+    localPort: 5432,
+    remotePort: 6543,
+    transport: { useEncryption: true },
+    futureKey: 'kept',
+  });
 });
 
 test('a secret sent back masked keeps its value on modify, and is refused on create', (t) => {
@@ -841,8 +1168,18 @@ test('a secret sent back masked keeps its value on modify, and is refused on cre
   t.is(listed.secretKey, '********');
   config.modifyProxy('pg', { ...listed, localPort: '5433' });
   t.like(reparse(config).proxies[0], { secretKey: 'pg-visitor-secret', localPort: 5433 });
-  fails(t, () => config.addProxy({ name: 'pg2', type: 'stcp', localPort: 5432, secretKey: '********' }), 400, /^secretKey is the mask the list shows in place of a secret/);
-  fails(t, () => config.modifyProxy('pg', { 'loadBalancer.groupKey': '********' }), 400, /^loadBalancer\.groupKey is the mask/);
+  fails(
+    t,
+    () => config.addProxy({ name: 'pg2', type: 'stcp', localPort: 5432, secretKey: '********' }),
+    400,
+    /^secretKey is the mask the list shows in place of a secret/,
+  );
+  fails(
+    t,
+    () => config.modifyProxy('pg', { 'loadBalancer.groupKey': '********' }),
+    400,
+    /^loadBalancer\.groupKey is the mask/,
+  );
 });
 
 test('proxy messages never show a secret value', (t) => {
@@ -885,13 +1222,24 @@ test('log.to is refused unless it is console, saying why; a file with another on
   fails(t, () => config.setCommon({ log: { to: 'frpc.log' } }), 400, /^log\.to must be "console"/);
   fails(t, () => config.setCommon({ log_file: '/var/log/frpc.log' }), 400, /^log_file must be "console"/);
   fails(t, () => config.setCommon({ 'log.to': '{{ .Envs.LOG_FILE }}' }), 400, /^log\.to must be "console"/);
-  fails(t, () => TunnelConfig.create({ serverAddr: 'a.example.com', serverPort: 7000, authMethod: 'token' }, { 'log.to': '/tmp/x.log' }), 400, why);
+  fails(
+    t,
+    () =>
+      TunnelConfig.create(
+        { serverAddr: 'a.example.com', serverPort: 7000, authMethod: 'token' },
+        { 'log.to': '/tmp/x.log' },
+      ),
+    400,
+    why,
+  );
   config.setCommon({ 'log.to': 'console', 'log.maxDays': 3 });
   t.deepEqual(reparse(config).log, { disablePrintColor: true, to: 'console', maxDays: 3 });
   config.setCommon({ 'log.to': null });
   t.false('to' in reparse(config).log);
 
-  const existing = TunnelConfig.parse('serverAddr = "a.example.com"\nserverPort = 7000\nlog.to = "/var/log/frpc.log"\nlog.level = "warn"\n');
+  const existing = TunnelConfig.parse(
+    'serverAddr = "a.example.com"\nserverPort = 7000\nlog.to = "/var/log/frpc.log"\nlog.level = "warn"\n',
+  );
   t.deepEqual(reparse(existing).log, { to: 'console', level: 'warn' });
   t.deepEqual(reparse(TunnelConfig.parse('serverAddr = "a"\nlog.to = "console"\n')).log, { to: 'console' });
 });
@@ -902,7 +1250,10 @@ test('write is atomic with mode 0600; read gives back the same config', async (t
   const dir = await mkdtemp(join(tmpdir(), 'tunnel-config-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const path = join(dir, 'tunnel_1.toml');
-  const config = TunnelConfig.create({ serverAddr: 'frp.example.com', serverPort: 7000, authMethod: 'token' }, { 'auth.token': SECRET });
+  const config = TunnelConfig.create(
+    { serverAddr: 'frp.example.com', serverPort: 7000, authMethod: 'token' },
+    { 'auth.token': SECRET },
+  );
   config.addProxy(tcp('ssh', 6000));
   await writeTunnelConfig(path, config);
   t.is((await stat(path)).mode & 0o777, 0o600);

@@ -35,13 +35,20 @@ export interface InProcessApp {
  * fake clock: what the HTTP layer does with tokens, timestamps and limits, without a daemon and without sleeping.
  * Instance routes have no supervisor here.
  */
-export async function inProcessApp(options: { settingsToml?: string; tokenTtlMs?: number; rateWindowMs?: number } = {}): Promise<InProcessApp> {
+export async function inProcessApp(
+  options: { settingsToml?: string; tokenTtlMs?: number; rateWindowMs?: number } = {},
+): Promise<InProcessApp> {
   const dir = await tempDir('tunnelward-app-');
   if (options.settingsToml !== undefined) await writeFile(join(dir, 'settings.toml'), options.settingsToml);
   const clock = new FakeClock();
   const db = await Database.open(join(dir, 'tunnelward.db'));
   const { store: settings } = await SettingsStore.load(dir);
-  const accounts = new AccountService(db, new PasswordHasher(2, 32, TEST_HASH_MEMORY_KIB), options.tokenTtlMs ?? DEFAULTS.tokenTtlMs, clock.now);
+  const accounts = new AccountService(
+    db,
+    new PasswordHasher(2, 32, TEST_HASH_MEMORY_KIB),
+    options.tokenTtlMs ?? DEFAULTS.tokenTtlMs,
+    clock.now,
+  );
   await accounts.ensureFirstSuperuser(ADMIN.username, ADMIN.passwd);
   const window = options.rateWindowMs ?? DEFAULTS.rateLimitWindowMs;
   const app = createApp({

@@ -225,6 +225,7 @@ export async function startWithRoot(options: StartOptions = {}): Promise<{ daemo
 export async function disposeWithTunnels(daemon: Daemon | undefined, token: string): Promise<void> {
   if (!daemon) return;
   const list = await daemon.get('/tunnelAct/instanceMgr/list', { token }).catch(() => undefined);
-  for (const i of list?.body.data ?? []) await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: String(i.instanceID) }, { token });
+  for (const i of list?.body.data ?? [])
+    await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: String(i.instanceID) }, { token });
   await dispose(daemon);
 }

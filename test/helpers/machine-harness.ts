@@ -1,5 +1,10 @@
 import { createActor, fromCallback, fromPromise, SimulatedClock, type EventObject } from 'xstate';
-import { instanceMachine, type CommandDone, type ExitInfo, type InstanceEvent } from '../../machines/instance.machine.js';
+import {
+  instanceMachine,
+  type CommandDone,
+  type ExitInfo,
+  type InstanceEvent,
+} from '../../machines/instance.machine.js';
 
 export interface Options {
   watchdog?: boolean;
@@ -95,4 +100,3 @@ export function harness(options: Options = {}) {
     },
   };
 }
-

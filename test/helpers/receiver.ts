@@ -8,13 +8,20 @@ export interface Received {
 }
 
 /** A real local HTTP server that records what it receives and answers as `respond` decides. */
-export async function startReceiver(respond: (req: Received, res: ServerResponse, index: number) => void = (_r, res) => res.end('ok')) {
+export async function startReceiver(
+  respond: (req: Received, res: ServerResponse, index: number) => void = (_r, res) => res.end('ok'),
+) {
   const received: Received[] = [];
   const server = createServer((req, res) => {
     let text = '';
     req.on('data', (c) => (text += c));
     req.on('end', () => {
-      const entry = { method: req.method!, url: req.url!, headers: req.headers, body: text ? JSON.parse(text) : undefined };
+      const entry = {
+        method: req.method!,
+        url: req.url!,
+        headers: req.headers,
+        body: text ? JSON.parse(text) : undefined,
+      };
       received.push(entry);
       respond(entry, res, received.length - 1);
     });
@@ -27,7 +34,8 @@ export async function startReceiver(respond: (req: Received, res: ServerResponse
     async waitFor(predicate: (r: Received[]) => boolean, timeoutMs = 15_000) {
       const deadline = Date.now() + timeoutMs;
       while (!predicate(received)) {
-        if (Date.now() > deadline) throw new Error(`receiver condition not met: ${JSON.stringify(received.map((r) => r.body?.event))}`);
+        if (Date.now() > deadline)
+          throw new Error(`receiver condition not met: ${JSON.stringify(received.map((r) => r.body?.event))}`);
         await new Promise((r) => setTimeout(r, 20));
       }
       return received;

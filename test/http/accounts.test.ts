@@ -15,7 +15,9 @@ test('public endpoints need no token and no timestamp', async (t) => {
   const info = await daemon.get('/system/getSoftwareInfo', { timestamp: null });
   t.is(info.body.data.Name, 'tunnelward');
   t.regex(info.body.data.Version, /^\d+\.\d+\.\d+/);
-  t.true(Number.isInteger(info.body.data.BuildVer) && info.body.data.BuildVer >= -32768 && info.body.data.BuildVer <= 32767);
+  t.true(
+    Number.isInteger(info.body.data.BuildVer) && info.body.data.BuildVer >= -32768 && info.body.data.BuildVer <= 32767,
+  );
   t.true(['debug', 'release'].includes(info.body.data.BuildType));
   for (const key of ['Developer', 'Description']) t.is(typeof info.body.data[key], 'string');
 });

@@ -26,7 +26,11 @@ function responses(raw: string): RawAnswer[] {
     );
     const length = Number(headers['content-length']);
     const bodyStart = end + 4;
-    answers.push({ status: Number(statusLine!.split(' ')[1]), headers, body: rest.slice(bodyStart, bodyStart + length) });
+    answers.push({
+      status: Number(statusLine!.split(' ')[1]),
+      headers,
+      body: rest.slice(bodyStart, bodyStart + length),
+    });
     rest = rest.slice(bodyStart + length);
   }
   return answers;
@@ -53,7 +57,12 @@ test('a 100 KB header: 431 in the envelope', async (t) => {
 
 test('a malformed request line: 400 in the envelope', async (t) => {
   assertEnvelope(t, await exchangeRaw(daemon.url, 'GARBAGE\r\n\r\n'), 400, 'malformed HTTP request');
-  assertEnvelope(t, await exchangeRaw(daemon.url, 'GET /system/getStatus HTTP/9.9\r\n\r\n'), 400, 'malformed HTTP request');
+  assertEnvelope(
+    t,
+    await exchangeRaw(daemon.url, 'GET /system/getStatus HTTP/9.9\r\n\r\n'),
+    400,
+    'malformed HTTP request',
+  );
 });
 
 test('a method the HTTP parser does not know: 400 in the envelope', async (t) => {

@@ -2,7 +2,14 @@ import { access, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import { dispose, startDaemon, type Daemon } from '../helpers/daemon.js';
-import { createInstance, instanceSettings, statusOf, tunnelPids, waitFor, type CreatedInstance } from '../helpers/instances.js';
+import {
+  createInstance,
+  instanceSettings,
+  statusOf,
+  tunnelPids,
+  waitFor,
+  type CreatedInstance,
+} from '../helpers/instances.js';
 
 // Every step of create, start, restart, stop and delete is cut off by a SIGKILL of the daemon (TUNNELWARD_CRASH_AT,
 // aimed at one instance), and the next daemon on the same data dir, within the same boot of the host, must say
@@ -10,7 +17,11 @@ import { createInstance, instanceSettings, statusOf, tunnelPids, waitFor, type C
 // dies in the next, so each check is made by the very first daemon after its crash.
 
 const BOOT = { TUNNELWARD_BOOT_ID: 'durability-boot' };
-const exists = (path: string) => access(path).then(() => true, () => false);
+const exists = (path: string) =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
 
 type Outcome = 'running' | 'stopped' | 'gone';
 interface Case {
@@ -51,7 +62,8 @@ test('a kill at every step of create, start, restart, stop and delete: the next 
     if (c.command === 'create') continue;
     const instance = await createInstance(setup, token, nameOf(c));
     made.set(c, instance);
-    if (c.started) t.true((await setup.post('/tunnelAct/instanceMgr/start', { instanceID: instance.id }, { token })).body.success);
+    if (c.started)
+      t.true((await setup.post('/tunnelAct/instanceMgr/start', { instanceID: instance.id }, { token })).body.success);
   }
   const dataDir = setup.dataDir;
   const instanceDir = join([...made.values()][0]!.configPath, '..');
@@ -62,7 +74,10 @@ test('a kill at every step of create, start, restart, stop and delete: the next 
   let daemon: Daemon;
   for (const c of [...CASES, undefined]) {
     // The daemon that checks the previous case and dies in this one (the last one only checks).
-    daemon = await startDaemon({ dataDir, env: c ? { ...BOOT, TUNNELWARD_CRASH_AT: `${c.point}@${made.get(c)?.id ?? nameOf(c)}` } : BOOT });
+    daemon = await startDaemon({
+      dataDir,
+      env: c ? { ...BOOT, TUNNELWARD_CRASH_AT: `${c.point}@${made.get(c)?.id ?? nameOf(c)}` } : BOOT,
+    });
     const current = daemon;
     t.teardown(() => current.stop('SIGKILL'));
     token = await daemon.login();
@@ -74,7 +89,8 @@ test('a kill at every step of create, start, restart, stop and delete: the next 
         ? { instanceInfo: { name: nameOf(c), serverAddr: '127.0.0.1', serverPort: '7000', auth_method: 'token' } }
         : { instanceID: made.get(c)!.id };
     await daemon.post(`/tunnelAct/instanceMgr/${c.command}`, body, { token }).then(
-      (res) => t.fail(`${c.command} at ${c.point}: the daemon answered ${res.status} ${res.body.message} instead of dying`),
+      (res) =>
+        t.fail(`${c.command} at ${c.point}: the daemon answered ${res.status} ${res.body.message} instead of dying`),
       () => {},
     );
     t.like(await daemon.exited, { signal: 'SIGKILL' }, `${c.command} at ${c.point}`);
@@ -87,11 +103,22 @@ test('a kill at every step of create, start, restart, stop and delete: the next 
 });
 
 /** What the daemon says of the instance of a case, what runs, and what is on disk, all agree with its outcome. */
-async function check(t: any, daemon: Daemon, token: string, c: Case, instance: CreatedInstance | undefined, instanceDir: string, highestId: number) {
+async function check(
+  t: any,
+  daemon: Daemon,
+  token: string,
+  c: Case,
+  instance: CreatedInstance | undefined,
+  instanceDir: string,
+  highestId: number,
+) {
   const what = `${c.command} cut off at ${c.point}`;
   if (c.outcome === 'gone') {
     const list = await daemon.get('/tunnelAct/instanceMgr/list', { token });
-    t.false(list.body.data.some((i: any) => i.name === nameOf(c)), `${what}: not listed`);
+    t.false(
+      list.body.data.some((i: any) => i.name === nameOf(c)),
+      `${what}: not listed`,
+    );
     if (instance) {
       t.is((await daemon.get(`/tunnelAct/instanceMgr/status?instanceID=${instance.id}`, { token })).status, 404, what);
       t.false(await exists(instance.configPath), `${what}: no config file`);
@@ -104,10 +131,18 @@ async function check(t: any, daemon: Daemon, token: string, c: Case, instance: C
     return;
   }
   const { id, configPath } = instance!;
-  const status = await waitFor(() => statusOf(daemon, token, id), (s) => s.state === c.outcome, 15_000);
+  const status = await waitFor(
+    () => statusOf(daemon, token, id),
+    (s) => s.state === c.outcome,
+    15_000,
+  );
   t.is(status.isRunning, c.outcome === 'running', what);
   t.true(await exists(configPath), `${what}: the config file is there`);
-  t.is((await tunnelPids(configPath)).length, c.outcome === 'running' ? 1 : 0, `${what}: exactly the processes it says`);
+  t.is(
+    (await tunnelPids(configPath)).length,
+    c.outcome === 'running' ? 1 : 0,
+    `${what}: exactly the processes it says`,
+  );
   // Still under control: a stop leaves none, a start gives exactly one.
   t.true((await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token })).body.success, what);
   t.deepEqual(await tunnelPids(configPath), [], what);
@@ -139,7 +174,11 @@ test('start-up removes temp files of cut-off writes and moves unowned config fil
   t.false(await exists(stray));
   const aside = (await readdir(join(first.dataDir, 'orphaned'))).filter((f) => f.startsWith('tunnel_40.toml'));
   t.is(aside.length, 1);
-  t.is(await readFile(join(first.dataDir, 'orphaned', aside[0]!), 'utf8'), 'serverAddr = "10.1.2.3"\n', 'moved, not changed');
+  t.is(
+    await readFile(join(first.dataDir, 'orphaned', aside[0]!), 'utf8'),
+    'serverAddr = "10.1.2.3"\n',
+    'moved, not changed',
+  );
   await next.waitForOutput(/"file":"[^"]*tunnel_40\.toml".*a config file that no instance owns was moved aside/);
   t.true(await exists(configPath), 'an owned file stays');
   const made = await createInstance(next, await next.login(), 'du_after_sweep');

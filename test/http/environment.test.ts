@@ -16,11 +16,18 @@ const setEnv = (id: string, modifiedData: unknown) =>
 test('{{ .Envs.NAME }}: a start without the variable is refused by name; with it, the value reaches that tunnel and nothing else', async (t) => {
   const { id, configPath } = await createInstance(daemon, root, 'env_token', { 'auth.token': '{{ .Envs.FRP_TOKEN }}' });
   const other = await createInstance(daemon, root, 'env_other');
-  t.regex(await readFile(configPath, 'utf8'), /token = "\{\{ \.Envs\.FRP_TOKEN \}\}"/, 'the file keeps the placeholder');
+  t.regex(
+    await readFile(configPath, 'utf8'),
+    /token = "\{\{ \.Envs\.FRP_TOKEN \}\}"/,
+    'the file keeps the placeholder',
+  );
 
   const refused = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root });
   t.is(refused.status, 400);
-  t.regex(refused.body.message, /reads \{\{ \.Envs\.FRP_TOKEN \}\}, but instance \d+ has no environment variable FRP_TOKEN/);
+  t.regex(
+    refused.body.message,
+    /reads \{\{ \.Envs\.FRP_TOKEN \}\}, but instance \d+ has no environment variable FRP_TOKEN/,
+  );
   t.deepEqual(await tunnelPids(configPath), [], 'nothing was started');
 
   const set = await setEnv(id, { FRP_TOKEN: SECRET, EXTRA_FLAG: '1' });
@@ -34,9 +41,15 @@ test('{{ .Envs.NAME }}: a start without the variable is refused by name; with it
   const [pid] = await tunnelPids(configPath);
   const [otherPid] = await tunnelPids(other.configPath);
   t.true((await environ(pid!)).includes(`FRP_TOKEN=${SECRET}`), 'the tunnel has it');
-  t.false((await environ(otherPid!)).some((v) => v.startsWith('FRP_TOKEN=')), 'another tunnel does not');
+  t.false(
+    (await environ(otherPid!)).some((v) => v.startsWith('FRP_TOKEN=')),
+    'another tunnel does not',
+  );
   t.false((await readFile(configPath, 'utf8')).includes(SECRET), 'the config file never holds it');
-  t.false(daemon.output.some((line) => line.includes(SECRET)), 'it is never logged');
+  t.false(
+    daemon.output.some((line) => line.includes(SECRET)),
+    'it is never logged',
+  );
   const visitor = await daemon.userWithToken(root, 'env_visitor', 'visitor');
   const seen = await daemon.get(`/tunnelAct/instanceMgr/getInfo?instanceID=${id}`, { token: visitor.token });
   t.false('environment' in seen.body.data, 'a visitor does not even see the names');

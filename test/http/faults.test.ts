@@ -34,7 +34,9 @@ test('a full disk for the logs: output is dropped and reported, the tunnel and t
   daemon = await startDaemon({ dataDir, settingsToml: instanceSettings({ 'Log.MaxBytes': 1024 * 1024 }) });
   const token = await daemon.login();
   // About 100 bytes a line: the burst alone is several times what the filesystem holds.
-  const { id } = await createInstance(daemon, token, 'fa_full', { metadatas: { 'fixture.logBurst': '3000', 'fixture.logEveryMs': '20' } });
+  const { id } = await createInstance(daemon, token, 'fa_full', {
+    metadatas: { 'fixture.logBurst': '3000', 'fixture.logEveryMs': '20' },
+  });
   const stream = await openStream(wsUrl(daemon.url, `/tunnelAct/instanceMgr/logs?instanceID=${id}&token=${token}`));
   t.true((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token })).body.success);
   await daemon.waitForOutput(/cannot write a tunnel log file/);
@@ -52,8 +54,14 @@ test('a full disk for the logs: output is dropped and reported, the tunnel and t
   // Space comes back: the next output is written again, and the loss is said.
   await truncate(join(logs, `tunnel_${id}.log`), 0);
   await daemon.waitForOutput(/"lostBytes":[1-9]\d*.*tunnel log file writable again/);
-  await waitFor(() => checksOf(daemon!, token), (c) => c.instanceLogs.ok === true);
-  await waitFor(() => readFile(join(logs, `tunnel_${id}.log`), 'utf8'), (text) => /fixture: tick \d+/.test(text));
+  await waitFor(
+    () => checksOf(daemon!, token),
+    (c) => c.instanceLogs.ok === true,
+  );
+  await waitFor(
+    () => readFile(join(logs, `tunnel_${id}.log`), 'utf8'),
+    (text) => /fixture: tick \d+/.test(text),
+  );
   stream.ws.close();
   await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token });
 });
@@ -62,13 +70,15 @@ test('a log file that cannot be written: a failed start still says why, and the 
   const daemon = await startDaemon({ settingsToml: instanceSettings() });
   t.teardown(() => dispose(daemon));
   const token = await daemon.login();
-  const { id } = await createInstance(daemon, token, 'fa_tail', { metadatas: { 'fixture.exit': 'now', 'fixture.exitCode': '4' } });
+  const { id } = await createInstance(daemon, token, 'fa_tail', {
+    metadatas: { 'fixture.exit': 'now', 'fixture.exitCode': '4' },
+  });
   // A directory where the log file should be: the output cannot be written there.
   await mkdir(join(daemon.dataDir, 'logs', `tunnel_${id}.log`));
   const res = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token });
   t.is(res.status, 500);
   t.regex(res.body.message, /exited with code 4/);
-  t.regex(res.body.message, /fixture: exiting with code 4/, 'the run\'s own lines, kept apart from the file');
+  t.regex(res.body.message, /fixture: exiting with code 4/, "the run's own lines, kept apart from the file");
   t.is((await statusOf(daemon, token, id)).state, 'stopped');
   await stillServing(t, daemon, token);
   t.regex((await checksOf(daemon, token)).instanceLogs.message, new RegExp(`instance ${id}: EISDIR`));
@@ -82,14 +92,22 @@ test('a database write that fails: the request says so, the daemon goes on, and 
   // A directory in its place makes every snapshot's rename fail, even for root.
   await rm(dbPath);
   await mkdir(dbPath);
-  const res = await daemon.post('/userMgr/create', { username: 'fa_user', passwd: 'Passw0rd!x', type: 'admin' }, { token });
+  const res = await daemon.post(
+    '/userMgr/create',
+    { username: 'fa_user', passwd: 'Passw0rd!x', type: 'admin' },
+    { token },
+  );
   t.is(res.status, 500);
   t.regex(res.body.message, /not yet saved to disk \(EISDIR\); it is saved with the next write that succeeds/);
   await stillServing(t, daemon, token);
   t.like((await checksOf(daemon, token)).database, { ok: false });
 
   await rmdir(dbPath);
-  const next = await daemon.post('/userMgr/create', { username: 'fa_user2', passwd: 'Passw0rd!x', type: 'visitor' }, { token });
+  const next = await daemon.post(
+    '/userMgr/create',
+    { username: 'fa_user2', passwd: 'Passw0rd!x', type: 'visitor' },
+    { token },
+  );
   t.true(next.body.success, next.body.message);
   t.like((await checksOf(daemon, token)).database, { ok: true });
 

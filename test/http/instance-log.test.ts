@@ -7,11 +7,20 @@ import { openStream, wsUrl, type Stream } from '../helpers/streams.js';
 
 let daemon: Daemon;
 let root: string;
-test.before(async () => ({ daemon, root } = await startWithRoot({ settingsToml: instanceSettings({ 'Log.MaxBytes': 4096, 'Log.Files': 2 }) })));
+test.before(
+  async () =>
+    ({ daemon, root } = await startWithRoot({
+      settingsToml: instanceSettings({ 'Log.MaxBytes': 4096, 'Log.Files': 2 }),
+    })),
+);
 test.after.always(() => disposeWithTunnels(daemon, root));
 
 const streamUrl = (query: string) => wsUrl(daemon.url, `/tunnelAct/instanceMgr/logs${query}`);
-const refusal = (query: string) => openStream(streamUrl(query)).then(() => ({ status: 101, body: {} as any }), (e) => e);
+const refusal = (query: string) =>
+  openStream(streamUrl(query)).then(
+    () => ({ status: 101, body: {} as any }),
+    (e) => e,
+  );
 
 test('every pre-upgrade check answers with the contract status and message', async (t) => {
   const { id } = await createInstance(daemon, root, 'il_checks');
@@ -41,7 +50,10 @@ test('every pre-upgrade check answers with the contract status and message', asy
 
 test('the owner streams parsed entries: the last lines first, then new ones, across restarts', async (t) => {
   const owner = await daemon.userWithToken(root, 'il_owner', 'admin');
-  const { id } = await createInstance(daemon, owner.token, 'il_follow', { metadatas: { 'fixture.logEveryMs': '50', 'fixture.logLevelCycle': 'true' }, 'log.level': 'debug' });
+  const { id } = await createInstance(daemon, owner.token, 'il_follow', {
+    metadatas: { 'fixture.logEveryMs': '50', 'fixture.logLevelCycle': 'true' },
+    'log.level': 'debug',
+  });
   await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: owner.token });
   await new Promise((r) => setTimeout(r, 400));
   const stream = await openStream(streamUrl(`?instanceID=${id}&token=${owner.token}`));
@@ -52,7 +64,10 @@ test('the owner streams parsed entries: the last lines first, then new ones, acr
   t.regex(start.content, /^start frpc service for config file \[/);
   await stream.waitFor((m) => new Set(m.map((e) => e.level)).size === 4);
   t.deepEqual([...new Set(stream.messages.map((e) => e.level))].sort(), ['DEBUG', 'ERROR', 'INFO', 'WARN']);
-  t.false(stream.messages.some((e) => e.content.includes('\x1b')), 'no colour codes');
+  t.false(
+    stream.messages.some((e) => e.content.includes('\x1b')),
+    'no colour codes',
+  );
   const ticks = () => stream.messages.filter((e) => /fixture: tick \d+/.test(e.content)).length;
   const before = ticks();
   await stream.waitFor(() => ticks() > before + 3);
@@ -71,7 +86,9 @@ test('the owner streams parsed entries: the last lines first, then new ones, acr
 test('the stream closes on logout, session removal, user removal and instance deletion', async (t) => {
   const { id } = await createInstance(daemon, root, 'il_close');
   // Superusers may follow any instance: one per case, so each session is easy to find.
-  const users = await Promise.all(['il_su_a', 'il_su_b', 'il_su_c', 'il_su_d'].map((n) => daemon.userWithToken(root, n, 'superuser')));
+  const users = await Promise.all(
+    ['il_su_a', 'il_su_b', 'il_su_c', 'il_su_d'].map((n) => daemon.userWithToken(root, n, 'superuser')),
+  );
   const [a, b, c, d] = await Promise.all(users.map((u) => openStream(streamUrl(`?instanceID=${id}&token=${u.token}`))));
 
   await daemon.get('/logout', { token: users[0]!.token });
@@ -116,7 +133,11 @@ test('rotation by rename at the size limit loses and repeats no line', async (t)
   t.deepEqual(files, [`tunnel_${id}.log`, `tunnel_${id}.log.1`, `tunnel_${id}.log.2`], 'rotated, 2 kept');
   await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token: root });
   const seen = ticks();
-  t.deepEqual(seen, Array.from({ length: seen.length }, (_, i) => i + 1), 'every tick once, in order');
+  t.deepEqual(
+    seen,
+    Array.from({ length: seen.length }, (_, i) => i + 1),
+    'every tick once, in order',
+  );
   // The files kept hold the latest ticks, oldest file first, each once and in order, up to the last one sent.
   const last = seen[seen.length - 1]!;
   const kept = await waitFor(
@@ -127,7 +148,11 @@ test('rotation by rename at the size limit loses and repeats no line', async (t)
     },
     (ticks) => ticks[ticks.length - 1] === last,
   );
-  t.deepEqual(kept, Array.from({ length: kept.length }, (_, i) => last - kept.length + 1 + i), 'the files: each tick once, in order');
+  t.deepEqual(
+    kept,
+    Array.from({ length: kept.length }, (_, i) => last - kept.length + 1 + i),
+    'the files: each tick once, in order',
+  );
   stream.ws.close();
 });
 
@@ -153,7 +178,9 @@ function stuckClient(url: string): Promise<() => void> {
 test('a stuck client is closed as too slow while a fast one receives every line', async (t) => {
   const lines = 60_000;
   // A burst, then a steady trickle: the stuck client stays behind past the grace period and is cut off.
-  const { id } = await createInstance(daemon, root, 'il_slow', { metadatas: { 'fixture.logBurst': String(lines), 'fixture.logEveryMs': '100' } });
+  const { id } = await createInstance(daemon, root, 'il_slow', {
+    metadatas: { 'fixture.logBurst': String(lines), 'fixture.logEveryMs': '100' },
+  });
   const fast = await openStream(streamUrl(`?instanceID=${id}&token=${root}`));
   const destroyStuck = await stuckClient(streamUrl(`?instanceID=${id}&token=${root}`));
   t.teardown(destroyStuck);
@@ -161,26 +188,34 @@ test('a stuck client is closed as too slow while a fast one receives every line'
   const bursts = () => fast.messages.filter((e) => e.content.includes('burst line')).length;
   await fast.waitFor(() => bursts() >= lines, 60_000);
   t.is(bursts(), lines);
-  const closed = await daemon.waitForOutput(new RegExp(`"instanceID":${id},.*closed a log stream client that is too slow`), 20_000);
+  const closed = await daemon.waitForOutput(
+    new RegExp(`"instanceID":${id},.*closed a log stream client that is too slow`),
+    20_000,
+  );
   t.is(fast.ws.readyState, fast.ws.OPEN, 'the fast client is still there');
   t.truthy(closed);
   fast.ws.close();
   await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token: root });
 });
 
-test('a change of role closes the streams the new role may not hold, and keeps the owner\'s own', async (t) => {
+test("a change of role closes the streams the new role may not hold, and keeps the owner's own", async (t) => {
   const owner = await daemon.userWithToken(root, 'il_role_owner', 'admin');
   const { id } = await createInstance(daemon, owner.token, 'il_role');
   const su = await daemon.userWithToken(root, 'il_role_su', 'superuser');
   const other = await openStream(streamUrl(`?instanceID=${id}&token=${su.token}`));
   const own = await openStream(streamUrl(`?instanceID=${id}&token=${owner.token}`));
 
-  t.true((await daemon.post('/userMgr/modifyType', { userID: su.userID, newType: 'visitor' }, { token: root })).body.success);
+  t.true(
+    (await daemon.post('/userMgr/modifyType', { userID: su.userID, newType: 'visitor' }, { token: root })).body.success,
+  );
   t.like(await other.closed, { code: 4403, reason: 'your role no longer gives access to this instance' });
   const refused = await refusal(`?instanceID=${id}&token=${su.token}`);
   t.is(refused.status, 403, 'and it cannot open it again');
 
-  t.true((await daemon.post('/userMgr/modifyType', { userID: owner.userID, newType: 'visitor' }, { token: root })).body.success);
+  t.true(
+    (await daemon.post('/userMgr/modifyType', { userID: owner.userID, newType: 'visitor' }, { token: root })).body
+      .success,
+  );
   await new Promise((r) => setTimeout(r, 200));
   t.is(own.ws.readyState, own.ws.OPEN, 'an owner keeps the stream of their own instance');
   own.ws.close();
@@ -191,7 +226,10 @@ test('anonymous system-log streams are capped apart: an owner still gets a strea
   const anonymous: Stream[] = [];
   for (let i = 0; i < 50; i++) anonymous.push(await openStream(sys));
   t.teardown(() => anonymous.forEach((s) => s.ws.close()));
-  const extra = await openStream(sys).then(() => ({ status: 101, body: {} as any }), (e) => e);
+  const extra = await openStream(sys).then(
+    () => ({ status: 101, body: {} as any }),
+    (e) => e,
+  );
   t.is(extra.status, 503);
   t.is(extra.body.message, 'too many log streams open without a token, try again later');
 
@@ -206,7 +244,11 @@ test('anonymous system-log streams are capped apart: an owner still gets a strea
   // A slot that is given back can be taken again.
   anonymous.pop()!.ws.close();
   const again = await waitFor(
-    () => openStream(sys).then((s) => s, () => undefined),
+    () =>
+      openStream(sys).then(
+        (s) => s,
+        () => undefined,
+      ),
     (s) => s !== undefined,
   );
   t.is(again!.ws.readyState, again!.ws.OPEN);

@@ -15,7 +15,8 @@ test.before(async () => {
 });
 test.after.always(async () => {
   const list = await daemon.get('/tunnelAct/instanceMgr/list', { token: root });
-  for (const i of list.body.data ?? []) await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: String(i.instanceID) }, { token: root });
+  for (const i of list.body.data ?? [])
+    await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: String(i.instanceID) }, { token: root });
   await dispose(daemon);
 });
 
@@ -24,7 +25,12 @@ test('create writes a 0600 config file named after the id that frpc-style valida
     '/tunnelAct/instanceMgr/create',
     {
       instanceInfo: { name: 'in_create', serverAddr: 'frp.example.com', serverPort: '7000', auth_method: 'token' },
-      additionalProperties: { 'auth.token': 'tok-secret', 'transport.tls.enable': true, log_level: 'debug', 'webServer.port': '7400' },
+      additionalProperties: {
+        'auth.token': 'tok-secret',
+        'transport.tls.enable': true,
+        log_level: 'debug',
+        'webServer.port': '7400',
+      },
     },
     { token: root },
   );
@@ -53,7 +59,11 @@ test('create validates its input', async (t) => {
     [{ instanceInfo: { ...base, serverPort: '70000' } }, 400, /serverPort/],
     [{ instanceInfo: { ...base, auth_method: 'password' } }, 400, /token, oidc/],
     [{ instanceInfo: { ...base, name: 'bad name!' } }, 400, /name must be 1-64/],
-    [{ instanceInfo: base, additionalProperties: { colour: 'blue', 'auth.tokn': 'x' } }, 400, /colour.*auth\.tokn|auth\.tokn.*colour/],
+    [
+      { instanceInfo: base, additionalProperties: { colour: 'blue', 'auth.tokn': 'x' } },
+      400,
+      /colour.*auth\.tokn|auth\.tokn.*colour/,
+    ],
     [{ instanceInfo: base, additionalProperties: { user: '{{ env "HOME" }}' } }, 400, /Go template/],
     [{ instanceInfo: base, runUser: 'no_such_user_here' }, 400, /runUser "no_such_user_here" is not a user/],
     [{ instanceInfo: base, bootAtStart: 'yes' }, 400, /bootAtStart must be a boolean/],
@@ -64,7 +74,11 @@ test('create validates its input', async (t) => {
     t.regex(res.body.message, message, JSON.stringify(body));
   }
   await createInstance(daemon, root, 'in_dup');
-  const dup = await daemon.post('/tunnelAct/instanceMgr/create', { instanceInfo: { ...base, name: 'in_dup' } }, { token: root });
+  const dup = await daemon.post(
+    '/tunnelAct/instanceMgr/create',
+    { instanceInfo: { ...base, name: 'in_dup' } },
+    { token: root },
+  );
   t.is(dup.status, 409);
 });
 
@@ -79,13 +93,27 @@ test('visitors see instances but change nothing; serverAddr and serverPort are h
   t.like(mine, { instanceID: Number(id), createdBy: 'admin', isRunning: false });
   t.regex(mine.createdAt, /^\d{4}-\d{2}-\d{2}T/);
   const info = await daemon.get(`/tunnelAct/instanceMgr/getInfo?instanceID=${id}`, { token: visitor.token });
-  t.like(info.body.data, { name: 'in_roles', serviceName: `tunnel_${id}`, auth_method: 'token', runUser: 'root', bootAtStart: false });
+  t.like(info.body.data, {
+    name: 'in_roles',
+    serviceName: `tunnel_${id}`,
+    auth_method: 'token',
+    runUser: 'root',
+    bootAtStart: false,
+  });
   t.false('serverAddr' in info.body.data);
   t.false('serverPort' in info.body.data);
   const adminInfo = await daemon.get(`/tunnelAct/instanceMgr/getInfo?instanceID=${id}`, { token: root });
   t.like(adminInfo.body.data, { serverAddr: '127.0.0.1', serverPort: '7000' });
-  const byHeader = await daemon.get('/tunnelAct/instanceMgr/status', { token: visitor.token, headers: { 'X-InstanceID': id } });
-  t.like(byHeader.body.data, { name: 'in_roles', initSystem: 'process', serviceName: `tunnel_${id}`, isRunning: false });
+  const byHeader = await daemon.get('/tunnelAct/instanceMgr/status', {
+    token: visitor.token,
+    headers: { 'X-InstanceID': id },
+  });
+  t.like(byHeader.body.data, {
+    name: 'in_roles',
+    initSystem: 'process',
+    serviceName: `tunnel_${id}`,
+    isRunning: false,
+  });
 });
 
 test('unknown ids are 404, malformed ids 400', async (t) => {
@@ -130,7 +158,9 @@ test('start, start again (409), stop, stop again (says so), restart', async (t) 
 });
 
 test('a start that fails reports the exit code and the last log lines', async (t) => {
-  const { id } = await createInstance(daemon, root, 'in_exits', { metadatas: { 'fixture.exit': 'now', 'fixture.exitCode': '4' } });
+  const { id } = await createInstance(daemon, root, 'in_exits', {
+    metadatas: { 'fixture.exit': 'now', 'fixture.exitCode': '4' },
+  });
   const res = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root });
   t.is(res.status, 500);
   t.false(res.body.success);
@@ -140,7 +170,7 @@ test('a start that fails reports the exit code and the last log lines', async (t
   t.is((await statusOf(daemon, root, id)).state, 'stopped');
 });
 
-test('a config error (frpc exits 1 during its start) goes straight to failed with frpc\'s message, never retried', async (t) => {
+test("a config error (frpc exits 1 during its start) goes straight to failed with frpc's message, never retried", async (t) => {
   const { id, configPath } = await createInstance(daemon, root, 'in_config_error');
   // A key frpc does not know, written behind tunnelward's back: frpc refuses the file and exits 1.
   await writeFile(configPath, (await readFile(configPath, 'utf8')) + 'serverAdr = "typo"\n');
@@ -160,7 +190,19 @@ test('a config error (frpc exits 1 during its start) goes straight to failed wit
 
 test('concurrent start/stop/restart bursts on one instance end in a consistent state', async (t) => {
   const { id, configPath } = await createInstance(daemon, root, 'in_burst');
-  const commands = ['start', 'restart', 'stop', 'start', 'start', 'stop', 'restart', 'restart', 'stop', 'start', 'restart'];
+  const commands = [
+    'start',
+    'restart',
+    'stop',
+    'start',
+    'start',
+    'stop',
+    'restart',
+    'restart',
+    'stop',
+    'start',
+    'restart',
+  ];
   const results = await Promise.all(
     commands.map((c) => daemon.post(`/tunnelAct/instanceMgr/${c}`, { instanceID: id }, { token: root })),
   );
@@ -174,7 +216,9 @@ test('concurrent start/stop/restart bursts on one instance end in a consistent s
 });
 
 test('a tunnel that ignores SIGTERM is killed after the stop timeout', async (t) => {
-  const { id, configPath } = await createInstance(daemon, root, 'in_stubborn', { metadatas: { 'fixture.ignoreSigterm': 'true' } });
+  const { id, configPath } = await createInstance(daemon, root, 'in_stubborn', {
+    metadatas: { 'fixture.ignoreSigterm': 'true' },
+  });
   await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root });
   t.is((await tunnelPids(configPath)).length, 1);
   const stop = await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token: root });
@@ -184,15 +228,25 @@ test('a tunnel that ignores SIGTERM is killed after the stop timeout', async (t)
 });
 
 test('crash while running: restarts with backoff, then gives up (failed) until started by hand', async (t) => {
-  const { id, configPath } = await createInstance(daemon, root, 'in_crashy', { metadatas: { 'fixture.crashAfterMs': '1500' } });
+  const { id, configPath } = await createInstance(daemon, root, 'in_crashy', {
+    metadatas: { 'fixture.crashAfterMs': '1500' },
+  });
   const start = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root });
   t.true(start.body.success);
-  const failed = await waitFor(() => statusOf(daemon, root, id), (s) => s.state === 'failed', 30_000);
+  const failed = await waitFor(
+    () => statusOf(daemon, root, id),
+    (s) => s.state === 'failed',
+    30_000,
+  );
   t.false(failed.isRunning);
   t.deepEqual(await tunnelPids(configPath), []);
   await daemon.waitForOutput(new RegExp(`"instanceID":${id},.*giving up`));
   const lines = daemon.output.filter((l) => l.includes(`"instanceID":${id},`));
-  t.is(lines.filter((l) => l.includes('restarting after a delay')).length, 2, 'StartLimit 3: two restarts, then give up');
+  t.is(
+    lines.filter((l) => l.includes('restarting after a delay')).length,
+    2,
+    'StartLimit 3: two restarts, then give up',
+  );
   t.true(lines.some((l) => l.includes('giving up')));
   await new Promise((r) => setTimeout(r, 600));
   t.is((await statusOf(daemon, root, id)).state, 'failed', 'failed stays failed');
@@ -206,7 +260,11 @@ test('delete of a running instance stops it and removes its file', async (t) => 
   await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root });
   t.is((await tunnelPids(configPath)).length, 1);
   const res = await daemon.post('/tunnelAct/instanceMgr/delete', { instanceID: id }, { token: root });
-  t.deepEqual(res.body, { success: true, message: 'instance in_deleted deleted', data: { instanceID: Number(id), name: 'in_deleted' } });
+  t.deepEqual(res.body, {
+    success: true,
+    message: 'instance in_deleted deleted',
+    data: { instanceID: Number(id), name: 'in_deleted' },
+  });
   t.deepEqual(await tunnelPids(configPath), []);
   await t.throwsAsync(stat(configPath));
   t.is((await daemon.get(`/tunnelAct/instanceMgr/status?instanceID=${id}`, { token: root })).status, 404);
@@ -215,7 +273,9 @@ test('delete of a running instance stops it and removes its file', async (t) => 
 });
 
 test('a missing tunnel binary gives a clear message at start', async (t) => {
-  const other = await startDaemon({ settingsToml: instanceSettings().replace(/^TunnelPath = .*$/m, 'TunnelPath = "/nonexistent/frpc"') });
+  const other = await startDaemon({
+    settingsToml: instanceSettings().replace(/^TunnelPath = .*$/m, 'TunnelPath = "/nonexistent/frpc"'),
+  });
   t.teardown(() => dispose(other));
   const token = await other.login();
   const { id } = await createInstance(other, token, 'in_nobinary');

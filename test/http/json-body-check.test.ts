@@ -52,7 +52,8 @@ test.before(async () => {
 });
 test.after.always(() => dispose(daemon));
 
-const instanceInfo = '"instanceInfo":{"name":"deep","serverAddr":"127.0.0.1","serverPort":"7000","auth_method":"token"}';
+const instanceInfo =
+  '"instanceInfo":{"name":"deep","serverAddr":"127.0.0.1","serverPort":"7000","auth_method":"token"}';
 
 /** Nothing a refused body could have written: settings as they were, no instance, no config file. */
 async function assertNothingWritten(t: import('ava').ExecutionContext) {
@@ -85,23 +86,43 @@ test.serial('a lone surrogate anywhere in the body: 400 naming invalid Unicode, 
     ['/settings/set', '{"TunnelPath":"/usr/bin/frpc\\ud800"}', 'in the string at TunnelPath'],
     ['/settings/set', '{"Webhook.Body":{"text":["ok","\\udfff"]}}', 'in the string at Webhook.Body.text[1]'],
     ['/settings/set', '{"Webhook.Headers":{"X-\\ud800":"v"}}', 'in a key inside Webhook.Headers'],
-    ['/tunnelAct/instanceMgr/create', `{${instanceInfo.replace('"deep"', '"de\\ud800ep"')}}`, 'in the string at instanceInfo.name'],
-    ['/tunnelAct/instanceMgr/create', `{${instanceInfo},"additionalProperties":{"\\udc00":1}}`, 'in a key inside additionalProperties'],
+    [
+      '/tunnelAct/instanceMgr/create',
+      `{${instanceInfo.replace('"deep"', '"de\\ud800ep"')}}`,
+      'in the string at instanceInfo.name',
+    ],
+    [
+      '/tunnelAct/instanceMgr/create',
+      `{${instanceInfo},"additionalProperties":{"\\udc00":1}}`,
+      'in a key inside additionalProperties',
+    ],
   ];
   for (const [path, body, where] of bodies) {
     const res = await daemon.post(path, body, { token });
     t.is(res.status, 400, body);
-    t.deepEqual(res.body, { success: false, message: `request body has invalid Unicode (a lone surrogate) ${where}` }, body);
+    t.deepEqual(
+      res.body,
+      { success: false, message: `request body has invalid Unicode (a lone surrogate) ${where}` },
+      body,
+    );
   }
   await assertNothingWritten(t);
 });
 
 test.serial('a body at the bound passes the check and reaches the route', async (t) => {
   // 64 levels in all: the body object, additionalProperties and 62 below it; no instanceInfo, so nothing is created.
-  const res = await daemon.post('/tunnelAct/instanceMgr/create', `{"additionalProperties":${nestedObjects(62, '{}')}}`, { token });
+  const res = await daemon.post(
+    '/tunnelAct/instanceMgr/create',
+    `{"additionalProperties":${nestedObjects(62, '{}')}}`,
+    { token },
+  );
   t.is(res.status, 400);
   t.is(res.body.message, 'instanceInfo is required');
-  const deeper = await daemon.post('/tunnelAct/instanceMgr/create', `{"additionalProperties":${nestedObjects(63, '{}')}}`, { token });
+  const deeper = await daemon.post(
+    '/tunnelAct/instanceMgr/create',
+    `{"additionalProperties":${nestedObjects(63, '{}')}}`,
+    { token },
+  );
   t.is(deeper.body.message, DEEP);
   await assertNothingWritten(t);
 });

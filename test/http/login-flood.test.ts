@@ -4,7 +4,10 @@ import { dispose, startDaemon } from '../helpers/daemon.js';
 // A real daemon: the bound is about many clients arriving at once while argon2 works, which needs its own process.
 test('a flood of logins is bounded: excess attempts get 429 and other requests still answer', async (t) => {
   // argon2 at its production cost: the bound is about the real work of each check.
-  const daemon = await startDaemon({ settingsToml: '[RateLimit]\nLogin = 100000\n', env: { TUNNELWARD_ARGON2_MEMORY_KIB: '65536' } });
+  const daemon = await startDaemon({
+    settingsToml: '[RateLimit]\nLogin = 100000\n',
+    env: { TUNNELWARD_ARGON2_MEMORY_KIB: '65536' },
+  });
   t.teardown(() => dispose(daemon));
   const flood = Array.from({ length: 80 }, () => daemon.post('/login', { username: 'admin', passwd: 'Wrong123!x' }));
   const status = await daemon.get('/system/getStatus');

@@ -29,19 +29,50 @@ const list = async (id: string, token = root) =>
 
 test('create, list, modify, rename, enable/disable and delete proxies', async (t) => {
   const { id, configPath } = await createInstance(daemon, root, 'px_crud');
-  const created = await daemon.post('/tunnelAct/proxyMgr/create', { instanceID: id, proxyInfo: tcp('ssh', '6000') }, { token: root });
+  const created = await daemon.post(
+    '/tunnelAct/proxyMgr/create',
+    { instanceID: id, proxyInfo: tcp('ssh', '6000') },
+    { token: root },
+  );
   t.deepEqual(created.body.data, { instanceID: Number(id), configPath, proxyName: 'ssh' });
   await daemon.post(
     '/tunnelAct/proxyMgr/create',
-    { instanceID: id, proxyInfo: { name: 'web', type: 'http', localIP: '127.0.0.1', localPort: '80', remotePort: '', customDomains: ['a.example.com'] } },
+    {
+      instanceID: id,
+      proxyInfo: {
+        name: 'web',
+        type: 'http',
+        localIP: '127.0.0.1',
+        localPort: '80',
+        remotePort: '',
+        customDomains: ['a.example.com'],
+      },
+    },
     { token: root },
   );
   const listed = await list(id, visitor);
   t.is(listed.data.proxyCount, 2);
-  t.deepEqual(listed.data.proxies[0], { name: 'ssh', type: 'tcp', localIP: '127.0.0.1', localPort: '22', remotePort: '6000', enabled: true });
-  t.like(listed.data.proxies[1], { name: 'web', type: 'http', localPort: '80', remotePort: '', customDomains: ['a.example.com'] });
+  t.deepEqual(listed.data.proxies[0], {
+    name: 'ssh',
+    type: 'tcp',
+    localIP: '127.0.0.1',
+    localPort: '22',
+    remotePort: '6000',
+    enabled: true,
+  });
+  t.like(listed.data.proxies[1], {
+    name: 'web',
+    type: 'http',
+    localPort: '80',
+    remotePort: '',
+    customDomains: ['a.example.com'],
+  });
 
-  const modified = await daemon.post('/tunnelAct/proxyMgr/modify', { instanceID: id, proxyInfo: tcp('ssh', '6001') }, { token: root });
+  const modified = await daemon.post(
+    '/tunnelAct/proxyMgr/modify',
+    { instanceID: id, proxyInfo: tcp('ssh', '6001') },
+    { token: root },
+  );
   t.true(modified.body.success, modified.body.message);
   t.is((await list(id)).data.proxies[0].remotePort, '6001');
 
@@ -58,17 +89,32 @@ test('create, list, modify, rename, enable/disable and delete proxies', async (t
   );
   t.is(renamedInside.body.data.proxyName, 'ssh3');
 
-  const disabled = await daemon.post('/tunnelAct/proxyMgr/setStatus', { instanceID: id, proxyName: 'ssh3', enabled: false }, { token: root });
+  const disabled = await daemon.post(
+    '/tunnelAct/proxyMgr/setStatus',
+    { instanceID: id, proxyName: 'ssh3', enabled: false },
+    { token: root },
+  );
   t.true(disabled.body.success);
   t.is((await list(id)).data.proxies[0].enabled, false);
   t.is((parse(await readFile(configPath, 'utf8')) as any).proxies[0].enabled, false, "frpc's own enabled = false");
   t.true((await frpcVerify(configPath)).ok);
-  await daemon.post('/tunnelAct/proxyMgr/setStatus', { instanceID: id, proxyName: 'ssh3', enabled: true }, { token: root });
+  await daemon.post(
+    '/tunnelAct/proxyMgr/setStatus',
+    { instanceID: id, proxyName: 'ssh3', enabled: true },
+    { token: root },
+  );
   t.false('enabled' in (parse(await readFile(configPath, 'utf8')) as any).proxies[0], 'omitted when true');
 
-  const deleted = await daemon.post('/tunnelAct/proxyMgr/delete', { instanceID: id, proxyName: 'web' }, { token: root });
+  const deleted = await daemon.post(
+    '/tunnelAct/proxyMgr/delete',
+    { instanceID: id, proxyName: 'web' },
+    { token: root },
+  );
   t.deepEqual(deleted.body.data, { instanceID: Number(id), configPath, proxyName: 'web' });
-  t.deepEqual((await list(id)).data.proxies.map((p: any) => p.name), ['ssh3']);
+  t.deepEqual(
+    (await list(id)).data.proxies.map((p: any) => p.name),
+    ['ssh3'],
+  );
   t.true((await frpcVerify(configPath)).ok, (await frpcVerify(configPath)).output);
 });
 
@@ -91,14 +137,30 @@ test('proxy validation and conflicts', async (t) => {
     t.is(res.status, status, JSON.stringify(body));
     t.regex(res.body.message, message, JSON.stringify(body));
   }
-  const unknown = await daemon.post('/tunnelAct/proxyMgr/modify', { instanceID: id, proxyInfo: tcp('ghost', '7005') }, { token: root });
+  const unknown = await daemon.post(
+    '/tunnelAct/proxyMgr/modify',
+    { instanceID: id, proxyInfo: tcp('ghost', '7005') },
+    { token: root },
+  );
   t.is(unknown.status, 404);
-  const delUnknown = await daemon.post('/tunnelAct/proxyMgr/delete', { instanceID: id, proxyName: 'ghost' }, { token: root });
+  const delUnknown = await daemon.post(
+    '/tunnelAct/proxyMgr/delete',
+    { instanceID: id, proxyName: 'ghost' },
+    { token: root },
+  );
   t.is(delUnknown.status, 404);
-  const setBad = await daemon.post('/tunnelAct/proxyMgr/setStatus', { instanceID: id, proxyName: 'taken', enabled: 'no' }, { token: root });
+  const setBad = await daemon.post(
+    '/tunnelAct/proxyMgr/setStatus',
+    { instanceID: id, proxyName: 'taken', enabled: 'no' },
+    { token: root },
+  );
   t.is(setBad.status, 400);
   for (const path of ['create', 'modify', 'delete', 'setStatus']) {
-    const res = await daemon.post(`/tunnelAct/proxyMgr/${path}`, { instanceID: id, proxyName: 'taken', proxyInfo: tcp('x', '1') }, { token: visitor });
+    const res = await daemon.post(
+      `/tunnelAct/proxyMgr/${path}`,
+      { instanceID: id, proxyName: 'taken', proxyInfo: tcp('x', '1') },
+      { token: visitor },
+    );
     t.is(res.status, 403, path);
   }
 });
@@ -144,11 +206,24 @@ test('values cannot inject keys or blocks, and template actions other than {{ .E
 
 test('modify configFile changes top-level keys only; proxies stay as they were', async (t) => {
   const { id, configPath } = await createInstance(daemon, root, 'px_common', { 'auth.token': 'old' });
-  await daemon.post('/tunnelAct/proxyMgr/create', { instanceID: id, proxyInfo: tcp('keep', '7200', { 'transport.useEncryption': true }) }, { token: root });
+  await daemon.post(
+    '/tunnelAct/proxyMgr/create',
+    { instanceID: id, proxyInfo: tcp('keep', '7200', { 'transport.useEncryption': true }) },
+    { token: root },
+  );
   const before = (parse(await readFile(configPath, 'utf8')) as any).proxies;
   const res = await daemon.post(
     '/tunnelAct/instanceMgr/modify',
-    { instanceID: id, type: 'configFile', modifiedData: { server_addr: 'new.example.com', server_port: '7443', 'auth.method': 'token', 'auth.token': 'new-secret' } },
+    {
+      instanceID: id,
+      type: 'configFile',
+      modifiedData: {
+        server_addr: 'new.example.com',
+        server_port: '7443',
+        'auth.method': 'token',
+        'auth.token': 'new-secret',
+      },
+    },
     { token: root },
   );
   t.deepEqual(res.body.data, { instanceID: Number(id), configPath });
@@ -157,7 +232,10 @@ test('modify configFile changes top-level keys only; proxies stay as they were',
   t.deepEqual(after.proxies, before);
   t.deepEqual(before[0].transport, { useEncryption: true });
   t.false(JSON.stringify(res.body).includes('new-secret'));
-  t.false(daemon.output.some((l) => l.includes('new-secret')), 'never logged');
+  t.false(
+    daemon.output.some((l) => l.includes('new-secret')),
+    'never logged',
+  );
   const unknown = await daemon.post(
     '/tunnelAct/instanceMgr/modify',
     { instanceID: id, type: 'configFile', modifiedData: { not_a_key: 1 } },
@@ -165,7 +243,11 @@ test('modify configFile changes top-level keys only; proxies stay as they were',
   );
   t.is(unknown.status, 400);
   t.regex(unknown.body.message, /not_a_key/);
-  const badType = await daemon.post('/tunnelAct/instanceMgr/modify', { instanceID: id, type: 'other', modifiedData: {} }, { token: root });
+  const badType = await daemon.post(
+    '/tunnelAct/instanceMgr/modify',
+    { instanceID: id, type: 'other', modifiedData: {} },
+    { token: root },
+  );
   t.is(badType.status, 400);
   t.true((await frpcVerify(configPath)).ok);
 });
@@ -174,7 +256,11 @@ test('modify systemConfig renames the record, not the file, and checks runUser',
   const { id, configPath } = await createInstance(daemon, root, 'px_sys');
   const res = await daemon.post(
     '/tunnelAct/instanceMgr/modify',
-    { instanceID: id, type: 'systemConfig', modifiedData: { name: 'px_sys_renamed', bootAtStart: true, runUser: 'root' } },
+    {
+      instanceID: id,
+      type: 'systemConfig',
+      modifiedData: { name: 'px_sys_renamed', bootAtStart: true, runUser: 'root' },
+    },
     { token: root },
   );
   t.true(res.body.success, res.body.message);
@@ -205,7 +291,8 @@ test('modify systemConfig renames the record, not the file, and checks runUser',
 // ---- every key frpc knows for the proxy's type ----
 
 const fileOf = async (configPath: string): Promise<any> => parse(await readFile(configPath, 'utf8'));
-const blockIn = async (configPath: string, name: string) => (await fileOf(configPath)).proxies.find((p: any) => p.name === name);
+const blockIn = async (configPath: string, name: string) =>
+  (await fileOf(configPath)).proxies.find((p: any) => p.name === name);
 
 async function verified(t: ExecutionContext, configPath: string, what: string): Promise<void> {
   const result = await frpcVerify(configPath);
@@ -216,7 +303,11 @@ test('every proxy type and plugin round-trips: create, file, list, modify one fi
   const { id, configPath } = await createInstance(daemon, root, 'px_every_type');
   for (const example of PROXY_EXAMPLES) {
     const name: string = example.input.name;
-    const created = await daemon.post('/tunnelAct/proxyMgr/create', { instanceID: id, proxyInfo: example.input }, { token: root });
+    const created = await daemon.post(
+      '/tunnelAct/proxyMgr/create',
+      { instanceID: id, proxyInfo: example.input },
+      { token: root },
+    );
     t.true(created.body.success, `${name}: ${created.body.message}`);
     t.is(created.body.message, `proxy ${name} added to instance px_every_type`);
     t.deepEqual(await blockIn(configPath, name), example.file, `${name}: file after create`);
@@ -225,7 +316,11 @@ test('every proxy type and plugin round-trips: create, file, list, modify one fi
     const listed = (await list(id)).data.proxies.find((p: any) => p.name === name);
     t.deepEqual(listed, expectedView(example.file, example.secrets), `${name}: list`);
 
-    const modified = await daemon.post('/tunnelAct/proxyMgr/modify', { instanceID: id, proxyInfo: { name, ...example.modify } }, { token: root });
+    const modified = await daemon.post(
+      '/tunnelAct/proxyMgr/modify',
+      { instanceID: id, proxyInfo: { name, ...example.modify } },
+      { token: root },
+    );
     t.true(modified.body.success, `${name}: ${modified.body.message}`);
     t.deepEqual(await blockIn(configPath, name), merged(example.file, example.modified), `${name}: file after modify`);
     await verified(t, configPath, `${name} after modify`);
@@ -252,16 +347,26 @@ test('an stcp proxy keeps its secretKey and allowUsers; list and modify keep the
   // The old shape of a modify request: only the five fields, the rest must stay.
   const modify = await daemon.post(
     '/tunnelAct/proxyMgr/modify',
-    { instanceID: id, proxyInfo: { name: 'postgres', type: 'stcp', localIP: '127.0.0.1', localPort: '5433', remotePort: '' } },
+    {
+      instanceID: id,
+      proxyInfo: { name: 'postgres', type: 'stcp', localIP: '127.0.0.1', localPort: '5433', remotePort: '' },
+    },
     { token: root },
   );
   t.true(modify.body.success, modify.body.message);
   t.deepEqual((await fileOf(configPath)).proxies, [{ ...written, localPort: 5433 }]);
   // A list entry sent back as it is keeps the masked secret.
-  await daemon.post('/tunnelAct/proxyMgr/modify', { instanceID: id, proxyInfo: { ...listed, localPort: '5434' } }, { token: root });
+  await daemon.post(
+    '/tunnelAct/proxyMgr/modify',
+    { instanceID: id, proxyInfo: { ...listed, localPort: '5434' } },
+    { token: root },
+  );
   t.deepEqual((await fileOf(configPath)).proxies, [{ ...written, localPort: 5434 }]);
   await verified(t, configPath, 'stcp');
-  t.false(daemon.output.some((line) => line.includes('pg-visitor-secret')), 'never logged');
+  t.false(
+    daemon.output.some((line) => line.includes('pg-visitor-secret')),
+    'never logged',
+  );
 });
 
 test('unknown keys and wrong types are refused by name with a 400, and the file is unchanged', async (t) => {
@@ -270,10 +375,26 @@ test('unknown keys and wrong types are refused by name with a 400, and the file 
   const before = await readFile(configPath, 'utf8');
   const cases: Array<[string, object, RegExp]> = [
     ['create', tcp('x', '7301', { colour: 'red' }), /^Unknown proxy key: colour$/],
-    ['create', tcp('x', '7301', { transport: { useEncryption: true, bogus: 1 } }), /^Unknown proxy key: transport\.bogus$/],
-    ['create', tcp('x', '7301', { 'plugin.type': 'socks5', 'plugin.unixPath': '/x' }), /^plugin\.unixPath is not an option of the socks5 plugin/],
-    ['create', tcp('x', '7301', { secretKey: 'k' }), /^secretKey is only used by stcp, xtcp and sudp proxies, not tcp$/],
-    ['create', tcp('x', '7301', { transport: { useEncryption: 'yes' } }), /^transport\.useEncryption must be true or false$/],
+    [
+      'create',
+      tcp('x', '7301', { transport: { useEncryption: true, bogus: 1 } }),
+      /^Unknown proxy key: transport\.bogus$/,
+    ],
+    [
+      'create',
+      tcp('x', '7301', { 'plugin.type': 'socks5', 'plugin.unixPath': '/x' }),
+      /^plugin\.unixPath is not an option of the socks5 plugin/,
+    ],
+    [
+      'create',
+      tcp('x', '7301', { secretKey: 'k' }),
+      /^secretKey is only used by stcp, xtcp and sudp proxies, not tcp$/,
+    ],
+    [
+      'create',
+      tcp('x', '7301', { transport: { useEncryption: 'yes' } }),
+      /^transport\.useEncryption must be true or false$/,
+    ],
     ['create', tcp('x', '7301', { 'healthCheck.maxFailed': 'many' }), /^healthCheck\.maxFailed must be an integer$/],
     ['create', tcp('x', '7301', { metadatas: { owner: 1 } }), /^metadatas\.owner must be a string$/],
     ['modify', { name: 'ssh', 'transport.bandwidthLimit': 5 }, /^transport\.bandwidthLimit must be a string$/],
@@ -292,10 +413,24 @@ test('null removes a key, an entry or a whole table through modify', async (t) =
   const { id, configPath } = await createInstance(daemon, root, 'px_null');
   await daemon.post(
     '/tunnelAct/proxyMgr/create',
-    { instanceID: id, proxyInfo: tcp('ssh', '7400', { transport: { useEncryption: true, useCompression: true }, metadatas: { a: '1', b: '2' }, 'loadBalancer.group': 'g' }) },
+    {
+      instanceID: id,
+      proxyInfo: tcp('ssh', '7400', {
+        transport: { useEncryption: true, useCompression: true },
+        metadatas: { a: '1', b: '2' },
+        'loadBalancer.group': 'g',
+      }),
+    },
     { token: root },
   );
-  await daemon.post('/tunnelAct/proxyMgr/modify', { instanceID: id, proxyInfo: { name: 'ssh', 'transport.useCompression': null, 'metadatas.a': null, loadBalancer: null } }, { token: root });
+  await daemon.post(
+    '/tunnelAct/proxyMgr/modify',
+    {
+      instanceID: id,
+      proxyInfo: { name: 'ssh', 'transport.useCompression': null, 'metadatas.a': null, loadBalancer: null },
+    },
+    { token: root },
+  );
   t.deepEqual(await blockIn(configPath, 'ssh'), {
     name: 'ssh',
     type: 'tcp',
@@ -305,7 +440,11 @@ test('null removes a key, an entry or a whole table through modify', async (t) =
     transport: { useEncryption: true },
     metadatas: { b: '2' },
   });
-  const refused = await daemon.post('/tunnelAct/proxyMgr/modify', { instanceID: id, proxyInfo: { name: 'ssh', remotePort: null } }, { token: root });
+  const refused = await daemon.post(
+    '/tunnelAct/proxyMgr/modify',
+    { instanceID: id, proxyInfo: { name: 'ssh', remotePort: null } },
+    { token: root },
+  );
   t.is(refused.status, 400);
   t.regex(refused.body.message, /^remotePort is required for tcp and udp proxies$/);
   await verified(t, configPath, 'after removals');
@@ -317,12 +456,18 @@ test('visitors in the file are kept through every edit', async (t) => {
   await writeFile(configPath, (await readFile(configPath, 'utf8')) + VISITORS_TOML);
   const expected = (parse(VISITORS_TOML) as any).visitors;
   const edits: Array<[string, object]> = [
-    ['/tunnelAct/proxyMgr/create', { instanceID: id, proxyInfo: tcp('web', '7501', { 'transport.useEncryption': true }) }],
+    [
+      '/tunnelAct/proxyMgr/create',
+      { instanceID: id, proxyInfo: tcp('web', '7501', { 'transport.useEncryption': true }) },
+    ],
     ['/tunnelAct/proxyMgr/modify', { instanceID: id, proxyInfo: { name: 'ssh', localPort: '2222' } }],
     ['/tunnelAct/proxyMgr/modify', { instanceID: id, oldName: 'web', newName: 'web2', proxyInfo: { name: 'web' } }],
     ['/tunnelAct/proxyMgr/setStatus', { instanceID: id, proxyName: 'web2', enabled: false }],
     ['/tunnelAct/proxyMgr/delete', { instanceID: id, proxyName: 'web2' }],
-    ['/tunnelAct/instanceMgr/modify', { instanceID: id, type: 'configFile', modifiedData: { 'auth.token': 'rotated', 'log.level': 'debug' } }],
+    [
+      '/tunnelAct/instanceMgr/modify',
+      { instanceID: id, type: 'configFile', modifiedData: { 'auth.token': 'rotated', 'log.level': 'debug' } },
+    ],
   ];
   for (const [path, body] of edits) {
     const res = await daemon.post(path, body, { token: root });
@@ -334,22 +479,46 @@ test('visitors in the file are kept through every edit', async (t) => {
 
 test('log.to is refused unless console, saying why; a file that has one is put back on the console at the next edit', async (t) => {
   const { id, configPath } = await createInstance(daemon, root, 'px_log_to');
-  for (const modifiedData of [{ 'log.to': '/var/log/frpc.log' }, { log: { to: 'frpc.log' } }, { log_file: '/tmp/frpc.log' }]) {
-    const res = await daemon.post('/tunnelAct/instanceMgr/modify', { instanceID: id, type: 'configFile', modifiedData }, { token: root });
+  for (const modifiedData of [
+    { 'log.to': '/var/log/frpc.log' },
+    { log: { to: 'frpc.log' } },
+    { log_file: '/tmp/frpc.log' },
+  ]) {
+    const res = await daemon.post(
+      '/tunnelAct/instanceMgr/modify',
+      { instanceID: id, type: 'configFile', modifiedData },
+      { token: root },
+    );
     t.is(res.status, 400, JSON.stringify(modifiedData));
-    t.regex(res.body.message, /must be "console": tunnelward captures the tunnel's console output, rotates it and streams it/);
+    t.regex(
+      res.body.message,
+      /must be "console": tunnelward captures the tunnel's console output, rotates it and streams it/,
+    );
   }
   const atCreate = await daemon.post(
     '/tunnelAct/instanceMgr/create',
-    { instanceInfo: { name: 'px_log_to2', serverAddr: '127.0.0.1', serverPort: '7000', auth_method: 'token' }, additionalProperties: { 'log.to': '/var/log/frpc.log' } },
+    {
+      instanceInfo: { name: 'px_log_to2', serverAddr: '127.0.0.1', serverPort: '7000', auth_method: 'token' },
+      additionalProperties: { 'log.to': '/var/log/frpc.log' },
+    },
     { token: root },
   );
   t.is(atCreate.status, 400);
   t.regex(atCreate.body.message, /^log\.to must be "console"/);
 
-  await writeFile(configPath, `${await readFile(configPath, 'utf8')}\n[log]\nto = "/var/log/frpc.log"\nlevel = "warn"\n`.replace('[log]\ndisablePrintColor = true\n', ''));
+  await writeFile(
+    configPath,
+    `${await readFile(configPath, 'utf8')}\n[log]\nto = "/var/log/frpc.log"\nlevel = "warn"\n`.replace(
+      '[log]\ndisablePrintColor = true\n',
+      '',
+    ),
+  );
   t.is((await fileOf(configPath)).log.to, '/var/log/frpc.log');
-  const edit = await daemon.post('/tunnelAct/proxyMgr/create', { instanceID: id, proxyInfo: tcp('ssh', '7600') }, { token: root });
+  const edit = await daemon.post(
+    '/tunnelAct/proxyMgr/create',
+    { instanceID: id, proxyInfo: tcp('ssh', '7600') },
+    { token: root },
+  );
   t.true(edit.body.success, edit.body.message);
   t.deepEqual((await fileOf(configPath)).log, { to: 'console', level: 'warn' });
   await verified(t, configPath, 'log.to rewritten');
@@ -359,13 +528,26 @@ test('{{ .Envs.NAME }} placeholders are accepted and written as they are; other 
   const { id, configPath } = await createInstance(daemon, root, 'px_env', { 'auth.token': '{{ .Envs.FRP_TOKEN }}' });
   const modify = await daemon.post(
     '/tunnelAct/instanceMgr/modify',
-    { instanceID: id, type: 'configFile', modifiedData: { 'auth.oidc.clientSecret': '{{.Envs.OIDC_SECRET}}', user: 'u-{{ .Envs.FRP_USER }}' } },
+    {
+      instanceID: id,
+      type: 'configFile',
+      modifiedData: { 'auth.oidc.clientSecret': '{{.Envs.OIDC_SECRET}}', user: 'u-{{ .Envs.FRP_USER }}' },
+    },
     { token: root },
   );
   t.true(modify.body.success, modify.body.message);
   const created = await daemon.post(
     '/tunnelAct/proxyMgr/create',
-    { instanceID: id, proxyInfo: { name: 'pg', type: 'stcp', localPort: '5432', secretKey: '{{ .Envs.PG_SECRET_KEY }}', allowUsers: ['*'] } },
+    {
+      instanceID: id,
+      proxyInfo: {
+        name: 'pg',
+        type: 'stcp',
+        localPort: '5432',
+        secretKey: '{{ .Envs.PG_SECRET_KEY }}',
+        allowUsers: ['*'],
+      },
+    },
     { token: root },
   );
   t.true(created.body.success, created.body.message);
@@ -377,15 +559,27 @@ test('{{ .Envs.NAME }} placeholders are accepted and written as they are; other 
   await verified(t, configPath, 'placeholders');
 
   const refused: Array<[string, object]> = [
-    ['/tunnelAct/instanceMgr/modify', { instanceID: id, type: 'configFile', modifiedData: { 'auth.token': '{{ env "FRP_TOKEN" }}' } }],
-    ['/tunnelAct/instanceMgr/modify', { instanceID: id, type: 'configFile', modifiedData: { user: '{{ .Envs.lower_case }}' } }],
-    ['/tunnelAct/proxyMgr/create', { instanceID: id, proxyInfo: { name: 'pg2', type: 'stcp', localPort: '5432', secretKey: '{{- .Envs.PG }}' } }],
+    [
+      '/tunnelAct/instanceMgr/modify',
+      { instanceID: id, type: 'configFile', modifiedData: { 'auth.token': '{{ env "FRP_TOKEN" }}' } },
+    ],
+    [
+      '/tunnelAct/instanceMgr/modify',
+      { instanceID: id, type: 'configFile', modifiedData: { user: '{{ .Envs.lower_case }}' } },
+    ],
+    [
+      '/tunnelAct/proxyMgr/create',
+      { instanceID: id, proxyInfo: { name: 'pg2', type: 'stcp', localPort: '5432', secretKey: '{{- .Envs.PG }}' } },
+    ],
     ['/tunnelAct/proxyMgr/modify', { instanceID: id, proxyInfo: { name: 'pg', secretKey: 'x}}' } }],
   ];
   for (const [path, body] of refused) {
     const res = await daemon.post(path, body, { token: root });
     t.is(res.status, 400, JSON.stringify(body));
-    t.regex(res.body.message, /other than \{\{ \.Envs\.NAME \}\} placeholders .*frpc renders its config file as a Go template/);
+    t.regex(
+      res.body.message,
+      /other than \{\{ \.Envs\.NAME \}\} placeholders .*frpc renders its config file as a Go template/,
+    );
   }
   t.is((await fileOf(configPath)).proxies[0].secretKey, '{{ .Envs.PG_SECRET_KEY }}');
 });
@@ -395,18 +589,30 @@ test('instances on the same server cannot hold the same remote port, domain, sub
   const a = await createInstance(daemon, root, 'px_same_a', {}, server);
   const b = await createInstance(daemon, root, 'px_same_b', {}, server);
   const elsewhere = await createInstance(daemon, root, 'px_elsewhere', {}, { serverPort: '7101' });
-  const add = (id: string, proxyInfo: Record<string, unknown>) => daemon.post('/tunnelAct/proxyMgr/create', { instanceID: id, proxyInfo }, { token: root });
+  const add = (id: string, proxyInfo: Record<string, unknown>) =>
+    daemon.post('/tunnelAct/proxyMgr/create', { instanceID: id, proxyInfo }, { token: root });
   const tcp = { type: 'tcp', localIP: '127.0.0.1', localPort: '22' };
   const web = { type: 'http', localIP: '127.0.0.1', localPort: '80' };
   t.true((await add(a.id, { name: 'ssh_a', ...tcp, remotePort: '6022' })).body.success);
-  t.true((await add(a.id, { name: 'web_a', ...web, customDomains: ['app.example.com'], subdomain: 'app' })).body.success);
+  t.true(
+    (await add(a.id, { name: 'web_a', ...web, customDomains: ['app.example.com'], subdomain: 'app' })).body.success,
+  );
   const before = await readFile(b.configPath, 'utf8');
 
   const cases: Array<[Record<string, unknown>, RegExp]> = [
-    [{ name: 'ssh_b', ...tcp, remotePort: '6022' }, /remotePort 6022 \(tcp\) is already used by proxy ssh_a of instance px_same_a \(\d+\) on the same server 127\.0\.0\.1:7100/],
-    [{ name: 'web_b', ...web, customDomains: ['APP.example.com'] }, /custom domain app\.example\.com \(http\) is already used by proxy web_a of instance px_same_a/],
+    [
+      { name: 'ssh_b', ...tcp, remotePort: '6022' },
+      /remotePort 6022 \(tcp\) is already used by proxy ssh_a of instance px_same_a \(\d+\) on the same server 127\.0\.0\.1:7100/,
+    ],
+    [
+      { name: 'web_b', ...web, customDomains: ['APP.example.com'] },
+      /custom domain app\.example\.com \(http\) is already used by proxy web_a of instance px_same_a/,
+    ],
     [{ name: 'web_c', ...web, subdomain: 'app' }, /subdomain app \(http\) is already used by proxy web_a/],
-    [{ name: 'ssh_a', ...tcp, remotePort: '6023' }, /the name ssh_a is already used by proxy ssh_a of instance px_same_a/],
+    [
+      { name: 'ssh_a', ...tcp, remotePort: '6023' },
+      /the name ssh_a is already used by proxy ssh_a of instance px_same_a/,
+    ],
   ];
   for (const [proxyInfo, message] of cases) {
     const res = await add(b.id, proxyInfo);
@@ -416,16 +622,37 @@ test('instances on the same server cannot hold the same remote port, domain, sub
   t.is(await readFile(b.configPath, 'utf8'), before, 'nothing was written');
 
   // What does not meet on a server is fine: udp 6022 beside tcp 6022, another location, another server.
-  t.true((await add(b.id, { name: 'dns_b', type: 'udp', localIP: '127.0.0.1', localPort: '53', remotePort: '6022' })).body.success);
-  t.true((await add(b.id, { name: 'web_b', ...web, customDomains: ['app.example.com'], locations: ['/api'] })).body.success);
+  t.true(
+    (await add(b.id, { name: 'dns_b', type: 'udp', localIP: '127.0.0.1', localPort: '53', remotePort: '6022' })).body
+      .success,
+  );
+  t.true(
+    (await add(b.id, { name: 'web_b', ...web, customDomains: ['app.example.com'], locations: ['/api'] })).body.success,
+  );
   t.true((await add(elsewhere.id, { name: 'ssh_a', ...tcp, remotePort: '6022' })).body.success);
   // A disabled proxy holds nothing; enabling it again checks again.
-  t.true((await daemon.post('/tunnelAct/proxyMgr/setStatus', { instanceID: a.id, proxyName: 'ssh_a', enabled: false }, { token: root })).body.success);
+  t.true(
+    (
+      await daemon.post(
+        '/tunnelAct/proxyMgr/setStatus',
+        { instanceID: a.id, proxyName: 'ssh_a', enabled: false },
+        { token: root },
+      )
+    ).body.success,
+  );
   t.true((await add(b.id, { name: 'ssh_b', ...tcp, remotePort: '6022' })).body.success);
-  const again = await daemon.post('/tunnelAct/proxyMgr/setStatus', { instanceID: a.id, proxyName: 'ssh_a', enabled: true }, { token: root });
+  const again = await daemon.post(
+    '/tunnelAct/proxyMgr/setStatus',
+    { instanceID: a.id, proxyName: 'ssh_a', enabled: true },
+    { token: root },
+  );
   t.is(again.status, 409);
   t.regex(again.body.message, /remotePort 6022 \(tcp\) is already used by proxy ssh_b of instance px_same_b/);
   // Moving an instance onto a server where its proxies clash is refused the same way.
-  const move = await daemon.post('/tunnelAct/instanceMgr/modify', { instanceID: elsewhere.id, type: 'configFile', modifiedData: { serverPort: 7100 } }, { token: root });
+  const move = await daemon.post(
+    '/tunnelAct/instanceMgr/modify',
+    { instanceID: elsewhere.id, type: 'configFile', modifiedData: { serverPort: 7100 } },
+    { token: root },
+  );
   t.is(move.status, 409);
 });

@@ -29,7 +29,9 @@ test('100 requests per minute per token, then 429; other tokens are unaffected; 
   t.teardown(() => app.close());
   const token = await app.login();
   const other = await app.login();
-  const results = await Promise.all(Array.from({ length: 105 }, () => app.request('GET', '/sessionMgr/list', { token })));
+  const results = await Promise.all(
+    Array.from({ length: 105 }, () => app.request('GET', '/sessionMgr/list', { token })),
+  );
   t.is(results.filter((r) => r.status === 200).length, 100);
   const limited = results.filter((r) => r.status === 429);
   t.is(limited.length, 5);
@@ -68,7 +70,8 @@ test('X-Timestamp: inside the window on either side, refused outside it and told
 test('registration has a limit of its own: ten users from one address within a minute, beside the login limit', async (t) => {
   const app = await inProcessApp({ settingsToml: '[RateLimit]\nRegister = 11\n' });
   t.teardown(() => app.close());
-  const register = (i: number) => app.request('POST', '/register', { body: { username: `onboard_${i}`, passwd: 'Passw0rd!x' } });
+  const register = (i: number) =>
+    app.request('POST', '/register', { body: { username: `onboard_${i}`, passwd: 'Passw0rd!x' } });
   for (let i = 0; i < 10; i++) t.true((await register(i)).body.success, `registration ${i}`);
   // The login limit (5) is untouched by the registrations, and the other way round.
   for (let i = 0; i < 5; i++) t.is((await app.request('POST', '/login', { body: ADMIN })).status, 200);
@@ -90,7 +93,12 @@ test('self-registration can be closed, and opened again, without a restart', asy
   t.is(closed.status, 403);
   t.is(closed.body.message, 'self-registration is closed on this server (Register.Enabled)');
   const users = await app.request('GET', '/userMgr/list', { token });
-  t.false(users.body.data.some((u: any) => u.Username === 'closed_door'), 'nothing was created');
+  t.false(
+    users.body.data.some((u: any) => u.Username === 'closed_door'),
+    'nothing was created',
+  );
   t.true((await app.request('POST', '/settings/set', { token, body: { 'Register.Enabled': true } })).body.success);
-  t.true((await app.request('POST', '/register', { body: { username: 'open_door', passwd: 'Passw0rd!x' } })).body.success);
+  t.true(
+    (await app.request('POST', '/register', { body: { username: 'open_door', passwd: 'Passw0rd!x' } })).body.success,
+  );
 });

@@ -16,7 +16,11 @@ test('kill -9 of the daemon leaves three tunnels running; the next daemon re-ado
   t.teardown(() => dispose(first));
   const token = await first.login();
   const made = await Promise.all(['ra_a', 'ra_b', 'ra_c'].map((n) => createInstance(first, token, n)));
-  await startAll(first, token, made.map((m) => m.id));
+  await startAll(
+    first,
+    token,
+    made.map((m) => m.id),
+  );
   const pids = await Promise.all(made.map((m) => tunnelPids(m.configPath)));
   t.true(pids.every((p) => p.length === 1));
 
@@ -44,7 +48,10 @@ test('kill -9 of the daemon leaves three tunnels running; the next daemon re-ado
   );
   t.not(restarted[0], pids[1]![0]);
   await second.waitForOutput(new RegExp(`"instanceID":${made[1]!.id},.*restarting after a delay`));
-  await waitFor(() => statusOf(second, token2, made[1]!.id), (s) => s.state === 'running');
+  await waitFor(
+    () => statusOf(second, token2, made[1]!.id),
+    (s) => s.state === 'running',
+  );
 
   // SIGTERM of the daemon leaves them running too
   await second.stop('SIGTERM');
@@ -71,25 +78,38 @@ test('desired state and boots: same boot restores what should run; a new boot st
   await daemon.stop('SIGKILL');
   // The tunnel dies while tunnelward is away.
   for (const pid of await tunnelPids(wanted.configPath)) process.kill(pid, 'SIGKILL');
-  await waitFor(() => tunnelPids(wanted.configPath), (p) => p.length === 0);
+  await waitFor(
+    () => tunnelPids(wanted.configPath),
+    (p) => p.length === 0,
+  );
 
   const sameBoot = await startDaemon({ dataDir: daemon.dataDir, env: BOOT });
   const token2 = await sameBoot.login();
-  await waitFor(() => statusOf(sameBoot, token2, wanted.id), (s) => s.isRunning);
+  await waitFor(
+    () => statusOf(sameBoot, token2, wanted.id),
+    (s) => s.isRunning,
+  );
   t.false((await statusOf(sameBoot, token2, atBoot.id)).isRunning, 'bootAtStart does not matter within a boot');
   t.false((await statusOf(sameBoot, token2, idle.id)).isRunning);
   await sameBoot.stop('SIGKILL');
   for (const pid of await tunnelPids(wanted.configPath)) process.kill(pid, 'SIGKILL');
-  await waitFor(() => tunnelPids(wanted.configPath), (p) => p.length === 0);
+  await waitFor(
+    () => tunnelPids(wanted.configPath),
+    (p) => p.length === 0,
+  );
 
   const newBoot = await startDaemon({ dataDir: daemon.dataDir, env: { TUNNELWARD_BOOT_ID: 'boot-b' } });
   t.teardown(async () => {
     const tok = await newBoot.login();
-    for (const m of [wanted, atBoot, idle]) await newBoot.post('/tunnelAct/instanceMgr/stop', { instanceID: m.id }, { token: tok });
+    for (const m of [wanted, atBoot, idle])
+      await newBoot.post('/tunnelAct/instanceMgr/stop', { instanceID: m.id }, { token: tok });
     await newBoot.stop('SIGKILL');
   });
   const token3 = await newBoot.login();
-  await waitFor(() => statusOf(newBoot, token3, atBoot.id), (s) => s.isRunning);
+  await waitFor(
+    () => statusOf(newBoot, token3, atBoot.id),
+    (s) => s.isRunning,
+  );
   t.false((await statusOf(newBoot, token3, wanted.id)).isRunning, 'after a reboot only bootAtStart instances start');
   t.false((await statusOf(newBoot, token3, idle.id)).isRunning);
 });

@@ -91,10 +91,20 @@ function variants(path: string): string[] {
   return [...new Set(list)].filter((v) => v !== path);
 }
 
-const VARIANT_BODY = { TunnelPath: '/walk/variant/executable', instanceID: '1', username: 'walker', passwd: 'Walk3r!pass' };
+const VARIANT_BODY = {
+  TunnelPath: '/walk/variant/executable',
+  instanceID: '1',
+  username: 'walker',
+  passwd: 'Walk3r!pass',
+};
 
 let daemon: Daemon;
-const tokens: Record<Identity, string | undefined> = { none: undefined, visitor: undefined, admin: undefined, superuser: undefined };
+const tokens: Record<Identity, string | undefined> = {
+  none: undefined,
+  visitor: undefined,
+  admin: undefined,
+  superuser: undefined,
+};
 let settingsText = '';
 let instanceId = '';
 
@@ -150,94 +160,105 @@ test.serial('OPTIONS, TRACE and other unrouted methods on a known path: 405 with
   t.is(await settingsFile(), settingsText);
 });
 
-test.serial('walk: every changed spelling of every path is a 404; the exact path gives the contract answer', async (t) => {
-  const routes = appRoutes();
-  const walked: Array<{ method: string; path: string; access?: Access }> = [
-    ...routes,
-    ...STREAM_PATHS.map((path) => ({ method: 'GET', path })),
-  ];
-  const tunnelPath = (parse(settingsText) as { TunnelPath: string }).TunnelPath;
+test.serial(
+  'walk: every changed spelling of every path is a 404; the exact path gives the contract answer',
+  async (t) => {
+    const routes = appRoutes();
+    const walked: Array<{ method: string; path: string; access?: Access }> = [
+      ...routes,
+      ...STREAM_PATHS.map((path) => ({ method: 'GET', path })),
+    ];
+    const tunnelPath = (parse(settingsText) as { TunnelPath: string }).TunnelPath;
 
-  const send = (method: string, path: string, who: Identity, body: unknown): Promise<Response> =>
-    daemon.rawRequest(method, method === 'GET' ? `${path}?instanceID=${instanceId}&key=TunnelPath` : path, {
-      token: tokens[who],
-      body: method === 'GET' ? undefined : body,
-    });
+    const send = (method: string, path: string, who: Identity, body: unknown): Promise<Response> =>
+      daemon.rawRequest(method, method === 'GET' ? `${path}?instanceID=${instanceId}&key=TunnelPath` : path, {
+        token: tokens[who],
+        body: method === 'GET' ? undefined : body,
+      });
 
-  for (const route of walked) {
-    for (const variant of variants(route.path)) {
-      for (const who of IDENTITIES) {
-        const res = await send(route.method, variant, who, VARIANT_BODY);
-        const what = `${route.method} ${variant} as ${who}`;
-        t.is(res.status, 404, what);
-        t.deepEqual(res.body, { success: false, message: `no such endpoint: ${route.method} ${variant}` }, what);
-        const now = await settingsFile();
-        t.is(now, settingsText, `settings file unchanged after ${what}`);
-        t.is((parse(now) as { TunnelPath: string }).TunnelPath, tunnelPath);
+    for (const route of walked) {
+      for (const variant of variants(route.path)) {
+        for (const who of IDENTITIES) {
+          const res = await send(route.method, variant, who, VARIANT_BODY);
+          const what = `${route.method} ${variant} as ${who}`;
+          t.is(res.status, 404, what);
+          t.deepEqual(res.body, { success: false, message: `no such endpoint: ${route.method} ${variant}` }, what);
+          const now = await settingsFile();
+          t.is(now, settingsText, `settings file unchanged after ${what}`);
+          t.is((parse(now) as { TunnelPath: string }).TunnelPath, tunnelPath);
+        }
       }
     }
-  }
 
-  // The exact paths, with a body that names nothing, so that an allowed call changes nothing either.
-  const ending = new Set(['GET /logout', 'POST /system/restart']);
-  for (const route of routes.filter((r) => !ending.has(`${r.method} ${r.path}`))) {
+    // The exact paths, with a body that names nothing, so that an allowed call changes nothing either.
+    const ending = new Set(['GET /logout', 'POST /system/restart']);
+    for (const route of routes.filter((r) => !ending.has(`${r.method} ${r.path}`))) {
+      for (const who of IDENTITIES) {
+        const res = await daemon.rawRequest(route.method, route.path, {
+          token: tokens[who],
+          body: route.method === 'POST' ? {} : undefined,
+        });
+        expectAnswer(t, route, who, res);
+      }
+      if (route.access !== 'public') {
+        const stale = await daemon.rawRequest(route.method, route.path, {
+          token: tokens.superuser,
+          timestamp: null,
+          body: route.method === 'POST' ? {} : undefined,
+        });
+        t.is(stale.status, 401, `${route.method} ${route.path} without X-Timestamp`);
+        t.is(stale.body.message, 'X-Timestamp is required');
+      }
+    }
+
+    // Logging out ends the session it is called with: each identity logs in afresh for it.
     for (const who of IDENTITIES) {
-      const res = await daemon.rawRequest(route.method, route.path, {
-        token: tokens[who],
-        body: route.method === 'POST' ? {} : undefined,
-      });
-      expectAnswer(t, route, who, res);
+      const fresh = who === 'none' ? undefined : await daemon.login(...credentials(who));
+      const res = await daemon.rawRequest('GET', '/logout', { token: fresh });
+      expectAnswer(t, { method: 'GET', path: '/logout', access: 'visitor' }, who, res);
     }
-    if (route.access !== 'public') {
-      const stale = await daemon.rawRequest(route.method, route.path, {
-        token: tokens.superuser,
-        timestamp: null,
-        body: route.method === 'POST' ? {} : undefined,
-      });
-      t.is(stale.status, 401, `${route.method} ${route.path} without X-Timestamp`);
-      t.is(stale.body.message, 'X-Timestamp is required');
+
+    const logs = (query: string) =>
+      openStream(wsUrl(daemon.url, `/tunnelAct/instanceMgr/logs${query}`)).then(
+        (stream) => (stream.ws.close(), { status: 101, body: undefined as any }),
+        (refusal: { status: number; body: any }) => refusal,
+      );
+    const system = await openStream(wsUrl(daemon.url, '/system/getLogs'));
+    system.ws.close();
+    t.deepEqual(await logs(`?instanceID=${instanceId}`), {
+      status: 401,
+      body: { success: false, message: 'Token is required' },
+    });
+    t.deepEqual(await logs(`?instanceID=${instanceId}&token=${tokens.visitor}`), {
+      status: 403,
+      body: { success: false, message: "You don't have access to this instance" },
+    });
+    t.is((await logs(`?instanceID=${instanceId}&token=${tokens.admin}`)).status, 101, 'the owner streams');
+    t.is((await logs(`?instanceID=${instanceId}&token=${tokens.superuser}`)).status, 101, 'a superuser streams');
+
+    // Last: an allowed restart ends this daemon, so only the lowest allowed role makes it.
+    for (const who of ['none', 'visitor'] as const) {
+      const res = await daemon.rawRequest('POST', '/system/restart', { token: tokens[who], body: {} });
+      expectAnswer(t, { method: 'POST', path: '/system/restart', access: 'admin' }, who, res);
     }
-  }
-
-  // Logging out ends the session it is called with: each identity logs in afresh for it.
-  for (const who of IDENTITIES) {
-    const fresh = who === 'none' ? undefined : await daemon.login(...credentials(who));
-    const res = await daemon.rawRequest('GET', '/logout', { token: fresh });
-    expectAnswer(t, { method: 'GET', path: '/logout', access: 'visitor' }, who, res);
-  }
-
-  const logs = (query: string) =>
-    openStream(wsUrl(daemon.url, `/tunnelAct/instanceMgr/logs${query}`)).then(
-      (stream) => (stream.ws.close(), { status: 101, body: undefined as any }),
-      (refusal: { status: number; body: any }) => refusal,
-    );
-  const system = await openStream(wsUrl(daemon.url, '/system/getLogs'));
-  system.ws.close();
-  t.deepEqual(await logs(`?instanceID=${instanceId}`), { status: 401, body: { success: false, message: 'Token is required' } });
-  t.deepEqual(await logs(`?instanceID=${instanceId}&token=${tokens.visitor}`), {
-    status: 403,
-    body: { success: false, message: "You don't have access to this instance" },
-  });
-  t.is((await logs(`?instanceID=${instanceId}&token=${tokens.admin}`)).status, 101, 'the owner streams');
-  t.is((await logs(`?instanceID=${instanceId}&token=${tokens.superuser}`)).status, 101, 'a superuser streams');
-
-  // Last: an allowed restart ends this daemon, so only the lowest allowed role makes it.
-  for (const who of ['none', 'visitor'] as const) {
-    const res = await daemon.rawRequest('POST', '/system/restart', { token: tokens[who], body: {} });
-    expectAnswer(t, { method: 'POST', path: '/system/restart', access: 'admin' }, who, res);
-  }
-  const restart = await daemon.rawRequest('POST', '/system/restart', { token: tokens.admin, body: {} });
-  t.deepEqual(restart.body, { success: true, message: 'restarting' });
-  t.is((await daemon.exited).code, 0);
-  t.is(await settingsFile(), settingsText, 'no request of the walk changed the settings');
-});
+    const restart = await daemon.rawRequest('POST', '/system/restart', { token: tokens.admin, body: {} });
+    t.deepEqual(restart.body, { success: true, message: 'restarting' });
+    t.is((await daemon.exited).code, 0);
+    t.is(await settingsFile(), settingsText, 'no request of the walk changed the settings');
+  },
+);
 
 function credentials(who: Exclude<Identity, 'none'>): [string, string] {
   return who === 'superuser' ? [ADMIN.username, ADMIN.passwd] : [`walk_${who}`, 'Passw0rd!x'];
 }
 
 /** The answer the contract gives `who` on a route's exact path. */
-function expectAnswer(t: ExecutionContext, route: { method: string; path: string; access?: Access }, who: Identity, res: Response) {
+function expectAnswer(
+  t: ExecutionContext,
+  route: { method: string; path: string; access?: Access },
+  who: Identity,
+  res: Response,
+) {
   const what = `${route.method} ${route.path} as ${who}: ${res.status} ${res.body?.message}`;
   t.is(typeof res.body?.success, 'boolean', what);
   if (route.access === 'public') {

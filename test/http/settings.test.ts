@@ -31,7 +31,12 @@ test('get and set: roles, types, unknown keys, persistence across a restart', as
 
   const all = await daemon.get('/settings/get', { token: admin.token });
   for (const key of CONTRACT_KEYS) t.true(key in all.body.data, key);
-  t.like(all.body.data, { ListenAddr: '127.0.0.1', ListenPort: '7600', Debug: false, 'Notification.Method': 'webhook' });
+  t.like(all.body.data, {
+    ListenAddr: '127.0.0.1',
+    ListenPort: '7600',
+    Debug: false,
+    'Notification.Method': 'webhook',
+  });
   const one = await daemon.get('/settings/get?key=Watchdog.Enabled', { token: admin.token });
   t.deepEqual(one.body.data, { key: 'Watchdog.Enabled', value: true });
   const viaHeader = await daemon.get('/settings/get', { token: admin.token, headers: { 'X-key': 'Debug' } });
@@ -88,7 +93,10 @@ test('get and set: roles, types, unknown keys, persistence across a restart', as
   t.regex(set.body.message, /unknown keys ignored: Mystery/);
   t.regex(set.body.message, /ListenPort take effect at the next start/);
   await daemon.waitForOutput(/"keys":\["Mystery"\].*ignored unknown setting keys/);
-  t.false(daemon.output.some((l) => l.includes('s3cret')), 'header values never logged');
+  t.false(
+    daemon.output.some((l) => l.includes('s3cret')),
+    'header values never logged',
+  );
 
   const file = parse(await readFile(join(daemon.dataDir, 'settings.toml'), 'utf8')) as any;
   t.is(file.Debug, true);
@@ -123,7 +131,10 @@ test('a settings write that fails answers "Failed to save config" and changes no
   t.deepEqual(res.body, { success: false, message: 'Failed to save config' });
   t.is((await daemon.get('/settings/get?key=Debug', { token })).body.data.value, false);
   const { readdir } = await import('node:fs/promises');
-  t.false((await readdir(daemon.dataDir)).some((f) => f.endsWith('.tmp')), 'no temp file left behind');
+  t.false(
+    (await readdir(daemon.dataDir)).some((f) => f.endsWith('.tmp')),
+    'no temp file left behind',
+  );
 });
 
 test('a settings.toml with a bad value stops the start with a message naming the key', async (t) => {

@@ -4,55 +4,67 @@ import { openStream, wsUrl } from '../helpers/streams.js';
 
 let daemon: Daemon;
 let root: string;
-test.before(async () => ({ daemon, root } = await startWithRoot({ settingsToml: '[RateLimit]\nLogin = 1000\nPerToken = 100000\n' })));
+test.before(
+  async () =>
+    ({ daemon, root } = await startWithRoot({ settingsToml: '[RateLimit]\nLogin = 1000\nPerToken = 100000\n' })),
+);
 test.after.always(() => disposeWithTunnels(daemon, root));
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}$/;
 
-test.serial('replays the latest 100 entries, then each new one, to every client alike; DEBUG only while Debug is on', async (t) => {
-  const url = wsUrl(daemon.url, '/system/getLogs');
-  // Debug off: requests are not logged.
-  const quiet = await openStream(url);
-  for (let i = 0; i < 5; i++) await daemon.get('/system/getStatus');
-  await new Promise((r) => setTimeout(r, 200));
-  t.false(quiet.messages.some((m) => m.level === 0), 'no DEBUG entries while Debug is off');
-  const before = quiet.messages.length;
+test.serial(
+  'replays the latest 100 entries, then each new one, to every client alike; DEBUG only while Debug is on',
+  async (t) => {
+    const url = wsUrl(daemon.url, '/system/getLogs');
+    // Debug off: requests are not logged.
+    const quiet = await openStream(url);
+    for (let i = 0; i < 5; i++) await daemon.get('/system/getStatus');
+    await new Promise((r) => setTimeout(r, 200));
+    t.false(
+      quiet.messages.some((m) => m.level === 0),
+      'no DEBUG entries while Debug is off',
+    );
+    const before = quiet.messages.length;
 
-  // Debug on, live: each request now logs a DEBUG entry.
-  t.true((await daemon.post('/settings/set', { Debug: true }, { token: root })).body.success);
-  for (let i = 0; i < 130; i++) await daemon.get(`/system/getStatus?n=${i}`);
-  await quiet.waitFor((m) => m.filter((e) => e.level === 0).length >= 130);
-  t.true(quiet.messages.length > before + 130);
-  const debug = quiet.messages.find((m) => m.level === 0 && m.content.includes('getStatus'));
-  t.regex(debug.content, /^request \(.*path=\/system\/getStatus/);
-  t.false(debug.content.includes('n='), 'query strings are not logged');
-  t.regex(debug.timestamp, TIMESTAMP);
+    // Debug on, live: each request now logs a DEBUG entry.
+    t.true((await daemon.post('/settings/set', { Debug: true }, { token: root })).body.success);
+    for (let i = 0; i < 130; i++) await daemon.get(`/system/getStatus?n=${i}`);
+    await quiet.waitFor((m) => m.filter((e) => e.level === 0).length >= 130);
+    t.true(quiet.messages.length > before + 130);
+    const debug = quiet.messages.find((m) => m.level === 0 && m.content.includes('getStatus'));
+    t.regex(debug.content, /^request \(.*path=\/system\/getStatus/);
+    t.false(debug.content.includes('n='), 'query strings are not logged');
+    t.regex(debug.timestamp, TIMESTAMP);
 
-  // New clients get exactly the latest 100, then the same live entries as everyone.
-  const a = await openStream(url);
-  const b = await openStream(`${url}?token=${root}`);
-  await a.waitFor((m) => m.length >= 100);
-  await new Promise((r) => setTimeout(r, 100));
-  t.is(a.messages.length, 100);
-  t.deepEqual(a.messages, quiet.messages.slice(-100));
-  t.deepEqual(b.messages.slice(0, 100), a.messages);
-  await daemon.get('/system/getStatus?n=last');
-  await a.waitFor((m) => m.length >= 101);
-  await b.waitFor((m) => m.length >= 101);
-  t.deepEqual(a.messages[100], b.messages[100]);
-  t.deepEqual(a.messages[100], quiet.messages.at(-1));
-  for (const m of a.messages) {
-    t.true(Number.isInteger(m.level) && m.level >= 0 && m.level <= 4);
-    t.is(typeof m.content, 'string');
-  }
+    // New clients get exactly the latest 100, then the same live entries as everyone.
+    const a = await openStream(url);
+    const b = await openStream(`${url}?token=${root}`);
+    await a.waitFor((m) => m.length >= 100);
+    await new Promise((r) => setTimeout(r, 100));
+    t.is(a.messages.length, 100);
+    t.deepEqual(a.messages, quiet.messages.slice(-100));
+    t.deepEqual(b.messages.slice(0, 100), a.messages);
+    await daemon.get('/system/getStatus?n=last');
+    await a.waitFor((m) => m.length >= 101);
+    await b.waitFor((m) => m.length >= 101);
+    t.deepEqual(a.messages[100], b.messages[100]);
+    t.deepEqual(a.messages[100], quiet.messages.at(-1));
+    for (const m of a.messages) {
+      t.true(Number.isInteger(m.level) && m.level >= 0 && m.level <= 4);
+      t.is(typeof m.content, 'string');
+    }
 
-  await daemon.post('/settings/set', { Debug: false }, { token: root });
-  const count = a.messages.length;
-  for (let i = 0; i < 5; i++) await daemon.get('/system/getStatus');
-  await new Promise((r) => setTimeout(r, 200));
-  t.false(a.messages.slice(count).some((m) => m.level === 0), 'DEBUG stops at once');
-  for (const s of [quiet, a, b]) s.ws.close();
-});
+    await daemon.post('/settings/set', { Debug: false }, { token: root });
+    const count = a.messages.length;
+    for (let i = 0; i < 5; i++) await daemon.get('/system/getStatus');
+    await new Promise((r) => setTimeout(r, 200));
+    t.false(
+      a.messages.slice(count).some((m) => m.level === 0),
+      'DEBUG stops at once',
+    );
+    for (const s of [quiet, a, b]) s.ws.close();
+  },
+);
 
 test('an invalid token is refused before the upgrade; a missing one is fine', async (t) => {
   const err: any = await openStream(wsUrl(daemon.url, '/system/getLogs?token=nonsense')).catch((e) => e);

@@ -12,7 +12,15 @@ test('selfCheck reports each check; admins only', async (t) => {
   t.true(res.body.success);
   t.true(res.body.data.ok, JSON.stringify(res.body.data));
   const byName = Object.fromEntries(res.body.data.checks.map((c: any) => [c.name, c]));
-  t.deepEqual(Object.keys(byName).sort(), ['dataDir', 'database', 'instanceLogs', 'instancePath', 'settings', 'tunnelPath', 'tunnelVersion']);
+  t.deepEqual(Object.keys(byName).sort(), [
+    'dataDir',
+    'database',
+    'instanceLogs',
+    'instancePath',
+    'settings',
+    'tunnelPath',
+    'tunnelVersion',
+  ]);
   t.is(byName.tunnelVersion.message, '0.70.1');
   t.regex(byName.tunnelPath.message, /frpc\.mjs is executable/);
 

@@ -3,7 +3,10 @@ import { disposeWithTunnels, startWithRoot, type Daemon } from '../helpers/daemo
 
 let daemon: Daemon;
 let root: string;
-test.before(async () => ({ daemon, root } = await startWithRoot({ settingsToml: '[RateLimit]\nLogin = 1000\nPerToken = 100000\n' })));
+test.before(
+  async () =>
+    ({ daemon, root } = await startWithRoot({ settingsToml: '[RateLimit]\nLogin = 1000\nPerToken = 100000\n' })),
+);
 test.after.always(() => disposeWithTunnels(daemon, root));
 
 test('only a superuser manages users', async (t) => {
@@ -26,13 +29,21 @@ test('only a superuser manages users', async (t) => {
 test('create: defaults to visitor, validates, refuses duplicates', async (t) => {
   const res = await daemon.post('/userMgr/create', { username: 'um_default', passwd: 'Passw0rd!x' }, { token: root });
   t.like(res.body, { success: true, data: { username: 'um_default', type: 'visitor' } });
-  const admin = await daemon.post('/userMgr/create', { username: 'um_adm2', passwd: 'Passw0rd!x', type: 'admin' }, { token: root });
+  const admin = await daemon.post(
+    '/userMgr/create',
+    { username: 'um_adm2', passwd: 'Passw0rd!x', type: 'admin' },
+    { token: root },
+  );
   t.is(admin.body.data.type, 'admin');
   const dup = await daemon.post('/userMgr/create', { username: 'UM_DEFAULT', passwd: 'Passw0rd!x' }, { token: root });
   t.is(dup.status, 409);
   const weak = await daemon.post('/userMgr/create', { username: 'um_weak', passwd: 'password' }, { token: root });
   t.is(weak.status, 400);
-  const badType = await daemon.post('/userMgr/create', { username: 'um_bt', passwd: 'Passw0rd!x', type: 'god' }, { token: root });
+  const badType = await daemon.post(
+    '/userMgr/create',
+    { username: 'um_bt', passwd: 'Passw0rd!x', type: 'god' },
+    { token: root },
+  );
   t.is(badType.status, 400);
 });
 
@@ -69,7 +80,11 @@ test('the last superuser can be neither removed nor demoted', async (t) => {
   t.is(supers.length, 1);
   const remove = await daemon.post('/userMgr/remove', { targetUserID: supers[0].UserID }, { token: root });
   t.is(remove.status, 409);
-  const demote = await daemon.post('/userMgr/modifyType', { userID: supers[0].UserID, newType: 'admin' }, { token: root });
+  const demote = await daemon.post(
+    '/userMgr/modifyType',
+    { userID: supers[0].UserID, newType: 'admin' },
+    { token: root },
+  );
   t.is(demote.status, 409);
 });
 
@@ -89,19 +104,35 @@ test('modify: users change themselves only; a password change ends their other s
   const user = await daemon.userWithToken(root, 'um_self', 'visitor');
   const other = await daemon.userWithToken(root, 'um_other', 'visitor');
   const second = await daemon.login('um_self', user.passwd);
-  const foreign = await daemon.post('/userMgr/modify', { userID: other.userID, passwd: 'Changed1!x' }, { token: user.token });
+  const foreign = await daemon.post(
+    '/userMgr/modify',
+    { userID: other.userID, passwd: 'Changed1!x' },
+    { token: user.token },
+  );
   t.is(foreign.status, 403);
   const weak = await daemon.post('/userMgr/modify', { userID: user.userID, passwd: 'short' }, { token: user.token });
   t.is(weak.status, 400);
   const nothing = await daemon.post('/userMgr/modify', { userID: user.userID }, { token: user.token });
   t.is(nothing.status, 400);
-  const res = await daemon.post('/userMgr/modify', { userID: user.userID, passwd: 'Changed1!x' }, { token: user.token });
+  const res = await daemon.post(
+    '/userMgr/modify',
+    { userID: user.userID, passwd: 'Changed1!x' },
+    { token: user.token },
+  );
   t.true(res.body.success);
   t.is((await daemon.get('/logout', { token: second })).status, 401, 'the other session ended');
   t.is(await daemon.login('um_self', 'Changed1!x').then(() => 'ok'), 'ok');
-  const rename = await daemon.post('/userMgr/modify', { userID: user.userID, username: 'um_self2' }, { token: user.token });
+  const rename = await daemon.post(
+    '/userMgr/modify',
+    { userID: user.userID, username: 'um_self2' },
+    { token: user.token },
+  );
   t.true(rename.body.success);
-  const taken = await daemon.post('/userMgr/modify', { userID: user.userID, username: 'um_other' }, { token: user.token });
+  const taken = await daemon.post(
+    '/userMgr/modify',
+    { userID: user.userID, username: 'um_other' },
+    { token: user.token },
+  );
   t.is(taken.status, 409);
   const byRoot = await daemon.post('/userMgr/modify', { userID: other.userID, passwd: 'ByRoot12!x' }, { token: root });
   t.true(byRoot.body.success);

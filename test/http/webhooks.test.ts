@@ -47,7 +47,11 @@ test('start, crash, restart and give-up send their events in order, with every f
     t.is(e.instanceID, Number(id));
   }
   const seqs = receiver.received.map((r) => r.body.seq);
-  t.deepEqual(seqs, [...seqs].sort((a, b) => a - b), 'seq only goes up');
+  t.deepEqual(
+    seqs,
+    [...seqs].sort((a, b) => a - b),
+    'seq only goes up',
+  );
   t.is(new Set(seqs).size, seqs.length);
   t.is(receiver.received[0]!.method, 'POST');
   t.is(receiver.received[0]!.headers['content-type'], 'application/json');
@@ -100,14 +104,23 @@ test('retries on 5xx until delivered; no retry on 4xx', async (t) => {
   await daemon.post('/settings/set', { 'Notification.Enabled': true, 'Webhook.URL': receiver.url }, { token });
   await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: retry.id }, { token });
   await receiver.waitFor((r) => r.length >= 3);
-  t.deepEqual(receiver.received.map((r) => r.body.event), ['instance.started', 'instance.started', 'instance.started']);
+  t.deepEqual(
+    receiver.received.map((r) => r.body.event),
+    ['instance.started', 'instance.started', 'instance.started'],
+  );
   t.is(new Set(receiver.received.map((r) => r.body.seq)).size, 1, 'the same event, retried');
   await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: retry.id }, { token });
   await receiver.waitFor((r) => r.length >= 4);
 
-  await daemon.post('/tunnelAct/instanceMgr/modify', { instanceID: retry.id, type: 'systemConfig', modifiedData: { name: 'wh_refused' } }, { token });
+  await daemon.post(
+    '/tunnelAct/instanceMgr/modify',
+    { instanceID: retry.id, type: 'systemConfig', modifiedData: { name: 'wh_refused' } },
+    { token },
+  );
   await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: retry.id }, { token });
-  await daemon.waitForOutput(/"reason":"refused: HTTP 400".*notification not delivered|notification not delivered.*"reason":"refused: HTTP 400"/);
+  await daemon.waitForOutput(
+    /"reason":"refused: HTTP 400".*notification not delivered|notification not delivered.*"reason":"refused: HTTP 400"/,
+  );
   await new Promise((r) => setTimeout(r, 800));
   t.is(receiver.received.filter((r) => r.body.name === 'wh_refused').length, 1, 'a 4xx is not retried');
   await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: retry.id }, { token });
@@ -123,14 +136,20 @@ test('a receiver that hangs never slows the supervisor; attempts time out and ar
   const token = await daemon.login();
   const { id } = await createInstance(daemon, token, 'wh_hang');
   // A delivery is hanging at the receiver (service.started) before the commands are sent: they must not wait on it.
-  await waitFor(async () => receiver.received.length, (n) => n >= 1);
+  await waitFor(
+    async () => receiver.received.length,
+    (n) => n >= 1,
+  );
   const start = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token });
   const stop = await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token });
   t.true(start.body.success && stop.body.success);
   t.false((await statusOf(daemon, token, id)).isRunning);
   await daemon.waitForOutput(/"reason":"timed out".*notification not delivered/, 15_000);
   // Each event: the first attempt and one retry.
-  await waitFor(async () => receiver.received.length, (n) => n >= 2);
+  await waitFor(
+    async () => receiver.received.length,
+    (n) => n >= 2,
+  );
   t.true(receiver.received.length >= 2);
 });
 
@@ -147,7 +166,7 @@ test('service.started when the daemon starts and service.stopping when it stops'
   t.like(events[0], { event: 'service.started', name: 'tunnelward', instanceID: null });
 });
 
-test('a failed start: its exit code reaches the webhook and the reply, whose last lines are that run\'s only', async (t) => {
+test("a failed start: its exit code reaches the webhook and the reply, whose last lines are that run's only", async (t) => {
   const receiver = await startReceiver();
   t.teardown(() => receiver.close());
   const daemon = await startDaemon({ settingsToml: webhookSettings(receiver.url, { 'Webhook.TimeoutSecs': 10 }) });
@@ -160,7 +179,11 @@ test('a failed start: its exit code reaches the webhook and the reply, whose las
   // The next run exits at once with code 4.
   const modify = await daemon.post(
     '/tunnelAct/instanceMgr/modify',
-    { instanceID: id, type: 'configFile', modifiedData: { metadatas: { 'fixture.exit': 'now', 'fixture.exitCode': '4' } } },
+    {
+      instanceID: id,
+      type: 'configFile',
+      modifiedData: { metadatas: { 'fixture.exit': 'now', 'fixture.exitCode': '4' } },
+    },
     { token },
   );
   t.true(modify.body.success, modify.body.message);
@@ -169,6 +192,13 @@ test('a failed start: its exit code reaches the webhook and the reply, whose las
   t.regex(start.body.message, /exited with code 4/);
   t.regex(start.body.message, /fixture: exiting with code 4/);
   t.notRegex(start.body.message, /login to server success/, 'nothing of the run before');
-  const crashed = await receiver.waitFor((r) => r.some((x) => x.body.event === 'instance.crashed' && x.body.instanceID === Number(id)));
-  t.like(crashed.find((x) => x.body.event === 'instance.crashed')!.body, { from: 'starting', to: 'stopped', exitCode: 4, signal: null });
+  const crashed = await receiver.waitFor((r) =>
+    r.some((x) => x.body.event === 'instance.crashed' && x.body.instanceID === Number(id)),
+  );
+  t.like(crashed.find((x) => x.body.event === 'instance.crashed')!.body, {
+    from: 'starting',
+    to: 'stopped',
+    exitCode: 4,
+    signal: null,
+  });
 });

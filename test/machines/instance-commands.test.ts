@@ -97,7 +97,8 @@ for (const [name, state] of Object.entries(STATES)) {
       await h.send({ type, ref: 99 });
       // Let everything run its course: spawns go on, processes confirm or are killed, timers fire.
       await h.releaseSpawns();
-      for (let i = 0; i < 6; i++) await h.advance(DEFAULT_TIMING.stopTimeoutMs + DEFAULT_TIMING.killTimeoutMs + startMs);
+      for (let i = 0; i < 6; i++)
+        await h.advance(DEFAULT_TIMING.stopTimeoutMs + DEFAULT_TIMING.killTimeoutMs + startMs);
       const mine = h.replies.filter((r) => r.ref === 99);
       t.is(mine.length, 1, 'one reply for the command');
       t.is(mine[0]!.command, command);
@@ -105,9 +106,13 @@ for (const [name, state] of Object.entries(STATES)) {
       t.is(mine[0]!.ok, expected === 'ok', mine[0]!.message);
       t.is(mine[0]!.conflict, expected === 'conflict', mine[0]!.message);
       // Every command sent on the way there got exactly one reply too: none is lost, none answered twice.
-      for (const ref of new Set(h.replies.map((r) => r.ref))) t.is(h.replies.filter((r) => r.ref === ref).length, 1, `ref ${ref}`);
-      if (name !== 'stopped') t.true(h.replies.some((r) => r.ref === 1), 'the first start was answered');
+      for (const ref of new Set(h.replies.map((r) => r.ref)))
+        t.is(h.replies.filter((r) => r.ref === ref).length, 1, `ref ${ref}`);
+      if (name !== 'stopped')
+        t.true(
+          h.replies.some((r) => r.ref === 1),
+          'the first start was answered',
+        );
     });
   }
 }
-

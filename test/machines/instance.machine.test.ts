@@ -144,7 +144,10 @@ test('stop: a process that ignores SIGTERM gets SIGKILL after the stop timeout',
   await h.advance(stopTimeoutMs - 1);
   t.deepEqual(h.signals, [['SIGTERM', 100]]);
   await h.advance(1);
-  t.deepEqual(h.signals, [['SIGTERM', 100], ['SIGKILL', 100]]);
+  t.deepEqual(h.signals, [
+    ['SIGTERM', 100],
+    ['SIGKILL', 100],
+  ]);
   t.is(h.state(), 'stopped');
   t.like(h.replies.at(-1), { command: 'stop', ok: true });
 });
@@ -158,7 +161,10 @@ test('stop: a process that survives SIGKILL is given up after the kill timeout',
   t.deepEqual(h.state(), { stopping: 'killing' });
   await h.advance(killTimeoutMs);
   t.is(h.state(), 'stopped');
-  t.deepEqual(h.signals.map((s) => s[0]), ['SIGTERM', 'SIGKILL']);
+  t.deepEqual(
+    h.signals.map((s) => s[0]),
+    ['SIGTERM', 'SIGKILL'],
+  );
   t.like(h.replies.at(-1), { command: 'stop', ok: false, message: 'the process did not exit after SIGKILL' });
 });
 
@@ -279,7 +285,10 @@ test('stop while the watchdog is spawning a restart stops the new process once i
   await h.releaseSpawns();
   t.is(h.state(), 'stopped');
   t.deepEqual(h.signals, [['SIGTERM', 101]]);
-  t.like(h.replies, [{ ref: 1, command: 'start', ok: true }, { ref: 2, command: 'stop', ok: true }]);
+  t.like(h.replies, [
+    { ref: 1, command: 'start', ok: true },
+    { ref: 2, command: 'stop', ok: true },
+  ]);
 });
 
 test('an exit code that says retrying will not help sends a start straight to failed', async (t) => {
@@ -299,7 +308,11 @@ test('an exit code that says retrying will not help sends a start straight to fa
   await watchdog.advance(startMs);
   await watchdog.crash(100, { code: 1 });
   await watchdog.advance(0);
-  t.deepEqual(watchdog.state(), { starting: 'confirming' }, 'a crash of a running tunnel is retried, whatever its code');
+  t.deepEqual(
+    watchdog.state(),
+    { starting: 'confirming' },
+    'a crash of a running tunnel is retried, whatever its code',
+  );
   await watchdog.crash(101, { code: 1 });
   t.is(watchdog.state(), 'failed');
   t.is(watchdog.replies.length, 1);

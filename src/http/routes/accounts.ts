@@ -11,7 +11,8 @@ export function accountRoutes({ accounts, limits, settings, guards }: RouteDeps)
   const router = new ResourceRouter('', guards);
 
   router.post('/register', 'timestamp', limitByIp(limits.register, 'registration'), async (ctx) => {
-    if (!settings.value('Register.Enabled')) throw forbidden('self-registration is closed on this server (Register.Enabled)');
+    if (!settings.value('Register.Enabled'))
+      throw forbidden('self-registration is closed on this server (Register.Enabled)');
     const fields = body(ctx);
     const username = requiredString(fields, 'username');
     const passwd = requiredString(fields, 'passwd');

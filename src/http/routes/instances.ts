@@ -54,13 +54,17 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
       },
       ctx.state.auth.user,
     );
-    reply(ctx, `instance ${record.name} created${bootServiceError ? ', but its boot service could not be set up' : ''}`, {
-      instanceID: record.id,
-      name: record.name,
-      configPath: record.configPath,
-      bootAtStart: record.bootAtStart,
-      ...(bootServiceError ? { bootServiceError, instanceName: record.name } : {}),
-    });
+    reply(
+      ctx,
+      `instance ${record.name} created${bootServiceError ? ', but its boot service could not be set up' : ''}`,
+      {
+        instanceID: record.id,
+        name: record.name,
+        configPath: record.configPath,
+        bootAtStart: record.bootAtStart,
+        ...(bootServiceError ? { bootServiceError, instanceName: record.name } : {}),
+      },
+    );
   });
 
   router.post('/delete', 'admin', async (ctx) => {
@@ -87,13 +91,17 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
         bootAtStart: optionalBool(data, 'bootAtStart'),
         runUser: optionalString(data, 'runUser'),
       });
-      reply(ctx, `instance ${record.name} modified${bootServiceError ? ', but its boot service could not be changed' : ''}`, {
-        instanceID: record.id,
-        configPath: record.configPath,
-        bootAtStart: record.bootAtStart,
-        runUser: record.runUser,
-        ...(bootServiceError ? { bootServiceError, instanceName: record.name } : {}),
-      });
+      reply(
+        ctx,
+        `instance ${record.name} modified${bootServiceError ? ', but its boot service could not be changed' : ''}`,
+        {
+          instanceID: record.id,
+          configPath: record.configPath,
+          bootAtStart: record.bootAtStart,
+          runUser: record.runUser,
+          ...(bootServiceError ? { bootServiceError, instanceName: record.name } : {}),
+        },
+      );
     } else if (type === 'environment') {
       const record = await supervisor.catalogue.modifyEnvironment(id, data);
       reply(ctx, `environment of instance ${record.name} changed; it applies at the next start`, {
@@ -146,7 +154,11 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
       runUser: view.record.runUser,
       configPath: view.record.configPath,
       ...(privileged
-        ? { serverAddr: config.serverAddr, serverPort: config.serverPort, environment: supervisor.catalogue.environment(view.record.id) }
+        ? {
+            serverAddr: config.serverAddr,
+            serverPort: config.serverPort,
+            environment: supervisor.catalogue.environment(view.record.id),
+          }
         : {}),
     });
   });

@@ -36,7 +36,9 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
     const selector = oldName ?? optionalString(info, 'name');
     if (!selector) throw badRequest('proxyInfo.name (or oldName) is required to select the proxy');
     const { oldName: _o, newName: _n, ...input } = info;
-    const { record, result } = await supervisor.catalogue.editProxies(id, (config) => config.modifyProxy(selector, input, newName));
+    const { record, result } = await supervisor.catalogue.editProxies(id, (config) =>
+      config.modifyProxy(selector, input, newName),
+    );
     reply(ctx, `proxy ${result.name} of instance ${record.name} modified`, edited(id, record.configPath, result.name));
   });
 

@@ -39,7 +39,10 @@ export function settingsRoutes({ settings, log, guards }: RouteDeps): ResourceRo
     if (headers && typeof headers === 'object' && !Array.isArray(headers)) {
       const current = settings.value('Webhook.Headers');
       patch['Webhook.Headers'] = Object.fromEntries(
-        Object.entries(headers).map(([name, value]) => [name, value === MASK && name in current ? current[name] : value]),
+        Object.entries(headers).map(([name, value]) => [
+          name,
+          value === MASK && name in current ? current[name] : value,
+        ]),
       );
     }
     const result = await settings.set(patch);
