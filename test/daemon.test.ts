@@ -1,4 +1,5 @@
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { userInfo } from 'node:os';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import test from 'ava';
@@ -89,11 +90,47 @@ test('without TUNNELWARD_ADMIN_PASSWORD a random password is printed once and ke
     again.output.some((l) => l.includes('first superuser')),
     'printed only while there are no users',
   );
-  const list = await again.get('/userMgr/list', { token: await again.login('owner', printed) });
+  const ownerToken = await again.login('owner', printed);
+  const list = await again.get('/userMgr/list', { token: ownerToken });
   t.deepEqual(
     list.body.data.map((u: any) => u.Username),
     ['owner'],
   );
+  t.is((await readFile(file, 'utf8')).trim(), printed, 'kept across a restart while the password still applies');
+
+  // Another user's new password leaves it; the owner's new password removes it.
+  const other = await again.userWithToken(ownerToken, 'ip_other', 'admin');
+  await again.post('/userMgr/modify', { userID: other.userID, passwd: 'Changed1!x' }, { token: ownerToken });
+  t.is((await readFile(file, 'utf8')).trim(), printed);
+  const owner = list.body.data[0];
+  const changed = await again.post(
+    '/userMgr/modify',
+    { userID: owner.UserID, passwd: 'Changed1!x' },
+    { token: ownerToken },
+  );
+  t.true(changed.body.success, changed.body.message);
+  await again.waitForOutput(/removed initial-admin-password: that password no longer applies/);
+  await t.throwsAsync(stat(file), { code: 'ENOENT' });
+});
+
+test('an initial-admin-password file that no longer opens the first account is removed at start', async (t) => {
+  const dir = await tempDir();
+  const daemon = await startDaemon({
+    dataDir: dir,
+    env: { TUNNELWARD_ADMIN_USER: 'owner', TUNNELWARD_ADMIN_PASSWORD: '' },
+  });
+  const printed = (await daemon.waitForOutput(/first superuser: owner, password: (\S+)/))[1]!;
+  const token = await daemon.login('owner', printed);
+  const [owner] = (await daemon.get('/userMgr/list', { token })).body.data;
+  // Changed, then killed before the file could go: the next start finds it stale.
+  await daemon.post('/userMgr/modify', { userID: owner.UserID, passwd: 'Changed1!x' }, { token });
+  await daemon.stop('SIGKILL');
+  await writeFile(join(dir, 'initial-admin-password'), `${printed}\n`, { mode: 0o600 });
+  const again = await startDaemon({ dataDir: dir, env: { TUNNELWARD_ADMIN_PASSWORD: '' } });
+  t.teardown(() => dispose(again));
+  await again.waitForOutput(/removed initial-admin-password: it no longer opens any account/);
+  await t.throwsAsync(stat(join(dir, 'initial-admin-password')), { code: 'ENOENT' });
+  t.truthy(await again.login('owner', 'Changed1!x'));
 });
 
 test('a first superuser password that breaks the rules stops the start', async (t) => {
@@ -154,6 +191,43 @@ test('bad flags and a busy port give clear messages', async (t) => {
   collectLines(busy, out3);
   t.is(await exitOf(busy), 1);
   t.regex(out3.join('\n'), /cannot listen on 127\.0\.0\.1:\d+: the address is in use/);
+});
+
+test('a data dir it cannot write names the dir, the user and what to do; nothing is left behind', async (t) => {
+  // As root, run the daemon as nobody against a root-owned dir; otherwise a dir of our own without write access.
+  const asRoot = process.getuid?.() === 0;
+  const parent = await tempDir();
+  t.teardown(() => rm(parent, { recursive: true, force: true }));
+  await chmod(parent, asRoot ? 0o755 : 0o555);
+  t.teardown(() => chmod(parent, 0o755));
+  const identity = asRoot ? { uid: 65534, gid: 65534 } : {};
+  const user = asRoot ? 'nobody' : userInfo().username;
+
+  const existing = join(parent, 'existing');
+  await mkdir(existing, { mode: 0o755 });
+  if (!asRoot) await chmod(existing, 0o555);
+  const inside = spawnCli(['serve', '--data-dir', existing, '--port', '0'], {}, identity);
+  const out1: string[] = [];
+  collectLines(inside, out1);
+  t.is(await exitOf(inside), 1);
+  t.is(
+    out1.join('\n'),
+    `tunnelward: the data dir ${existing} is not writable by user ${user} (uid ${asRoot ? 65534 : process.getuid?.()}): ` +
+      `it is owned by uid ${process.getuid?.()}, mode ${asRoot ? '0755' : '0555'}. Run tunnelward as the user that owns it, ` +
+      `give this user the dir (chown ${user} ${existing}), or choose another --data-dir`,
+  );
+  t.deepEqual(await readdir(existing), [], 'nothing written');
+
+  const missing = join(parent, 'missing', 'data');
+  const create = spawnCli(['serve', '--data-dir', missing, '--port', '0'], {}, identity);
+  const out2: string[] = [];
+  collectLines(create, out2);
+  t.is(await exitOf(create), 1);
+  t.regex(
+    out2.join('\n'),
+    new RegExp(`^tunnelward: cannot create the data dir ${missing}: ${parent} is not writable by user ${user} `),
+  );
+  t.deepEqual((await readdir(parent)).sort(), ['existing']);
 });
 
 test('POST /system/restart replies, then a new daemon takes over the same data dir', async (t) => {

@@ -20,6 +20,12 @@ export interface RoleChanged {
   type: UserType;
 }
 
+/** A password no longer opens this account: it was changed, or the user is gone. */
+export interface PasswordRetired {
+  userId: number;
+  reason: 'password changed' | 'user removed';
+}
+
 export interface Authenticated {
   user: User;
   session: Session;
@@ -31,6 +37,7 @@ const LOGIN_FAILED = 'invalid username or password';
 export class AccountService {
   readonly sessionsEnded$ = new Subject<SessionsEnded>();
   readonly roleChanged$ = new Subject<RoleChanged>();
+  readonly passwordRetired$ = new Subject<PasswordRetired>();
   private readonly store: AccountStore;
 
   constructor(
@@ -126,6 +133,7 @@ export class AccountService {
     });
     await this.db.persist();
     if (sessionIds.length > 0) this.sessionsEnded$.next({ sessionIds, reason: 'user removed' });
+    this.passwordRetired$.next({ userId: targetId, reason: 'user removed' });
     return target;
   }
 
@@ -162,6 +170,7 @@ export class AccountService {
     });
     await this.db.persist();
     if (ended.length > 0) this.sessionsEnded$.next({ sessionIds: ended, reason: 'password changed' });
+    if (hash) this.passwordRetired$.next({ userId: targetId, reason: 'password changed' });
     return this.store.userById(targetId)!;
   }
 
@@ -181,6 +190,13 @@ export class AccountService {
     if (user.type === 'superuser' && this.store.countByType('superuser') <= 1) {
       throw conflict('cannot remove or demote the last superuser');
     }
+  }
+
+  /** Whether `passwd` is still the password of user `userId` (false when there is no such user). */
+  async passwordMatches(userId: number, passwd: string): Promise<boolean> {
+    const user = this.store.userById(userId);
+    const found = user && this.store.credentialsByName(user.username);
+    return found ? this.hasher.verify(found.passwdHash, passwd) : false;
   }
 
   listUsers(): User[] {

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { InstanceSupervisor } from '../../actors/instance-supervisor.js';
@@ -27,6 +27,8 @@ import { PersistentCounter } from '../storage/meta.js';
 import { hostBootId } from '../system/proc.js';
 import { loadSoftwareInfo } from '../system/software-info.js';
 import { DataDirLock } from './data-dir-lock.js';
+import { prepareDataDir } from './data-dir.js';
+import { InitialPasswordFile } from './initial-password.js';
 import { resolveDataDir, resolveOptions, type DaemonOptions, type ServeFlags } from './options.js';
 
 export interface RunningDaemon {
@@ -40,8 +42,7 @@ export interface RunningDaemon {
 /** Starts everything and listens; resolves once the URL is printed. Throws with a clear message when it cannot. */
 export async function startDaemon(flags: ServeFlags, env: NodeJS.ProcessEnv = process.env): Promise<RunningDaemon> {
   const dataDir = resolveDataDir(flags, env);
-  // Searchable but not listable by others: a tunnel running as another user must reach its config file.
-  await mkdir(dataDir, { recursive: true, mode: 0o711 });
+  await prepareDataDir(dataDir);
   const lock = await DataDirLock.acquire(dataDir);
   const cleanups: Array<() => Promise<void> | void> = [() => lock.release()];
   const undo = async () => {
@@ -85,7 +86,8 @@ async function startLocked(
     options.hashMemoryKiB,
   );
   const accounts = new AccountService(db, hasher, options.tokenTtlMs);
-  await createFirstSuperuser(accounts, options, dataDir, log);
+  const initialPassword = await createFirstSuperuser(accounts, options, dataDir, log);
+  cleanups.push(() => initialPassword.close());
 
   const initSystem = detectInitSystem(settings.value('InitSystem'));
   const { runner, boot, source } = runnersFor(initSystem, () => settings.get(), log);
@@ -216,12 +218,13 @@ async function startLocked(
   return daemon;
 }
 
+/** Creates the first superuser when there are no users; keeps the generated password's file only while it applies. */
 async function createFirstSuperuser(
   accounts: AccountService,
   options: DaemonOptions,
   dataDir: string,
   log: Logger,
-): Promise<void> {
+): Promise<InitialPasswordFile> {
   let created;
   try {
     created = await accounts.ensureFirstSuperuser(options.adminUser, options.adminPassword);
@@ -233,16 +236,19 @@ async function createFirstSuperuser(
       },
     );
   }
-  if (!created) return;
-  log.info({ username: created.user.username }, 'created the first superuser');
-  if (created.generatedPassword) {
-    const file = join(dataDir, 'initial-admin-password');
-    await writeFile(file, `${created.generatedPassword}\n`, { mode: 0o600 });
-    // Printed once, on standard output only: it never enters the log stream.
-    process.stdout.write(
-      `first superuser: ${created.user.username}, password: ${created.generatedPassword} (also in ${file})\n`,
-    );
+  if (!created?.generatedPassword) {
+    if (created) log.info({ username: created.user.username }, 'created the first superuser');
+    return InitialPasswordFile.resume(accounts, dataDir, log);
   }
+  log.info({ username: created.user.username }, 'created the first superuser');
+  const { user, generatedPassword } = created;
+  const file = await InitialPasswordFile.write(accounts, dataDir, user.id, generatedPassword, log);
+  // Printed once, on standard output only: it never enters the log stream.
+  process.stdout.write(
+    `first superuser: ${user.username}, password: ${generatedPassword} ` +
+      `(also in ${join(dataDir, 'initial-admin-password')} until it is changed)\n`,
+  );
+  return file;
 }
 
 const serviceEvent = (event: 'service.started' | 'service.stopping') => ({

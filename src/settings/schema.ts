@@ -134,6 +134,33 @@ export function isSettingKey(key: string): key is SettingKey {
 
 export const SETTING_KEYS = Object.keys(CHECKS) as SettingKey[];
 
+/** The known key an unknown `key` was most likely meant to be: same letters in another case, or one or two edits away. */
+export function closestSettingKey(key: string): SettingKey | undefined {
+  const wanted = key.toLowerCase();
+  let best: SettingKey | undefined;
+  let bestDistance = 3;
+  for (const known of SETTING_KEYS) {
+    const distance = editDistance(wanted, known.toLowerCase(), bestDistance);
+    if (distance < bestDistance) [best, bestDistance] = [known, distance];
+  }
+  return best;
+}
+
+/** Levenshtein distance, or `limit` as soon as it is known to be at least that. */
+function editDistance(a: string, b: string, limit: number): number {
+  if (Math.abs(a.length - b.length) >= limit) return limit;
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    if (Math.min(...row) >= limit) return limit;
+    previous = row;
+  }
+  return Math.min(previous[b.length]!, limit);
+}
+
 /** Returns `"<key> <reason>"` when `value` is not valid for `key`. */
 export function checkSetting(key: SettingKey, value: unknown): string | undefined {
   const reason = CHECKS[key](value);

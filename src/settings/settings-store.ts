@@ -6,7 +6,7 @@ import { isTable, type Table } from '../config/toml-tree.js';
 import { AppError, badRequest, internal } from '../errors.js';
 import { writeFileAtomic } from '../fs/atomic.js';
 import { defaultSettings, type SettingKey, type Settings } from './defaults.js';
-import { APPLY_AT_NEXT_START, checkSetting, isSettingKey, SETTING_KEYS } from './schema.js';
+import { APPLY_AT_NEXT_START, checkSetting, closestSettingKey, isSettingKey, SETTING_KEYS } from './schema.js';
 
 export interface SettingsChange {
   changed: SettingKey[];
@@ -16,8 +16,6 @@ export interface SettingsChange {
 export interface SetResult {
   /** Keys whose value changed. */
   changed: SettingKey[];
-  /** Unknown keys that were ignored. */
-  ignored: string[];
   /** Changed keys that only apply at the next start of the daemon. */
   atNextStart: SettingKey[];
 }
@@ -127,17 +125,14 @@ export class SettingsStore {
   }
 
   /**
-   * Validates every key first, then writes the file, then applies the change in memory: a bad value or a failed
-   * write leaves both the file and the running settings as they were.
+   * Validates every key first, then writes the file, then applies the change in memory: an unknown key, a bad value
+   * or a failed write leaves both the file and the running settings as they were.
    */
   async set(patch: Record<string, unknown>): Promise<SetResult> {
-    const ignored: string[] = [];
+    const unknown = Object.keys(patch).filter((key) => !isSettingKey(key));
+    if (unknown.length > 0) throw badRequest(unknownKeysMessage(unknown));
     const known: Array<[SettingKey, unknown]> = [];
-    for (const [key, value] of Object.entries(patch)) {
-      if (!isSettingKey(key)) {
-        ignored.push(key);
-        continue;
-      }
+    for (const [key, value] of Object.entries(patch) as Array<[SettingKey, unknown]>) {
       const problem = checkSetting(key, value);
       if (problem) throw badRequest(problem);
       const nullAt = findNull(value, key);
@@ -153,7 +148,7 @@ export class SettingsStore {
       this.current = SettingsStore.resolve(tree, this.defaults);
       this.changes$.next({ changed, settings: this.current });
     }
-    return { changed, ignored, atNextStart: changed.filter((k) => APPLY_AT_NEXT_START.has(k)) };
+    return { changed, atNextStart: changed.filter((k) => APPLY_AT_NEXT_START.has(k)) };
   }
 
   private async write(tree: Table): Promise<void> {
@@ -172,6 +167,15 @@ export class SettingsStore {
       throw Object.assign(internal('Failed to save config'), { cause: err });
     }
   }
+}
+
+/** `Unknown setting key: Watchdog.Enable (did you mean Watchdog.Enabled?); nothing was changed`. */
+function unknownKeysMessage(keys: string[]): string {
+  const named = keys.map((key) => {
+    const near = closestSettingKey(key);
+    return near ? `${key} (did you mean ${near}?)` : key;
+  });
+  return `Unknown setting key${keys.length > 1 ? 's' : ''}: ${named.join(', ')}; nothing was changed`;
 }
 
 /** Top-level names in the file that are neither a setting nor a table holding settings. */

@@ -45,7 +45,8 @@ async function check(name: string, probe: () => Promise<string>): Promise<CheckR
 }
 
 async function writable(dir: string): Promise<string> {
-  await mkdir(dir, { recursive: true });
+  // The same mode the daemon creates these dirs with: searchable, not listable.
+  await mkdir(dir, { recursive: true, mode: 0o711 });
   const probe = join(dir, `.selfcheck-${process.pid}`);
   await writeFile(probe, 'ok');
   await unlink(probe);

@@ -46,10 +46,8 @@ export function settingsRoutes({ settings, log, guards }: RouteDeps): ResourceRo
       );
     }
     const result = await settings.set(patch);
-    if (result.ignored.length > 0) log.warn({ keys: result.ignored }, 'ignored unknown setting keys');
     if (result.changed.length > 0) log.info({ keys: result.changed }, 'settings changed');
     const parts = [result.changed.length > 0 ? `settings saved: ${result.changed.join(', ')}` : 'no setting changed'];
-    if (result.ignored.length > 0) parts.push(`unknown keys ignored: ${result.ignored.join(', ')}`);
     if (result.atNextStart.length > 0) parts.push(`${result.atNextStart.join(', ')} take effect at the next start`);
     reply(ctx, parts.join('; '));
   });
