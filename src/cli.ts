@@ -40,14 +40,18 @@ function parseServeFlags(args: string[]): ServeFlags {
 
 async function serve(args: string[]): Promise<void> {
   const daemon = await startDaemon(parseServeFlags(args));
+  let stopping = false;
   const stop = (signal: string) => {
+    // A Ctrl-C may arrive twice (from the terminal and from a keeper passing it on): stop once.
+    if (stopping) return;
+    stopping = true;
     daemon.stop(signal).then(
       () => process.exit(0),
       () => process.exit(1),
     );
   };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
   process.on('uncaughtException', (err) => {
     daemon.log.fatal({ err }, 'uncaught exception, stopping');
     void daemon.stop('uncaught exception').finally(() => process.exit(1));

@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import test from 'ava';
 import initSqlJs from 'sql.js';
-import { collectLines, dispose, spawnCli, startDaemon, tempDir, type Daemon } from './helpers/daemon.js';
+import { collectLines, Daemon, dispose, spawnCli, startDaemon, tempDir } from './helpers/daemon.js';
 
 const exitOf = (proc: ReturnType<typeof spawnCli>) =>
   new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
@@ -230,36 +230,62 @@ test('a data dir it cannot write names the dir, the user and what to do; nothing
   t.deepEqual((await readdir(parent)).sort(), ['existing']);
 });
 
-test('POST /system/restart replies, then a new daemon takes over the same data dir', async (t) => {
-  const daemon = await startDaemon();
-  t.teardown(() => dispose(daemon));
-  const token = await daemon.login();
-  const visitor = await daemon.userWithToken(token, 'rs_visitor', 'visitor');
-  t.is((await daemon.post('/system/restart', {}, { token: visitor.token })).status, 403);
-  const res = await daemon.post('/system/restart', {}, { token });
-  t.deepEqual(res.body, { success: true, message: 'restarting' });
-  const { code } = await daemon.exited;
-  t.is(code, 0);
-  // The new process inherits the old one's output: its URL line is the second one.
-  const deadline = Date.now() + 15_000;
-  let url: string | undefined;
-  while (!url && Date.now() < deadline) {
-    const lines = daemon.output.filter((l) => l.startsWith('tunnelward listening on'));
-    url = lines[1]?.slice('tunnelward listening on '.length);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  t.truthy(url);
-  const newPid = Number((await readFile(join(daemon.dataDir, 'tunnelward.pid'), 'utf8')).trim());
-  t.teardown(() => {
+/** The parent pid and process group of a process, from /proc. */
+async function parentAndGroup(pid: number): Promise<{ ppid: number; pgrp: number }> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const [ppid, pgrp] = stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .slice(1, 3)
+    .map(Number);
+  return { ppid: ppid!, pgrp: pgrp! };
+}
+
+test('POST /system/restart: a new daemon takes over the same data dir, in the same process group as the first', async (t) => {
+  // Its own process group, as a shell gives a job in a terminal: a Ctrl-C signals that whole group.
+  const dataDir = await tempDir();
+  const first = new Daemon(spawnCli(['serve', '--data-dir', dataDir, '--port', '0'], {}, { detached: true }), dataDir);
+  collectLines(first.proc, first.output);
+  t.teardown(async () => {
     try {
-      process.kill(newPid, 'SIGKILL');
+      process.kill(-first.pid, 'SIGKILL');
     } catch {
       // already gone
     }
+    await rm(dataDir, { recursive: true, force: true });
   });
-  t.not(newPid, daemon.pid);
-  daemon.url = url!;
-  t.is((await daemon.get('/system/getStatus')).status, 200);
-  t.truthy(await daemon.login('rs_visitor', visitor.passwd), 'same data');
-  process.kill(newPid, 'SIGTERM');
+  /** The URL the n-th daemon printed (each new daemon prints on the same output). */
+  const nthUrl = async (n: number) => {
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const printed = first.output.filter((l) => l.startsWith('tunnelward listening on '));
+      if (printed.length >= n) return printed[n - 1]!.split(' ').pop()!;
+      if (Date.now() > deadline) throw new Error(`no URL #${n}:\n${first.output.join('\n')}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  first.url = await nthUrl(1);
+  const token = await first.login();
+  const visitor = await first.userWithToken(token, 'rs_visitor', 'visitor');
+  t.is((await first.post('/system/restart', {}, { token: visitor.token })).status, 403);
+
+  const pids = [first.pid];
+  for (let round = 2; round <= 3; round++) {
+    const res = await first.post('/system/restart', {}, { token: await first.login() });
+    t.deepEqual(res.body, { success: true, message: 'restarting' });
+    first.url = await nthUrl(round);
+    const pid = Number((await readFile(join(dataDir, 'tunnelward.pid'), 'utf8')).trim());
+    t.false(pids.includes(pid), 'a new process');
+    pids.push(pid);
+    t.deepEqual(await parentAndGroup(pid), { ppid: first.pid, pgrp: first.pid }, 'a child of the first, in its group');
+    t.is(first.proc.exitCode, null, 'the first process stays, so the terminal and the shell keep their job');
+    t.truthy(await first.login('rs_visitor', visitor.passwd), 'same data');
+  }
+  await t.throwsAsync(parentAndGroup(pids[1]!), undefined, 'the daemon it replaced is gone: two processes at most');
+
+  // Ctrl-C: SIGINT to the whole group stops the daemon once, and the first process exits as it does.
+  process.kill(-first.pid, 'SIGINT');
+  t.deepEqual(await first.exited, { code: 0, signal: null });
+  await t.throwsAsync(parentAndGroup(pids[2]!));
+  await t.throwsAsync(stat(join(dataDir, 'tunnelward.pid')), { code: 'ENOENT' }, 'stopped cleanly');
 });

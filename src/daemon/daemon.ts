@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
@@ -28,6 +27,7 @@ import { hostBootId } from '../system/proc.js';
 import { loadSoftwareInfo } from '../system/software-info.js';
 import { DataDirLock } from './data-dir-lock.js';
 import { prepareDataDir } from './data-dir.js';
+import { handOver } from './restart.js';
 import { InitialPasswordFile } from './initial-password.js';
 import { resolveDataDir, resolveOptions, type DaemonOptions, type ServeFlags } from './options.js';
 
@@ -309,15 +309,8 @@ function closeServer(server: Server): Promise<void> {
   });
 }
 
-/** Stops this daemon, then starts a new one with the same arguments and environment, and exits. */
+/** Stops this daemon, then hands over to a new one with the same arguments and environment. */
 async function restartInPlace(daemon: RunningDaemon): Promise<void> {
   await daemon.stop('restart requested');
-  // Under tunnelward's own unit, systemd (Restart=always) starts the new one: a child of ours would be a stray.
-  if (process.env.TUNNELWARD_SUPERVISED === 'systemd') process.exit(0);
-  const child = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], {
-    stdio: 'inherit',
-    env: process.env,
-  });
-  child.unref();
-  process.exit(0);
+  handOver();
 }

@@ -5,6 +5,7 @@ import { tunnelwardUnit } from '../boot/systemd-unit.js';
 import { writeFileAtomic } from '../fs/atomic.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import { SettingsStore } from '../settings/settings-store.js';
+import { lookupOsUser, USER_NAME } from '../system/os-users.js';
 import { resolveDataDir } from './options.js';
 
 export interface ServiceCommandOptions {
@@ -22,6 +23,12 @@ const UNIT = 'tunnelward.service';
  */
 export async function serviceCommand(options: ServiceCommandOptions, out: (text: string) => void): Promise<void> {
   const dataDir = resolveDataDir({ dataDir: options.dataDir }, process.env);
+  if (options.user !== undefined && USER_NAME.test(options.user) && !lookupOsUser(options.user)) {
+    throw new Error(
+      `user ${options.user} does not exist on this host (not in /etc/passwd): create it first ` +
+        `(useradd --system ${options.user}) and give it the data dir, or leave --user out`,
+    );
+  }
   const unit = tunnelwardUnit({
     nodePath: process.execPath,
     cliPath: join(PACKAGE_ROOT, 'dist', 'src', 'cli.js'),

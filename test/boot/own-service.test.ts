@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
@@ -55,4 +55,42 @@ test('service install and uninstall write the unit and run systemctl (recorded h
   const bad = await run(process.execPath, [CLI, 'service', 'start']).catch((e) => e);
   t.is(bad.code, 2);
   t.regex(bad.stderr, /service needs install or uninstall/);
+});
+
+test('service install --user names a user that must exist; a malformed name is refused by name', async (t) => {
+  const dir = await tempDir();
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const printed = await run(process.execPath, [
+    CLI,
+    'service',
+    'install',
+    '--print',
+    '--data-dir',
+    dir,
+    '--user',
+    'nobody',
+  ]);
+  t.regex(printed.stdout, /^User=nobody$/m);
+
+  const missing = await run(process.execPath, [
+    CLI,
+    'service',
+    'install',
+    '--data-dir',
+    dir,
+    '--user',
+    'tw_no_such_user',
+  ]).catch((e) => e);
+  t.is(missing.code, 1);
+  t.is(
+    missing.stderr,
+    'tunnelward: user tw_no_such_user does not exist on this host (not in /etc/passwd): create it first ' +
+      '(useradd --system tw_no_such_user) and give it the data dir, or leave --user out\n',
+  );
+  const malformed = await run(process.execPath, [CLI, 'service', 'install', '--print', '--user', 'Root;id']).catch(
+    (e) => e,
+  );
+  t.is(malformed.code, 1);
+  t.regex(malformed.stderr, /^tunnelward: user /);
+  t.deepEqual((await readdir(dir)).sort(), [], 'nothing written');
 });

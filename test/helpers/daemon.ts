@@ -164,7 +164,7 @@ export async function tempDir(prefix = 'tunnelward-test-'): Promise<string> {
 export function spawnCli(
   args: string[],
   env: Record<string, string | undefined> = {},
-  identity: { uid?: number; gid?: number } = {},
+  identity: { uid?: number; gid?: number; detached?: boolean } = {},
 ): ChildProcess {
   return spawn(process.execPath, [CLI, ...args], {
     env: {
