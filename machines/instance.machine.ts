@@ -5,6 +5,13 @@ export interface ExitInfo {
   code: number | null;
   signal: string | null;
   tail: string[];
+  /**
+   * Set when an init system restarts tunnels itself (systemd): what it does next. `restart`: it will start the
+   * tunnel again on its own (the machine waits for `RESPAWNED`); `give-up`: it will not (start limit, or an exit
+   * status that prevents a restart); `stop`: the unit stopped (a clean exit, or restarts are off). Unset when the
+   * machine is the restarter.
+   */
+  next?: 'restart' | 'give-up' | 'stop';
 }
 
 export interface Spawned {
@@ -61,6 +68,8 @@ export interface InstanceContext {
   attempt: number;
   lastExit: ExitInfo | null;
   lastError: string | null;
+  /** In backoff: the init system restarts the tunnel, not this machine's timer. */
+  awaitingRespawn: boolean;
 }
 
 /** An operator's command; `ref` comes back in its `commandDone`. */
@@ -71,6 +80,12 @@ export type InstanceEvent =
   /** A process found running at start-up is taken over as it is. */
   | { type: 'ADOPT'; pid: number }
   | { type: 'EXITED'; exit: ExitInfo }
+  /** The init system started the tunnel again on its own after a crash. */
+  | { type: 'RESPAWNED'; pid: number }
+  /** The init system stopped restarting the tunnel (its start limit). */
+  | { type: 'GAVE_UP' }
+  /** Found at start-up in the middle of the init system's restart, or given up by it while we were away. */
+  | { type: 'RESUME'; state: 'backoff' | 'failed' }
   /** New settings: the watchdog switch and the timings. */
   | { type: 'CONFIGURE'; watchdog: boolean; timing?: Partial<Timing> };
 
@@ -118,6 +133,33 @@ const endProcess = {
 } as const;
 
 /**
+ * Calls off an init system's restart that is pending (the exit says one follows, or backoff waits for one): where
+ * the machine is the restarter nothing is pending and nothing is done.
+ */
+const cancelRestart = {
+  type: 'cancelRestart',
+  params: ({ context, event }: { context: InstanceContext; event: InstanceEvent }) => ({
+    instanceId: context.instanceId,
+    pending: event.type === 'EXITED' ? event.exit.next === 'restart' : context.awaitingRespawn,
+  }),
+} as const;
+
+/** Exits where the init system is the restarter: it restarts (backoff waits for it), gives up, or lets it stop. */
+const initSystemExits = [
+  {
+    guard: { type: 'next', params: { is: 'restart' } },
+    target: '#instance.backoff',
+    actions: [endProcess, 'recordExit', 'countCrash', 'awaitRespawn'],
+  },
+  {
+    guard: { type: 'next', params: { is: 'give-up' } },
+    target: '#instance.failed',
+    actions: [endProcess, 'recordExit', 'countCrash'],
+  },
+  { guard: { type: 'next', params: { is: 'stop' } }, target: '#instance.stopped', actions: [endProcess, 'recordExit'] },
+] as const;
+
+/**
  * The life of one tunnel-client instance. Pure: spawning, watching and signalling the process are named here and
  * provided by a runner (`machine.provide({ actors, actions })`).
  */
@@ -145,6 +187,8 @@ export const instanceMachine = setup({
     stateEntered: (_, _params: { state: InstanceState; context: InstanceContext }) => {},
     /** The process is no longer the instance's: it exited, or it was given up on. */
     processEnded: (_, _params: { instanceId: number; pid: number }) => {},
+    /** The init system's own restart of the tunnel is not wanted (a stop, a failed start): it is called off. */
+    cancelRestart: (_, _params: { instanceId: number; pending: boolean }) => {},
     /** The event's command becomes the one waiting for its outcome. */
     acceptCommand: assign(({ event }) => ({ command: commandOf(event), ref: (event as CommandEvent).ref ?? 0 })),
     clearCommand: assign({ command: null }),
@@ -157,6 +201,8 @@ export const instanceMachine = setup({
       lastExit: ({ event }) => (event.type === 'EXITED' ? event.exit : null),
       pid: null,
     }),
+    awaitRespawn: assign({ awaitingRespawn: true }),
+    clearRespawn: assign({ awaitingRespawn: false }),
     recordSpawnError: assign({ lastError: ({ event }) => errorMessage(event) }),
     reply: emit(({ context }, params: { ok: boolean; message?: string; conflict?: boolean }) => ({
       type: 'commandDone' as const,
@@ -203,6 +249,13 @@ export const instanceMachine = setup({
     watchdogOff: ({ context }) => !context.watchdog,
     crashLimitReached: ({ context }) => context.attempt + 1 >= context.timing.startLimit,
     disablesWatchdog: ({ event }) => event.type === 'CONFIGURE' && !event.watchdog,
+    /** The init system restarts the tunnel itself, gives up on it, or let it stop (see `ExitInfo.next`). */
+    next: ({ event }, params: { is: NonNullable<ExitInfo['next']> }) =>
+      event.type === 'EXITED' && event.exit.next === params.is,
+    /** An init system's restart is pending: leaving for anywhere but backoff means calling it off. */
+    restartPending: ({ event }) => event.type === 'EXITED' && event.exit.next === 'restart',
+    awaitingRespawn: ({ context }) => context.awaitingRespawn,
+    ownTimer: ({ context }) => !context.awaitingRespawn,
   },
   delays: {
     startSecs: ({ context }) => context.timing.startMs,
@@ -223,6 +276,7 @@ export const instanceMachine = setup({
     attempt: 0,
     lastExit: null,
     lastError: null,
+    awaitingRespawn: false,
   }),
   initial: 'stopped',
   on: {
@@ -234,7 +288,10 @@ export const instanceMachine = setup({
   },
   states: {
     stopped: {
-      entry: { type: 'stateEntered', params: ({ context }) => ({ state: 'stopped' as const, context }) },
+      entry: [
+        'clearRespawn',
+        { type: 'stateEntered', params: ({ context }) => ({ state: 'stopped' as const, context }) },
+      ],
       on: {
         ...startAfresh,
         STOP: {
@@ -245,13 +302,21 @@ export const instanceMachine = setup({
           ],
         },
         ADOPT: { target: 'running', actions: assign({ pid: ({ event }) => event.pid }) },
+        RESUME: [
+          {
+            guard: ({ event }) => event.state === 'backoff',
+            target: 'backoff',
+            actions: ['countCrash', 'awaitRespawn'],
+          },
+          { target: 'failed' },
+        ],
       },
     },
 
     starting: {
       // A new run: how an earlier one ended no longer describes this one.
       entry: [
-        assign({ lastExit: null }),
+        assign({ lastExit: null, awaitingRespawn: false }),
         { type: 'stateEntered', params: ({ context }) => ({ state: 'starting' as const, context }) },
       ],
       initial: 'spawning',
@@ -311,14 +376,20 @@ export const instanceMachine = setup({
               {
                 guard: and(['noRetryExit', 'hasCommand']),
                 target: '#instance.failed',
-                actions: [endProcess, 'recordExit', 'countCrash', 'replyExit', 'clearCommand'],
+                actions: [cancelRestart, endProcess, 'recordExit', 'countCrash', 'replyExit', 'clearCommand'],
               },
-              { guard: 'noRetryExit', target: '#instance.failed', actions: [endProcess, 'recordExit', 'countCrash'] },
+              {
+                guard: 'noRetryExit',
+                target: '#instance.failed',
+                actions: [cancelRestart, endProcess, 'recordExit', 'countCrash'],
+              },
+              // An operator's start that did not hold: reported, and not retried by anyone.
               {
                 guard: 'hasCommand',
                 target: '#instance.stopped',
-                actions: [endProcess, 'recordExit', 'replyExit', 'clearCommand'],
+                actions: [cancelRestart, endProcess, 'recordExit', 'replyExit', 'clearCommand'],
               },
+              ...initSystemExits,
               { guard: 'watchdogOff', target: '#instance.stopped', actions: [endProcess, 'recordExit'] },
               {
                 guard: 'crashLimitReached',
@@ -347,6 +418,7 @@ export const instanceMachine = setup({
       },
       on: {
         EXITED: [
+          ...initSystemExits,
           { guard: 'watchdogOff', target: 'stopped', actions: [endProcess, 'recordExit'] },
           { guard: 'crashLimitReached', target: 'failed', actions: [endProcess, 'recordExit', 'countCrash'] },
           { target: 'backoff', actions: [endProcess, 'recordExit', 'countCrash'] },
@@ -407,24 +479,38 @@ export const instanceMachine = setup({
 
     backoff: {
       entry: { type: 'stateEntered', params: ({ context }) => ({ state: 'backoff' as const, context }) },
-      after: { backoff: 'starting' },
+      // The machine's own timer, unless the init system restarts the tunnel: then its new process is awaited.
+      after: { backoff: { guard: 'ownTimer', target: 'starting' } },
       on: {
+        RESPAWNED: {
+          guard: 'awaitingRespawn',
+          target: '#instance.starting.confirming',
+          actions: assign({ pid: ({ event }) => event.pid, lastError: null }),
+        },
+        GAVE_UP: { guard: 'awaitingRespawn', target: 'failed' },
         // A stop always wins over the pending restart.
         STOP: {
           target: 'stopped',
           actions: [
+            cancelRestart,
             'acceptCommand',
             { type: 'reply', params: { ok: true, message: 'stopped (the pending restart is cancelled)' } },
             'clearCommand',
           ],
         },
         ...startAfresh,
-        CONFIGURE: [{ guard: 'disablesWatchdog', target: 'stopped', actions: 'configure' }, { actions: 'configure' }],
+        CONFIGURE: [
+          { guard: 'disablesWatchdog', target: 'stopped', actions: [cancelRestart, 'configure'] },
+          { actions: 'configure' },
+        ],
       },
     },
 
     failed: {
-      entry: { type: 'stateEntered', params: ({ context }) => ({ state: 'failed' as const, context }) },
+      entry: [
+        'clearRespawn',
+        { type: 'stateEntered', params: ({ context }) => ({ state: 'failed' as const, context }) },
+      ],
       on: {
         ...startAfresh,
         STOP: {

@@ -22,6 +22,8 @@ export function harness(options: Options = {}) {
   const clock = new SimulatedClock();
   const spawned: number[] = [];
   const signals: Array<[string, number | null]> = [];
+  /** Each call off of an init system's restart: whether one was pending. */
+  const cancels: boolean[] = [];
   const watchers = new Map<number, (exit: ExitInfo) => void>();
   let nextPid = 100;
   let spawnError = options.spawnError;
@@ -53,6 +55,9 @@ export function harness(options: Options = {}) {
           queueMicrotask(() => exit(pid, { signal: 'SIGTERM' }));
         }
       },
+      cancelRestart: (_, params) => {
+        cancels.push(params.pending);
+      },
       kill: (_, params) => {
         signals.push(['SIGKILL', params.pid]);
         const pid = params.pid!;
@@ -71,6 +76,7 @@ export function harness(options: Options = {}) {
     clock,
     spawned,
     signals,
+    cancels,
     replies,
     exit,
     settle,

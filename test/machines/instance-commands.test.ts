@@ -46,6 +46,14 @@ const STATES: Record<string, { value: unknown; reach: (h: Harness) => Promise<vo
       await h.crash(101, CRASH);
     },
   },
+  'backoff (the init system restarts it)': {
+    value: 'backoff',
+    reach: async (h) => {
+      await h.send({ type: 'START', ref: 1 });
+      await h.advance(startMs);
+      await h.crash(100, { ...CRASH, next: 'restart' });
+    },
+  },
   failed: {
     value: 'failed',
     reach: async (h) => {
@@ -83,6 +91,7 @@ const EXPECTED: Record<string, Record<Command, 'ok' | 'conflict'>> = {
   'confirming (watchdog restart)': { start: 'ok', stop: 'ok', restart: 'ok' },
   running: { start: 'conflict', stop: 'ok', restart: 'ok' },
   backoff: { start: 'ok', stop: 'ok', restart: 'ok' },
+  'backoff (the init system restarts it)': { start: 'ok', stop: 'ok', restart: 'ok' },
   failed: { start: 'ok', stop: 'ok', restart: 'ok' },
   'stopping (a stop waits for its outcome)': { start: 'conflict', stop: 'conflict', restart: 'conflict' },
   'confirming (a start waits for its outcome)': { start: 'conflict', stop: 'conflict', restart: 'conflict' },

@@ -327,3 +327,76 @@ test('an exit code that says retrying will not help sends a start straight to fa
   await retried.crash(101, { code: 1 });
   t.is(retried.state(), 'backoff');
 });
+
+test('when the init system restarts: backoff waits for its new process, the machine spawns nothing', async (t) => {
+  const h = harness();
+  await h.send({ type: 'START' });
+  await h.advance(startMs);
+  await h.crash(100, { signal: 'SIGKILL', next: 'restart' });
+  t.is(h.state(), 'backoff');
+  t.like(h.actor.getSnapshot().context, { awaitingRespawn: true, attempt: 1, pid: null });
+  await h.advance(DEFAULT_TIMING.backoffCapMs * 2);
+  t.is(h.state(), 'backoff', 'no timer of its own');
+  t.deepEqual(h.spawned, [100], 'nothing spawned by the machine');
+  await h.send({ type: 'RESPAWNED', pid: 500 });
+  t.deepEqual(h.state(), { starting: 'confirming' });
+  t.like(h.actor.getSnapshot().context, { pid: 500, awaitingRespawn: false });
+  await h.advance(startMs);
+  t.is(h.state(), 'running');
+  // The new process is watched like any other: its crash is seen.
+  await h.crash(500, { code: 2, next: 'give-up' });
+  t.is(h.state(), 'failed');
+  t.deepEqual(h.cancels, [], 'nothing to call off');
+});
+
+test('when the init system restarts: its give-up, a clean stop, and a stray respawn elsewhere', async (t) => {
+  const h = harness();
+  await h.send({ type: 'START' });
+  await h.advance(startMs);
+  await h.crash(100, { code: 2, next: 'restart' });
+  await h.send({ type: 'GAVE_UP' });
+  t.is(h.state(), 'failed');
+  await h.send({ type: 'RESPAWNED', pid: 501 });
+  t.is(h.state(), 'failed', 'a respawn is taken only while one is awaited');
+
+  const clean = harness();
+  await clean.send({ type: 'START' });
+  await clean.advance(startMs);
+  await clean.crash(100, { code: 0, next: 'stop' });
+  t.is(clean.state(), 'stopped');
+});
+
+test('when the init system restarts: a stop in backoff or a failed start calls its restart off', async (t) => {
+  const h = harness();
+  await h.send({ type: 'START' });
+  await h.advance(startMs);
+  await h.crash(100, { code: 2, next: 'restart' });
+  await h.send({ type: 'STOP', ref: 5 });
+  t.is(h.state(), 'stopped');
+  t.deepEqual(h.cancels, [true]);
+  t.like(h.replies.at(-1), { ref: 5, ok: true });
+
+  const start = harness();
+  await start.send({ type: 'START', ref: 1 });
+  await start.crash(100, { code: 2, next: 'restart' });
+  t.is(start.state(), 'stopped', "an operator's start that does not hold is not retried by anyone");
+  t.deepEqual(start.cancels, [true]);
+  t.like(start.replies, [{ ref: 1, ok: false }]);
+});
+
+test('resumed at start-up in the init system restart, or given up while away', async (t) => {
+  const h = harness();
+  await h.send({ type: 'RESUME', state: 'backoff' });
+  t.is(h.state(), 'backoff');
+  await h.send({ type: 'RESPAWNED', pid: 600 });
+  await h.advance(startMs);
+  t.is(h.state(), 'running');
+  t.is(h.actor.getSnapshot().context.pid, 600);
+
+  const gone = harness();
+  await gone.send({ type: 'RESUME', state: 'failed' });
+  t.is(gone.state(), 'failed');
+  await gone.send({ type: 'START', ref: 2 });
+  await gone.advance(startMs);
+  t.is(gone.state(), 'running', 'an operator start leaves it');
+});
