@@ -1,13 +1,14 @@
-import { chmod, mkdir, rm } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { InitSystem } from '../src/boot/init-system.js';
 import { initdScript } from '../src/boot/initd-script.js';
 import { checkServiceName } from '../src/boot/names.js';
-import { tunnelUnit } from '../src/boot/systemd-unit.js';
+import { restartPolicy, tunnelUnit, type RestartPolicy } from '../src/boot/systemd-unit.js';
 import { createTaskArgs, deleteTaskArgs } from '../src/boot/windows-task.js';
 import { writeFileAtomic } from '../src/fs/atomic.js';
 import type { Settings } from '../src/settings/defaults.js';
 import { resolveExecutable } from '../src/system/self-check.js';
+import { coalesce } from '../src/util/coalesce.js';
 import { runCommand } from './commands.js';
 
 /** What a boot service is made from: one instance, as it is now. */
@@ -28,6 +29,8 @@ export interface BootService {
   enable(target: BootTarget): Promise<void>;
   disable(target: BootTarget): Promise<void>;
   remove(target: BootTarget): Promise<void>;
+  /** Brings what `prepare` wrote for these instances up to date with the settings (restart policy, binary). */
+  refresh?(targets: readonly BootTarget[]): Promise<void>;
 }
 
 export const serviceNameOf = (id: number): string => checkServiceName(`tunnel_${id}`);
@@ -47,6 +50,12 @@ export class OwnBootService implements BootService {
 
 export class SystemdBootService implements BootService {
   readonly initSystem = 'systemd' as const;
+  private version: Promise<number> | undefined;
+  /** Unit writes that come together (a thousand starts, a settings change) share one daemon-reload. */
+  private readonly reload = coalesce(async () => {
+    await this.systemctl('daemon-reload');
+  });
+
   constructor(private readonly settings: SettingsSource) {}
 
   unitPath(id: number): string {
@@ -57,7 +66,22 @@ export class SystemdBootService implements BootService {
     return runCommand([this.settings()['Systemd.Systemctl'], ...args]);
   }
 
-  async prepare(t: BootTarget): Promise<void> {
+  /** systemd's version (Debian 12 has 252), read once: which restart settings a unit may use depends on it. */
+  systemdVersion(): Promise<number> {
+    this.version ??= this.systemctl('--version').then(
+      ({ stdout }) => Number(/^systemd (\d+)/.exec(stdout)?.[1] ?? 0),
+      () => 0,
+    );
+    return this.version;
+  }
+
+  /** How the units restart tunnels, from the current Watchdog settings. */
+  async restartPolicy(): Promise<RestartPolicy> {
+    return restartPolicy(this.settings(), await this.systemdVersion());
+  }
+
+  /** Writes the instance's unit when its text differs from what is there; true when it wrote. */
+  private async write(t: BootTarget): Promise<boolean> {
     const s = this.settings();
     const unit = tunnelUnit({
       serviceName: serviceNameOf(t.id),
@@ -65,10 +89,23 @@ export class SystemdBootService implements BootService {
       runUser: t.runUser,
       tunnelPath: await resolveExecutable(s.TunnelPath),
       configPath: t.configPath,
+      restart: await this.restartPolicy(),
     });
+    const path = this.unitPath(t.id);
+    if ((await readFile(path, 'utf8').catch(() => undefined)) === unit) return false;
     await mkdir(s['Systemd.UnitDir'], { recursive: true });
-    await writeFileAtomic(this.unitPath(t.id), unit, { mode: 0o644 });
-    await this.systemctl('daemon-reload');
+    await writeFileAtomic(path, unit, { mode: 0o644 });
+    return true;
+  }
+
+  async prepare(t: BootTarget): Promise<void> {
+    if (await this.write(t)) await this.reload();
+  }
+
+  async refresh(targets: readonly BootTarget[]): Promise<void> {
+    let changed = false;
+    for (const t of targets) changed = (await this.write(t)) || changed;
+    if (changed) await this.reload();
   }
 
   async enable(t: BootTarget): Promise<void> {
@@ -83,7 +120,7 @@ export class SystemdBootService implements BootService {
   async remove(t: BootTarget): Promise<void> {
     await this.disable(t);
     await rm(this.unitPath(t.id), { force: true });
-    await this.systemctl('daemon-reload');
+    await this.reload();
   }
 }
 

@@ -88,7 +88,7 @@ export class InstanceCatalogue {
   private async settlePending(): Promise<void> {
     const pending = this.store.all().filter((r) => r.pending !== null);
     if (pending.length === 0) return;
-    this.lifecycle.stopStrays(new Set(pending.map((r) => r.configPath)));
+    await this.lifecycle.stopStrays(pending);
     for (const record of pending) {
       await this.dismantle(record);
       const done = record.pending === 'create' ? 'undone' : 'finished';
@@ -334,6 +334,18 @@ export class InstanceCatalogue {
       if (bootServiceError) this.reportBootError(updated, bootServiceError);
       return bootServiceError ? { record: updated, bootServiceError } : { record: updated };
     });
+  }
+
+  /** Rewrites the boot services whose text depends on the settings; a failure is logged, never thrown. */
+  async refreshBootServices(): Promise<void> {
+    const targets = this.store
+      .all()
+      .filter((r) => r.pending === null)
+      .map(targetOf);
+    await this.boot
+      .refresh?.(targets)
+      .then(() => this.log.info({ instances: targets.length }, 'boot services follow the new settings'))
+      .catch((err) => this.log.error({ err }, 'cannot bring the boot services up to date with the settings'));
   }
 
   /** systemd and init.d need a unit or script to run an instance at all, boot or not. */

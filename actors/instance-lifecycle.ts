@@ -24,7 +24,7 @@ import type { LiveProcess } from '../src/system/proc.js';
 import { crashPoint } from '../src/util/crash-points.js';
 import { KeyedQueue } from '../src/util/keyed-queue.js';
 import type { InstanceLogs } from './instance-logs.js';
-import type { SpawnRequest, TunnelRunner } from './process-runner.js';
+import type { InitSystemEvent, SpawnRequest, TunnelRunner } from './process-runner.js';
 
 export type { InstanceState } from '../machines/instance.machine.js';
 
@@ -74,6 +74,7 @@ export class InstanceLifecycle {
   private version = 0;
   private readonly log: Logger;
   private settingsSub: { unsubscribe(): void } | undefined;
+  private initSub: { unsubscribe(): void } | undefined;
 
   constructor(
     private readonly db: Database,
@@ -108,7 +109,8 @@ export class InstanceLifecycle {
     let adopted = 0;
     // Tunnels are found by what they run, not only by the pids on record: a crash can come between a spawn and
     // the saving of its pid, and a tunnel found so is taken over instead of being started a second time.
-    const running = this.runner.findRunning(new Set(this.store.all().map((r) => r.configPath)));
+    const running = await this.runner.findRunning(this.store.all().map((r) => ({ id: r.id, configPath: r.configPath })));
+    const toCancel: InstanceRecord[] = [];
     this.db.transaction(() => {
       for (const record of this.store.all()) {
         const pid = this.adoptOne(record, running.get(record.configPath) ?? []);
@@ -119,6 +121,14 @@ export class InstanceLifecycle {
           continue;
         }
         if (record.pid !== null) this.store.setProcess(record.id, null, null);
+        // An init system that restarts tunnels itself may be about to restart this one, or may have given it up.
+        const restart = this.runner.restartStateOf?.(record.id);
+        if (restart === 'backoff' && record.desired === 'stopped') toCancel.push(record);
+        else if (restart) {
+          this.createActor(record).send({ type: 'RESUME', state: restart });
+          if (restart === 'failed') this.store.setDesired(record.id, 'stopped');
+          continue;
+        }
         const shouldRun = sameBoot ? record.desired === 'running' : record.bootAtStart;
         if (!sameBoot) this.store.setDesired(record.id, record.bootAtStart ? 'running' : 'stopped');
         if (shouldRun) toStart.push(record.id);
@@ -126,6 +136,8 @@ export class InstanceLifecycle {
       setMeta(this.db, 'boot_id', bootId);
     });
     await this.db.persist();
+    for (const record of toCancel) this.runner.cancelRestart?.(this.requestFor(record));
+    this.initSub = this.runner.initEvents$?.subscribe((event) => this.onInitSystem(event));
     this.settingsSub = this.settings.changes$.subscribe(({ changed, settings }) => {
       if (changed.some((k) => k.startsWith('Watchdog.') || k.startsWith('Instance.'))) {
         const event = {
@@ -184,10 +196,40 @@ export class InstanceLifecycle {
     return pid;
   }
 
-  /** Ends every process found running any of these config files (instances that are being undone or removed). */
-  stopStrays(configPaths: ReadonlySet<string>): void {
-    for (const found of this.runner.findRunning(configPaths).values())
+  /** Ends every process found running the config files of these instances (being undone or removed). */
+  async stopStrays(records: readonly InstanceRecord[]): Promise<void> {
+    const targets = records.map((r) => ({ id: r.id, configPath: r.configPath }));
+    for (const found of (await this.runner.findRunning(targets)).values())
       for (const p of found) this.runner.stopStray(p.pid);
+  }
+
+  /**
+   * News that the init system started a unit again on its own or gave it up: an instance waiting for that restart
+   * looks where it stands. Any other start of the unit was ours.
+   */
+  private onInitSystem({ instanceId }: InitSystemEvent): void {
+    const actor = this.actors.get(instanceId);
+    if (actor?.getSnapshot().context.awaitingRespawn) this.takeRespawn(instanceId, actor);
+  }
+
+  /**
+   * Asks the init system where its restart of the tunnel stands, and tells the machine: the new process (recorded
+   * and followed), or the give-up. Asked when the instance begins to wait (the news may have come first) and at
+   * every news after that, so no order of events leaves it waiting.
+   */
+  private takeRespawn(instanceId: number, actor: InstanceActor): void {
+    void (async () => {
+      const outcome = await this.runner.afterRestart?.(instanceId);
+      if (!outcome || !actor.getSnapshot().context.awaitingRespawn) return;
+      if (outcome === 'failed') {
+        actor.send({ type: 'GAVE_UP' });
+        return;
+      }
+      this.store.setProcess(instanceId, outcome.pid, outcome.startTicks);
+      await this.db.persist();
+      this.logs.channel(instanceId).startReading();
+      actor.send({ type: 'RESPAWNED', pid: outcome.pid });
+    })().catch((err) => this.log.error({ instanceID: instanceId, err }, 'cannot take over a restarted tunnel'));
   }
 
   /**
@@ -219,6 +261,9 @@ export class InstanceLifecycle {
       },
       kill: (_, { instanceId, pid }) => {
         if (pid !== null) this.withRequest(instanceId, (r) => this.runner.kill(r, pid));
+      },
+      cancelRestart: (_, { instanceId, pending }) => {
+        if (pending) this.withRequest(instanceId, (r) => this.runner.cancelRestart?.(r));
       },
       processEnded: (_, { instanceId, pid }) => this.processEnded(instanceId, pid),
       stateEntered: (_, { state, context }) => this.stateEntered(state, context),
@@ -320,6 +365,10 @@ export class InstanceLifecycle {
     else if (to === 'failed') this.log.error(fields, 'instance crashed too often in a row, giving up');
     else if (crashed) this.log.warn(fields, 'instance exited');
     else this.log.info(fields, `instance ${to}`);
+    if (to === 'backoff' && ctx.awaitingRespawn) {
+      const actor = this.actors.get(id);
+      if (actor) this.takeRespawn(id, actor);
+    }
     if (to === 'stopped' || to === 'failed') {
       const idle = () => this.states.get(id) === 'stopped' || this.states.get(id) === 'failed';
       void this.logs.channel(id).stopReading(idle);
@@ -423,6 +472,7 @@ export class InstanceLifecycle {
   /** Stops the actors, not the tunnels: they keep running and the next tunnelward takes them over. */
   close(): void {
     this.settingsSub?.unsubscribe();
+    this.initSub?.unsubscribe();
     for (const actor of this.actors.values()) actor.stop();
     this.actors.clear();
     this.runner.close();

@@ -31,6 +31,7 @@ export class InstanceSupervisor {
   readonly catalogue: InstanceCatalogue;
   /** The list as the API serves it, built once per change of what it shows. */
   private listed: { version: string; json: string; count: number } | undefined;
+  private readonly settingsSub: { unsubscribe(): void };
 
   constructor(
     db: Database,
@@ -45,6 +46,11 @@ export class InstanceSupervisor {
     const env = new InstanceEnvStore(db);
     this.lifecycle = new InstanceLifecycle(db, store, settings, runner, logs, env, log);
     this.catalogue = new InstanceCatalogue(db, store, settings, boot, logs, this.lifecycle, env, log, orphanDir);
+    // Units carry the restart policy and the binary: they follow the settings they are made from.
+    this.settingsSub = settings.changes$.subscribe(({ changed }) => {
+      if (changed.some((k) => k.startsWith('Watchdog.') || k === 'Instance.StopTimeoutSecs' || k === 'TunnelPath'))
+        void this.catalogue.refreshBootServices();
+    });
   }
 
   /**
@@ -95,6 +101,7 @@ export class InstanceSupervisor {
   }
 
   async close(): Promise<void> {
+    this.settingsSub.unsubscribe();
     this.lifecycle.close();
     this.catalogue.close();
     this.logs.close();

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { closeSync, openSync, readSync, statSync, watch, type FSWatcher } from 'node:fs';
 import type { Logger } from '../src/log/logger.js';
 
@@ -8,34 +7,6 @@ export interface LogSource {
 }
 
 export type LogSourceFactory = (id: number, onText: (text: string) => void) => LogSource;
-
-/** systemd: follows the unit's journal (`journalctl -f -o json`), handing over each message as a line. */
-export function journalSource(journalctl: () => string, log: Logger): LogSourceFactory {
-  return (id, onText) => {
-    const child = spawn(journalctl(), ['-f', '-n', '0', '-o', 'json', '-u', `tunnel_${id}.service`], {
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
-    let rest = '';
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (chunk: string) => {
-      const lines = (rest + chunk).split('\n');
-      rest = lines.pop()!;
-      let text = '';
-      for (const line of lines) {
-        try {
-          const message = JSON.parse(line).MESSAGE;
-          // journald stores a message that is not valid UTF-8 as an array of bytes.
-          text += `${Array.isArray(message) ? Buffer.from(message).toString('utf8') : String(message ?? '')}\n`;
-        } catch {
-          // not a journal entry
-        }
-      }
-      if (text) onText(text);
-    });
-    child.on('error', (err) => log.warn({ instanceID: id, err }, 'cannot follow the journal'));
-    return { stop: () => child.kill() };
-  };
-}
 
 /** init.d: follows the log file the init script writes, from its end; a truncated file is followed from its start. */
 export function fileSource(pathOf: (id: number) => string, log: Logger): LogSourceFactory {

@@ -4,6 +4,8 @@ import { pidExists, procStat } from '../src/system/proc.js';
 export interface ProcessExit {
   code: number | null;
   signal: string | null;
+  /** Where an init system restarts tunnels itself: what it does next (see the instance machine's `ExitInfo`). */
+  next?: 'restart' | 'give-up' | 'stop';
 }
 
 /** Every this many polls, watched processes are also checked for zombies and pid reuse (a costlier read). */

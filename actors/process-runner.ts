@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import type { Observable } from 'rxjs';
 import { closeSync } from 'node:fs';
 import { chown, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -38,6 +39,18 @@ export interface SpawnRequest {
   env?: Record<string, string>;
 }
 
+/** An instance as a runner looks for its process. */
+export interface RunTarget {
+  id: number;
+  configPath: string;
+}
+
+/** What an init system that restarts tunnels itself did on its own: started a unit again, or gave it up. */
+export interface InitSystemEvent {
+  type: 'started' | 'gaveUp';
+  instanceId: number;
+}
+
 /** How tunnels are run: by tunnelward itself, or through an init system. The instance machine's I/O goes here. */
 export interface TunnelRunner {
   readonly initSystem: string;
@@ -50,7 +63,7 @@ export interface TunnelRunner {
    * The live processes that run each of these config files, found by what they are rather than by a recorded pid
    * (a crash can come between a spawn and the saving of its pid). Empty where the init system owns the processes.
    */
-  findRunning(configPaths: ReadonlySet<string>): Map<string, LiveProcess[]>;
+  findRunning(targets: readonly RunTarget[]): Promise<Map<string, LiveProcess[]>>;
   /** Ends a process that must not run (a second one for the same config file, or one whose instance is gone). */
   stopStray(pid: number): void;
   exitOf(pid: number): Promise<ProcessExit>;
@@ -60,6 +73,15 @@ export interface TunnelRunner {
   terminate(request: SpawnRequest, pid: number): void;
   kill(request: SpawnRequest, pid: number): void;
   close(): void;
+  /**
+   * Where the init system is the restarter (systemd): news of its own restarts and give-ups, what its units stand
+   * in after `findRunning` (waiting to restart, or given up), where a restart stands now (its new process, taken
+   * over; or given up), and calling off a restart it has pending.
+   */
+  readonly initEvents$?: Observable<InitSystemEvent>;
+  restartStateOf?(id: number): 'backoff' | 'failed' | undefined;
+  afterRestart?(id: number): Promise<TunnelProcess | 'failed' | undefined>;
+  cancelRestart?(request: SpawnRequest): void;
 }
 
 export interface TunnelProcess {
@@ -217,8 +239,8 @@ export class ProcessRunner implements TunnelRunner {
     this.adopted.checkNow(pid);
   }
 
-  findRunning(configPaths: ReadonlySet<string>): Map<string, LiveProcess[]> {
-    return processesByConfigPath(configPaths);
+  async findRunning(targets: readonly RunTarget[]): Promise<Map<string, LiveProcess[]>> {
+    return processesByConfigPath(new Set(targets.map((t) => t.configPath)));
   }
 
   stopStray(pid: number): void {

@@ -7,7 +7,94 @@ export interface TunnelUnitOptions {
   runUser: string;
   tunnelPath: string;
   configPath: string;
+  /** Who restarts a crashed tunnel and how: systemd itself, from tunnelward's Watchdog settings. */
+  restart?: RestartPolicy;
 }
+
+/** The slice every tunnel unit runs in: one journal match (`_SYSTEMD_SLICE=`) follows the output of them all. */
+export const TUNNEL_SLICE = 'tunnelward.slice';
+
+/**
+ * How systemd restarts a tunnel unit: it is the one restarter of tunnels it runs, also while tunnelward is down,
+ * so the unit carries tunnelward's Watchdog settings as far as systemd can express them.
+ */
+export interface RestartPolicy {
+  /** Restart=on-failure (Watchdog.Enabled), else Restart=no. */
+  restart: boolean;
+  /** Delay before the first restart, in seconds. */
+  restartSec: number;
+  /** systemd 254 and later grow the delay in steps up to a cap (RestartSteps=, RestartMaxDelaySec=). */
+  steps?: { count: number; maxDelaySec: number };
+  /** Starts allowed within the interval: past them the unit fails (Watchdog.StartLimit). */
+  startLimitBurst: number;
+  startLimitIntervalSec: number;
+  /** Exit codes after which systemd does not restart (Watchdog.NoRetryExitCodes). */
+  preventExitStatus: readonly number[];
+  /** SIGKILL this long after SIGTERM (Instance.StopTimeoutSecs). */
+  stopTimeoutSec: number;
+}
+
+/** The Watchdog and Instance settings a restart policy is made from. */
+export interface WatchdogSettings {
+  'Watchdog.Enabled': boolean;
+  'Watchdog.BackoffSecs': number;
+  'Watchdog.BackoffMaxSecs': number;
+  'Watchdog.StartLimit': number;
+  'Watchdog.StableSecs': number;
+  'Watchdog.NoRetryExitCodes': readonly number[];
+  'Instance.StopTimeoutSecs': number;
+}
+
+/** systemd's smallest restart delay worth having: "at once", without spinning on a binary that cannot start. */
+const FIRST_RESTART_SEC = 0.1;
+
+/**
+ * The unit's restart policy for tunnelward's Watchdog settings. The first restart comes at once, as in
+ * process mode. Later ones: systemd 254+ grows the delay towards the backoff the watchdog would have reached by the
+ * start limit; older systemd (Debian 12 has 252) has one fixed delay, so a crash loop reaches the start limit
+ * sooner than in process mode. The start limit counts starts within one stable period plus the backoff delays,
+ * so that a crash loop fails the unit after Watchdog.StartLimit crashes while occasional crashes never do.
+ */
+export function restartPolicy(s: WatchdogSettings, systemdVersion: number): RestartPolicy {
+  const limit = s['Watchdog.StartLimit'];
+  let delays = 0;
+  for (let attempt = 2; attempt <= limit; attempt++)
+    delays += Math.min(s['Watchdog.BackoffMaxSecs'], s['Watchdog.BackoffSecs'] * 2 ** (attempt - 2));
+  const maxDelaySec = Math.min(s['Watchdog.BackoffMaxSecs'], s['Watchdog.BackoffSecs'] * 2 ** Math.max(0, limit - 2));
+  return {
+    restart: s['Watchdog.Enabled'],
+    restartSec: FIRST_RESTART_SEC,
+    ...(systemdVersion >= 254 && maxDelaySec > FIRST_RESTART_SEC
+      ? { steps: { count: Math.max(1, limit - 2), maxDelaySec } }
+      : {}),
+    startLimitBurst: limit,
+    startLimitIntervalSec: Math.ceil(s['Watchdog.StableSecs'] + delays),
+    preventExitStatus: s['Watchdog.NoRetryExitCodes'],
+    stopTimeoutSec: s['Instance.StopTimeoutSecs'],
+  };
+}
+
+/** What systemd does after a run of a unit with this policy ended: restart it, give it up (failed), or let it stop. */
+export function nextAfterRun(
+  policy: RestartPolicy,
+  run: { success: boolean; code: number | null },
+): 'restart' | 'give-up' | 'stop' {
+  if (run.success || !policy.restart) return 'stop';
+  if (run.code !== null && policy.preventExitStatus.includes(run.code)) return 'give-up';
+  return 'restart';
+}
+
+/** systemd takes seconds with a fraction ("0.1s"); whole ones are written as they are. */
+const seconds = (value: number): string => (Number.isInteger(value) ? String(value) : `${value}s`);
+
+export const DEFAULT_RESTART_POLICY: RestartPolicy = {
+  restart: true,
+  restartSec: 5,
+  startLimitBurst: 5,
+  startLimitIntervalSec: 300,
+  preventExitStatus: [],
+  stopTimeoutSec: 10,
+};
 
 export interface TunnelwardUnitOptions {
   nodePath: string;
@@ -34,6 +121,15 @@ export function tunnelUnit(options: TunnelUnitOptions): string {
   const runUser = checkRunUser(options.runUser);
   const tunnelPath = checkPath('tunnelPath', options.tunnelPath);
   const configPath = checkPath('configPath', options.configPath);
+  const policy = options.restart ?? DEFAULT_RESTART_POLICY;
+  const steps: Array<[string, string]> = policy.steps
+    ? [
+        ['RestartSteps', String(policy.steps.count)],
+        ['RestartMaxDelaySec', seconds(policy.steps.maxDelaySec)],
+      ]
+    : [];
+  const prevent: Array<[string, string]> =
+    policy.preventExitStatus.length > 0 ? [['RestartPreventExitStatus', policy.preventExitStatus.join(' ')]] : [];
   return renderUnit([
     [
       'Unit',
@@ -41,9 +137,9 @@ export function tunnelUnit(options: TunnelUnitOptions): string {
         ['Description', description],
         ['After', 'network-online.target'],
         ['Wants', 'network-online.target'],
-        // At most 5 starts in 5 minutes, then the unit fails instead of hammering the server.
-        ['StartLimitIntervalSec', '300'],
-        ['StartLimitBurst', '5'],
+        // Past this many starts in the interval the unit fails instead of hammering the server.
+        ['StartLimitIntervalSec', String(policy.startLimitIntervalSec)],
+        ['StartLimitBurst', String(policy.startLimitBurst)],
       ],
     ],
     [
@@ -52,10 +148,13 @@ export function tunnelUnit(options: TunnelUnitOptions): string {
         ['Type', 'simple'],
         ['User', runUser],
         ['ExecStart', `${tunnelPath} -c ${configPath}`],
-        ['Restart', 'on-failure'],
-        ['RestartSec', '5'],
+        ['Slice', TUNNEL_SLICE],
+        ['Restart', policy.restart ? 'on-failure' : 'no'],
+        ['RestartSec', seconds(policy.restartSec)],
+        ...steps,
+        ...prevent,
         ['KillMode', 'control-group'],
-        ['TimeoutStopSec', '10'],
+        ['TimeoutStopSec', seconds(policy.stopTimeoutSec)],
       ],
     ],
     ['Install', [['WantedBy', 'multi-user.target']]],

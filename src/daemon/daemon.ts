@@ -5,9 +5,11 @@ import { join } from 'node:path';
 import { InstanceSupervisor } from '../../actors/instance-supervisor.js';
 import { bootServiceFor, InitdBootService, SystemdBootService } from '../../actors/boot-services.js';
 import { InstanceLogs } from '../../actors/instance-logs.js';
-import { fileSource, journalSource } from '../../actors/log-sources.js';
-import { ServiceRunner } from '../../actors/service-runner.js';
+import { fileSource } from '../../actors/log-sources.js';
+import { InitdRunner } from '../../actors/initd-runner.js';
 import { ProcessRunner } from '../../actors/process-runner.js';
+import { JournalFollower } from '../../actors/systemd-journal.js';
+import { SystemdRunner } from '../../actors/systemd-runner.js';
 import { eventsOf, WebhookNotifier } from '../../actors/webhook-notifier.js';
 import { AccountService } from '../accounts/account-service.js';
 import { PasswordHasher } from '../accounts/password-hasher.js';
@@ -90,7 +92,12 @@ async function startLocked(
   cleanups.push(() => initialPassword.close());
 
   const initSystem = detectInitSystem(settings.value('InitSystem'));
-  const { runner, boot, source } = runnersFor(initSystem, () => settings.get(), log);
+  const { runner, boot, source, journal } = runnersFor(initSystem, () => settings.get(), log);
+  if (journal) {
+    // Following starts before the units are looked at, so nothing that happens in between is missed.
+    await journal.start();
+    cleanups.push(() => journal.close());
+  }
   const logs = new InstanceLogs(
     dataDir,
     () => ({ maxBytes: settings.value('Log.MaxBytes'), files: settings.value('Log.Files') }),
@@ -261,26 +268,28 @@ const serviceEvent = (event: 'service.started' | 'service.stopping') => ({
   signal: null,
 });
 
-/** The runner, the boot service and the log source that go with an init system. */
+/** The runner, the boot service and the log source that go with an init system (and systemd's journal follower). */
 function runnersFor(initSystem: InitSystem, settings: () => Readonly<Settings>, log: Logger) {
   const boot = bootServiceFor(initSystem, settings);
   const runnerLog = log.child({ component: 'runner' });
-  const sourceLog = log.child({ component: 'log-source' });
   if (boot instanceof SystemdBootService) {
+    const journal = new JournalFollower(() => settings()['Systemd.Journalctl'], log);
     return {
-      runner: new ServiceRunner(boot, settings, runnerLog),
+      runner: new SystemdRunner(boot, settings, journal, runnerLog),
       boot,
-      source: journalSource(() => settings()['Systemd.Journalctl'], sourceLog),
+      source: (id: number, onText: (text: string) => void) => journal.output(id, onText),
+      journal,
     };
   }
   if (boot instanceof InitdBootService) {
     return {
-      runner: new ServiceRunner(boot, settings, runnerLog),
+      runner: new InitdRunner(boot, runnerLog),
       boot,
-      source: fileSource((id) => boot.logFile(id), sourceLog),
+      source: fileSource((id) => boot.logFile(id), log.child({ component: 'log-source' })),
+      journal: undefined,
     };
   }
-  return { runner: new ProcessRunner(runnerLog), boot, source: undefined };
+  return { runner: new ProcessRunner(runnerLog), boot, source: undefined, journal: undefined };
 }
 
 function listen(server: Server, port: number, host: string): Promise<void> {

@@ -22,6 +22,8 @@ export interface StartOptions {
   /** Run the daemon as this user (needs root). */
   uid?: number;
   gid?: number;
+  /** A command prefix the daemon runs under (e.g. nsenter into a throwaway systemd's namespaces). */
+  wrap?: string[];
 }
 
 export interface Response<T = any> {
@@ -165,8 +167,10 @@ export function spawnCli(
   args: string[],
   env: Record<string, string | undefined> = {},
   identity: { uid?: number; gid?: number; detached?: boolean } = {},
+  wrap: string[] = [],
 ): ChildProcess {
-  return spawn(process.execPath, [CLI, ...args], {
+  const [file, ...rest] = [...wrap, process.execPath, CLI, ...args];
+  return spawn(file!, rest, {
     env: {
       ...process.env,
       TUNNELWARD_ADMIN_USER: ADMIN.username,
@@ -182,10 +186,12 @@ export function spawnCli(
 export async function startDaemon(options: StartOptions = {}): Promise<Daemon> {
   const dataDir = options.dataDir ?? (await tempDir());
   if (options.settingsToml !== undefined) await writeFile(join(dataDir, 'settings.toml'), options.settingsToml);
-  const proc = spawnCli(['serve', '--data-dir', dataDir, '--port', '0', ...(options.args ?? [])], options.env, {
-    uid: options.uid,
-    gid: options.gid,
-  });
+  const proc = spawnCli(
+    ['serve', '--data-dir', dataDir, '--port', '0', ...(options.args ?? [])],
+    options.env,
+    { uid: options.uid, gid: options.gid },
+    options.wrap,
+  );
   const daemon = new Daemon(proc, dataDir);
   collectLines(proc, daemon.output);
   const started = daemon.waitForOutput(/tunnelward listening on (http:\/\/\S+)/, 20_000);

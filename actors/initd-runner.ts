@@ -1,0 +1,82 @@
+import { readFile } from 'node:fs/promises';
+import type { Logger } from '../src/log/logger.js';
+import { procStat, type LiveProcess } from '../src/system/proc.js';
+import type { InitdBootService } from './boot-services.js';
+import { runCommand } from './commands.js';
+import { PidWatcher, type ProcessExit } from './pid-watcher.js';
+import { isSameProcess, type SpawnRequest, type TunnelProcess, type TunnelRunner } from './process-runner.js';
+
+/**
+ * Runs tunnels through their init.d scripts (start-stop-daemon). The tunnel is not tunnelward's child and init.d
+ * tells nobody when it ends, so its exit is noticed by watching its pid; tunnelward is the restarter.
+ */
+export class InitdRunner implements TunnelRunner {
+  readonly initSystem = 'init.d';
+  readonly capturesOutput = false;
+  private readonly watcher = new PidWatcher(500);
+
+  constructor(
+    private readonly boot: InitdBootService,
+    private readonly log: Logger,
+  ) {}
+
+  async spawn(request: SpawnRequest): Promise<TunnelProcess> {
+    if (request.env && Object.keys(request.env).length > 0) {
+      // A script would have to hold them in a file of its own; for now they go only where tunnelward spawns.
+      throw new Error(
+        'environment variables reach a tunnel only when tunnelward runs it itself (InitSystem = "process")',
+      );
+    }
+    const id = request.instanceId;
+    await this.boot.prepare({ id, name: request.name, runUser: request.runUser, configPath: request.configPath });
+    await runCommand([this.boot.scriptPath(id), 'start']);
+    const pid = Number((await readFile(this.boot.pidFile(id), 'utf8').catch(() => '')).trim());
+    if (!Number.isInteger(pid) || pid <= 0) throw new Error(`the init script of instance ${id} started no process`);
+    const startTicks = procStat(pid)?.startTicks ?? null;
+    void this.watcher.watch(pid, startTicks);
+    return { pid, startTicks };
+  }
+
+  /** The init script owns these processes: what runs is what their pid files say, found through the recorded pids. */
+  async findRunning(): Promise<Map<string, LiveProcess[]>> {
+    return new Map();
+  }
+
+  stopStray(): void {}
+
+  adopt(pid: number, startTicks: number | null, configPath: string): boolean {
+    if (this.watcher.has(pid)) return true;
+    if (!isSameProcess(pid, startTicks, configPath)) return false;
+    void this.watcher.watch(pid, startTicks);
+    return true;
+  }
+
+  exitOf(pid: number): Promise<ProcessExit> {
+    return this.watcher.exitOf(pid) ?? Promise.resolve({ code: null, signal: null });
+  }
+
+  forget(): void {}
+
+  checkNow(pid: number): void {
+    this.watcher.checkNow(pid);
+  }
+
+  /** The script's stop sends SIGTERM, then SIGKILL by its own timeout. */
+  terminate(request: SpawnRequest): void {
+    runCommand([this.boot.scriptPath(request.instanceId), 'stop']).catch((err) =>
+      this.log.warn({ instanceID: request.instanceId, err }, 'stopping the service failed'),
+    );
+  }
+
+  kill(_request: SpawnRequest, pid: number): void {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+
+  close(): void {
+    this.watcher.close();
+  }
+}

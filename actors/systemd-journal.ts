@@ -1,0 +1,120 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { Subject } from 'rxjs';
+import { JOURNAL_FIELDS, parseJournalLine, type JournalEvent } from '../src/boot/journal-entry.js';
+import { TUNNEL_SLICE } from '../src/boot/systemd-unit.js';
+import type { Logger } from '../src/log/logger.js';
+import { runCommand } from './commands.js';
+import type { LogSource } from './log-sources.js';
+
+/** What systemd says of a tunnel unit (everything but its output). */
+export type UnitEvent = Exclude<JournalEvent, { kind: 'output' }>;
+
+/** How long to wait before following again after journalctl ended on its own. */
+const REFOLLOW_MS = 1000;
+
+/**
+ * One `journalctl -f` for every tunnel unit, whatever their number: the output of the units in tunnelward's slice
+ * and PID 1's messages about units, demultiplexed here by unit. Output goes to the instance that follows it; what
+ * systemd says of a unit (exits, starts) goes to `events$`. If journalctl ends, it is started again after the last
+ * entry read (its cursor), so nothing is missed or read twice.
+ */
+export class JournalFollower {
+  readonly events$ = new Subject<UnitEvent>();
+  private readonly outputs = new Map<number, (text: string) => void>();
+  private child: ChildProcess | undefined;
+  private cursor: string | undefined;
+  private closed = false;
+  private readonly log: Logger;
+
+  constructor(
+    private readonly journalctl: () => string,
+    log: Logger,
+  ) {
+    this.log = log.child({ component: 'journal' });
+  }
+
+  /**
+   * Marks the journal's end now and follows from there. Whatever happens after this call is read, however long
+   * journalctl takes to start: a snapshot of the units taken after it misses nothing that follows.
+   */
+  async start(): Promise<void> {
+    try {
+      const { stdout } = await runCommand([this.journalctl(), '-n', '1', '-o', 'json', '--output-fields=MESSAGE_ID']);
+      this.cursor = parseJournalLine(stdout.trim()).cursor;
+    } catch (err) {
+      this.log.warn({ err }, 'cannot read where the journal ends; following from now');
+    }
+    this.follow();
+  }
+
+  /** Hands the unit's output to `onText` until the returned source is stopped. */
+  output(id: number, onText: (text: string) => void): LogSource {
+    this.outputs.set(id, onText);
+    return {
+      stop: () => {
+        if (this.outputs.get(id) === onText) this.outputs.delete(id);
+      },
+    };
+  }
+
+  /** How many processes follow the journal: one, whatever the number of units. */
+  get followers(): number {
+    return this.child ? 1 : 0;
+  }
+
+  private follow(): void {
+    if (this.closed) return;
+    const from = this.cursor ? ['--after-cursor', this.cursor] : ['-n', '0'];
+    const child = spawn(
+      this.journalctl(),
+      ['-f', '-q', '-o', 'json', `--output-fields=${JOURNAL_FIELDS.join(',')}`, ...from, `_SYSTEMD_SLICE=${TUNNEL_SLICE}`, '+', '_PID=1'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    this.child = child;
+    let rest = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => {
+      const lines = (rest + chunk).split('\n');
+      rest = lines.pop()!;
+      this.read(lines);
+    });
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-1000)));
+    child.on('error', (err) => this.log.error({ err }, 'cannot follow the journal'));
+    child.on('close', (code, signal) => {
+      if (this.child === child) this.child = undefined;
+      if (this.closed) return;
+      this.log.warn({ code, signal, stderr: stderr.trim() }, 'journalctl ended; following again from where it stopped');
+      setTimeout(() => this.follow(), REFOLLOW_MS).unref();
+    });
+  }
+
+  /** Lines in order; a unit's output is handed over in one piece per chunk, before anything systemd says after it. */
+  private read(lines: string[]): void {
+    const pending = new Map<number, string>();
+    const flush = () => {
+      for (const [id, text] of pending) this.outputs.get(id)?.(text);
+      pending.clear();
+    };
+    for (const line of lines) {
+      const { cursor, event } = parseJournalLine(line);
+      if (cursor) this.cursor = cursor;
+      if (!event) continue;
+      if (event.kind === 'output') {
+        if (this.outputs.has(event.id)) pending.set(event.id, `${pending.get(event.id) ?? ''}${event.text}\n`);
+        continue;
+      }
+      flush();
+      this.events$.next(event);
+    }
+    flush();
+  }
+
+  close(): void {
+    this.closed = true;
+    this.child?.kill();
+    this.child = undefined;
+    this.events$.complete();
+  }
+}

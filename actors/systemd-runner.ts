@@ -1,0 +1,223 @@
+import { Subject } from 'rxjs';
+import { nextAfterRun, restartPolicy } from '../src/boot/systemd-unit.js';
+import { parseUnitStatuses, restartStateOf, UNIT_PROPERTIES, type UnitStatus } from '../src/boot/unit-status.js';
+import type { Logger } from '../src/log/logger.js';
+import type { Settings } from '../src/settings/defaults.js';
+import { procStat, type LiveProcess } from '../src/system/proc.js';
+import { serviceNameOf, type SystemdBootService } from './boot-services.js';
+import { runCommand } from './commands.js';
+import type { ProcessExit } from './pid-watcher.js';
+import type { InitSystemEvent, RunTarget, SpawnRequest, TunnelProcess, TunnelRunner } from './process-runner.js';
+import type { JournalFollower, UnitEvent } from './systemd-journal.js';
+
+const unitOf = (id: number) => `${serviceNameOf(id)}.service`;
+
+/** Units asked about in one `systemctl show` (its command line stays short). */
+const SHOW_BATCH = 500;
+
+/** What the journal said of a unit's current run, kept until a watcher asks: it may be read before the start returns. */
+interface Run {
+  invocation: string;
+  exit?: { code: number | null; signal: string | null };
+  ended?: ProcessExit;
+  /** The run's end, once someone watches it (made once per run, however many times it is taken over). */
+  exited?: Promise<ProcessExit>;
+  watcher?: (exit: ProcessExit) => void;
+}
+
+/**
+ * Runs tunnels as systemd units `tunnel_<id>.service`. systemd is the one restarter of a crashed tunnel (the unit
+ * carries the Watchdog settings), whether tunnelward is up or not; tunnelward observes. Nothing is polled: what
+ * happens to the units comes from one journal follower for all of them (exits, systemd's restarts and give-ups),
+ * and systemd is asked (`systemctl show`) only when a start is done or at start-up, for all units in one call.
+ */
+export class SystemdRunner implements TunnelRunner {
+  readonly initSystem = 'systemd';
+  readonly capturesOutput = false;
+  readonly initEvents$ = new Subject<InitSystemEvent>();
+  private readonly runs = new Map<number, Run>();
+  private readonly exits = new Map<number, Promise<ProcessExit>>();
+  /** The units as they were at start-up (`findRunning`), for taking them over. */
+  private found = new Map<number, UnitStatus>();
+  private readonly log: Logger;
+  private readonly subscription;
+
+  constructor(
+    private readonly boot: SystemdBootService,
+    private readonly settings: () => Readonly<Settings>,
+    journal: JournalFollower,
+    log: Logger,
+  ) {
+    this.log = log.child({ component: 'systemd' });
+    this.subscription = journal.events$.subscribe((event) => this.onUnitEvent(event));
+  }
+
+  private systemctl(...args: string[]) {
+    return runCommand([this.settings()['Systemd.Systemctl'], ...args]);
+  }
+
+  /** What systemd says of these units now, in as few calls as their number allows. */
+  private async statuses(ids: readonly number[]): Promise<Map<number, UnitStatus>> {
+    const statuses = new Map<number, UnitStatus>();
+    for (let i = 0; i < ids.length; i += SHOW_BATCH) {
+      const batch = ids.slice(i, i + SHOW_BATCH);
+      const { stdout } = await this.systemctl('show', `--property=${UNIT_PROPERTIES.join(',')}`, ...batch.map(unitOf));
+      for (const status of parseUnitStatuses(stdout)) {
+        const id = Number(/^tunnel_(\d+)\.service$/.exec(status.unit)?.[1]);
+        if (Number.isInteger(id)) statuses.set(id, status);
+      }
+    }
+    return statuses;
+  }
+
+  async spawn(request: SpawnRequest): Promise<TunnelProcess> {
+    if (request.env && Object.keys(request.env).length > 0) {
+      // A unit would have to hold them in a file of its own; for now they go only where tunnelward spawns.
+      throw new Error(
+        'environment variables reach a tunnel only when tunnelward runs it itself (InitSystem = "process")',
+      );
+    }
+    const id = request.instanceId;
+    const unit = unitOf(id);
+    await this.boot.prepare({ id, name: request.name, runUser: request.runUser, configPath: request.configPath });
+    // An operator's start begins a fresh count of crashes, in systemd's start limit as in tunnelward's.
+    await this.systemctl('reset-failed', unit).catch(() => {});
+    await this.systemctl('start', unit);
+    const status = (await this.statuses([id])).get(id);
+    if (!status || status.mainPid <= 0) {
+      // It ended at once: systemd may be about to restart it, which this failed start must not leave behind.
+      this.stopUnit(id);
+      const how = status ? `it is ${status.activeState} (${status.subState}), result ${status.result}` : 'no status';
+      throw new Error(`${unit} did not start: ${how}`);
+    }
+    return this.watch(id, status.mainPid, status.invocation);
+  }
+
+  /**
+   * Where systemd's restart of the unit stands: its new main process (taken over: watched from now on), `failed`
+   * when systemd gave the unit up, undefined while it is still to come.
+   */
+  async afterRestart(id: number): Promise<TunnelProcess | 'failed' | undefined> {
+    const status = (await this.statuses([id])).get(id);
+    if (!status) return undefined;
+    if (status.mainPid > 0) return this.watch(id, status.mainPid, status.invocation);
+    return restartStateOf(status) === 'failed' ? 'failed' : undefined;
+  }
+
+  private watch(id: number, pid: number, invocation: string): TunnelProcess {
+    let run = this.runs.get(id);
+    if (run?.invocation !== invocation) {
+      run = { invocation };
+      this.runs.set(id, run);
+    }
+    const known = run;
+    known.exited ??= new Promise<ProcessExit>((resolve) => {
+      if (known.ended) resolve(known.ended);
+      else known.watcher = resolve;
+    });
+    this.exits.set(pid, known.exited);
+    return { pid, startTicks: procStat(pid)?.startTicks ?? null };
+  }
+
+  private onUnitEvent(event: UnitEvent): void {
+    const { id, invocation } = event;
+    this.log.debug({ instanceID: id, ...event }, 'unit event');
+    if (event.kind === 'started') {
+      if (this.runs.get(id)?.invocation !== invocation) this.initEvents$.next({ type: 'started', instanceId: id });
+      return;
+    }
+    if (event.kind === 'startFailed') {
+      this.initEvents$.next({ type: 'gaveUp', instanceId: id });
+      return;
+    }
+    let run = this.runs.get(id);
+    if (run?.invocation !== invocation) {
+      run = { invocation };
+      this.runs.set(id, run);
+    }
+    if (event.kind === 'exit') {
+      run.exit = { code: event.code, signal: event.signal };
+      return;
+    }
+    if (run.ended) return; // systemd says it again when its start limit stops a restart
+    const code = run.exit?.code ?? (event.success ? 0 : null);
+    // Which exits systemd restarts depends only on the settings, not on systemd's version.
+    const policy = restartPolicy(this.settings(), 0);
+    run.ended = {
+      code,
+      signal: run.exit?.signal ?? null,
+      next: nextAfterRun(policy, { success: event.success, code }),
+    };
+    run.watcher?.(run.ended);
+    run.watcher = undefined;
+  }
+
+  /** The units of these instances as systemd has them now: their main processes are what runs. */
+  async findRunning(targets: readonly RunTarget[]): Promise<Map<string, LiveProcess[]>> {
+    this.found = await this.statuses(targets.map((t) => t.id));
+    const running = new Map<string, LiveProcess[]>();
+    for (const { id, configPath } of targets) {
+      const status = this.found.get(id);
+      if (status && status.mainPid > 0) {
+        const startTicks = procStat(status.mainPid)?.startTicks;
+        if (startTicks !== undefined) running.set(configPath, [{ pid: status.mainPid, startTicks }]);
+      }
+    }
+    return running;
+  }
+
+  adopt(pid: number): boolean {
+    for (const [id, status] of this.found) {
+      if (status.mainPid === pid) {
+        this.watch(id, pid, status.invocation);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  restartStateOf(id: number): 'backoff' | 'failed' | undefined {
+    const status = this.found.get(id);
+    return status ? restartStateOf(status) : undefined;
+  }
+
+  /** systemd runs one main process per unit: there is never a second copy to end. */
+  stopStray(): void {}
+
+  exitOf(pid: number): Promise<ProcessExit> {
+    return this.exits.get(pid) ?? Promise.resolve({ code: null, signal: null });
+  }
+
+  checkNow(): void {}
+
+  forget(pid: number): void {
+    this.exits.delete(pid);
+  }
+
+  private stopUnit(id: number): void {
+    this.systemctl('stop', '--no-block', unitOf(id)).catch((err) =>
+      this.log.warn({ instanceID: id, err }, 'stopping the unit failed'),
+    );
+  }
+
+  /** systemd sends SIGTERM, then SIGKILL after the unit's TimeoutStopSec (Instance.StopTimeoutSecs). */
+  terminate(request: SpawnRequest): void {
+    this.stopUnit(request.instanceId);
+  }
+
+  kill(request: SpawnRequest): void {
+    this.systemctl('kill', '-s', 'KILL', unitOf(request.instanceId)).catch((err) =>
+      this.log.warn({ instanceID: request.instanceId, err }, 'killing the unit failed'),
+    );
+  }
+
+  /** A stop while systemd waits to restart the unit calls the restart off. */
+  cancelRestart(request: SpawnRequest): void {
+    this.stopUnit(request.instanceId);
+  }
+
+  close(): void {
+    this.subscription.unsubscribe();
+    this.initEvents$.complete();
+  }
+}
