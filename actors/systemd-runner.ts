@@ -15,9 +15,14 @@ const unitOf = (id: number) => `${serviceNameOf(id)}.service`;
 /** Units asked about in one `systemctl show` (its command line stays short). */
 const SHOW_BATCH = 500;
 
-/** What the journal said of a unit's current run, kept until a watcher asks: it may be read before the start returns. */
+/** Runs that ended with nobody watching, kept for a watcher that comes late (a start that has not returned yet). */
+const UNWATCHED_ENDS_KEPT = 1024;
+
+/**
+ * What the journal said of one run of a unit (one invocation), kept until a watcher asks: news of a run may be
+ * read before the start that made it returns, and news of an earlier run may come after a later run began.
+ */
 interface Run {
-  invocation: string;
   exit?: { code: number | null; signal: string | null };
   ended?: ProcessExit;
   /** The run's end, once someone watches it (made once per run, however many times it is taken over). */
@@ -35,7 +40,8 @@ export class SystemdRunner implements TunnelRunner {
   readonly initSystem = 'systemd';
   readonly capturesOutput = false;
   readonly initEvents$ = new Subject<InitSystemEvent>();
-  private readonly runs = new Map<number, Run>();
+  /** By invocation id. */
+  private readonly runs = new Map<string, Run>();
   private readonly exits = new Map<number, Promise<ProcessExit>>();
   /** The units as they were at start-up (`findRunning`), for taking them over. */
   private found = new Map<number, UnitStatus>();
@@ -88,9 +94,19 @@ export class SystemdRunner implements TunnelRunner {
       // It ended at once: systemd may be about to restart it, which this failed start must not leave behind.
       this.stopUnit(id);
       const how = status ? `it is ${status.activeState} (${status.subState}), result ${status.result}` : 'no status';
-      throw new Error(`${unit} did not start: ${how}`);
+      throw new Error(`${unit} did not start: ${how}${await this.lastLines(unit)}`);
     }
     return this.watch(id, status.mainPid, status.invocation);
+  }
+
+  /** The unit's last lines in the journal, to explain a start that failed. */
+  private async lastLines(unit: string): Promise<string> {
+    const journalctl = this.settings()['Systemd.Journalctl'];
+    const lines = await runCommand([journalctl, '-u', unit, '-n', '5', '-o', 'cat', '--no-pager', '-q']).then(
+      ({ stdout }) => stdout.trim(),
+      () => '',
+    );
+    return lines ? `; last log lines:\n${lines}` : '';
   }
 
   /**
@@ -104,18 +120,24 @@ export class SystemdRunner implements TunnelRunner {
     return restartStateOf(status) === 'failed' ? 'failed' : undefined;
   }
 
-  private watch(id: number, pid: number, invocation: string): TunnelProcess {
-    let run = this.runs.get(id);
-    if (run?.invocation !== invocation) {
-      run = { invocation };
-      this.runs.set(id, run);
+  private runOf(invocation: string): Run {
+    let run = this.runs.get(invocation);
+    if (!run) {
+      run = {};
+      this.runs.set(invocation, run);
     }
-    const known = run;
-    known.exited ??= new Promise<ProcessExit>((resolve) => {
-      if (known.ended) resolve(known.ended);
-      else known.watcher = resolve;
+    return run;
+  }
+
+  private watch(id: number, pid: number, invocation: string): TunnelProcess {
+    const run = this.runOf(invocation);
+    run.exited ??= new Promise<ProcessExit>((resolve) => {
+      if (run.ended) resolve(run.ended);
+      else run.watcher = resolve;
     });
-    this.exits.set(pid, known.exited);
+    if (run.ended) this.runs.delete(invocation);
+    this.exits.set(pid, run.exited);
+    this.log.debug({ instanceID: id, pid, invocation }, 'watching the unit\'s main process');
     return { pid, startTicks: procStat(pid)?.startTicks ?? null };
   }
 
@@ -123,18 +145,14 @@ export class SystemdRunner implements TunnelRunner {
     const { id, invocation } = event;
     this.log.debug({ instanceID: id, ...event }, 'unit event');
     if (event.kind === 'started') {
-      if (this.runs.get(id)?.invocation !== invocation) this.initEvents$.next({ type: 'started', instanceId: id });
+      if (!this.runs.get(invocation)?.watcher) this.initEvents$.next({ type: 'started', instanceId: id });
       return;
     }
     if (event.kind === 'startFailed') {
       this.initEvents$.next({ type: 'gaveUp', instanceId: id });
       return;
     }
-    let run = this.runs.get(id);
-    if (run?.invocation !== invocation) {
-      run = { invocation };
-      this.runs.set(id, run);
-    }
+    const run = this.runOf(invocation);
     if (event.kind === 'exit') {
       run.exit = { code: event.code, signal: event.signal };
       return;
@@ -143,13 +161,19 @@ export class SystemdRunner implements TunnelRunner {
     const code = run.exit?.code ?? (event.success ? 0 : null);
     // Which exits systemd restarts depends only on the settings, not on systemd's version.
     const policy = restartPolicy(this.settings(), 0);
-    run.ended = {
-      code,
-      signal: run.exit?.signal ?? null,
-      next: nextAfterRun(policy, { success: event.success, code }),
-    };
-    run.watcher?.(run.ended);
-    run.watcher = undefined;
+    run.ended = { code, signal: run.exit?.signal ?? null, next: nextAfterRun(policy, { success: event.success, code }) };
+    if (run.watcher) {
+      run.watcher(run.ended);
+      this.runs.delete(invocation);
+    } else this.pruneUnwatched();
+  }
+
+  private pruneUnwatched(): void {
+    if (this.runs.size <= UNWATCHED_ENDS_KEPT) return;
+    for (const [invocation, run] of this.runs) {
+      if (this.runs.size <= UNWATCHED_ENDS_KEPT) break;
+      if (run.ended && !run.watcher) this.runs.delete(invocation);
+    }
   }
 
   /** The units of these instances as systemd has them now: their main processes are what runs. */

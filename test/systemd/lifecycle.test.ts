@@ -19,7 +19,11 @@ async function startInside(host: SystemdHost, settings: Record<string, string | 
   return startDaemon({
     wrap: host.enter,
     dataDir,
-    settingsToml: dataDir ? undefined : instanceSettings({ InitSystem: 'systemd', ...settings }) + 'Debug = true\n',
+    // journald tells followers of new entries every 250 ms, so an exit is known up to ~0.3 s late: a start is
+    // confirmed after a time well past that.
+    settingsToml: dataDir
+      ? undefined
+      : instanceSettings({ InitSystem: 'systemd', 'Instance.StartSecs': 0.8, ...settings }) + 'Debug = true\n',
     env: { TUNNELWARD_BOOT_ID: BOOT_ID },
   });
 }
@@ -130,10 +134,10 @@ test('create, start, status, the journal on the log stream, a crash restarted by
 });
 
 test('a crash loop ends in failed when systemd reaches the start limit; an operator start begins afresh', async (t) => {
-  const s = await setup(t, { 'Instance.StartSecs': 0.2 });
+  const s = await setup(t, { 'Instance.StartSecs': 0.5 });
   const { host, daemon, token } = s;
   const { id, configPath } = await createInstance(daemon, token, 'sd_loop', {
-    metadatas: { 'fixture.crashAfterMs': '400', 'fixture.exitCode': '3' },
+    metadatas: { 'fixture.crashAfterMs': '1000', 'fixture.exitCode': '3' },
   });
   const start = await post(s, '/tunnelAct/instanceMgr/start', { instanceID: id });
   t.true(start.body.success, start.body.message);
