@@ -109,7 +109,9 @@ export class InstanceLifecycle {
     let adopted = 0;
     // Tunnels are found by what they run, not only by the pids on record: a crash can come between a spawn and
     // the saving of its pid, and a tunnel found so is taken over instead of being started a second time.
-    const running = await this.runner.findRunning(this.store.all().map((r) => ({ id: r.id, configPath: r.configPath })));
+    const running = await this.runner.findRunning(
+      this.store.all().map((r) => ({ id: r.id, configPath: r.configPath })),
+    );
     const toCancel: InstanceRecord[] = [];
     this.db.transaction(() => {
       for (const record of this.store.all()) {

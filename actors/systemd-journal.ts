@@ -67,7 +67,17 @@ export class JournalFollower {
     const from = this.cursor ? ['--after-cursor', this.cursor] : ['-n', '0'];
     const child = spawn(
       this.journalctl(),
-      ['-f', '-q', '-o', 'json', `--output-fields=${JOURNAL_FIELDS.join(',')}`, ...from, `_SYSTEMD_SLICE=${TUNNEL_SLICE}`, '+', '_PID=1'],
+      [
+        '-f',
+        '-q',
+        '-o',
+        'json',
+        `--output-fields=${JOURNAL_FIELDS.join(',')}`,
+        ...from,
+        `_SYSTEMD_SLICE=${TUNNEL_SLICE}`,
+        '+',
+        '_PID=1',
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     this.child = child;

@@ -137,7 +137,7 @@ export class SystemdRunner implements TunnelRunner {
     });
     if (run.ended) this.runs.delete(invocation);
     this.exits.set(pid, run.exited);
-    this.log.debug({ instanceID: id, pid, invocation }, 'watching the unit\'s main process');
+    this.log.debug({ instanceID: id, pid, invocation }, "watching the unit's main process");
     return { pid, startTicks: procStat(pid)?.startTicks ?? null };
   }
 
@@ -161,7 +161,11 @@ export class SystemdRunner implements TunnelRunner {
     const code = run.exit?.code ?? (event.success ? 0 : null);
     // Which exits systemd restarts depends only on the settings, not on systemd's version.
     const policy = restartPolicy(this.settings(), 0);
-    run.ended = { code, signal: run.exit?.signal ?? null, next: nextAfterRun(policy, { success: event.success, code }) };
+    run.ended = {
+      code,
+      signal: run.exit?.signal ?? null,
+      next: nextAfterRun(policy, { success: event.success, code }),
+    };
     if (run.watcher) {
       run.watcher(run.ended);
       this.runs.delete(invocation);

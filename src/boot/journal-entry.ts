@@ -102,7 +102,9 @@ function eventOf(entry: Record<string, unknown>): JournalEvent | undefined {
     case UNIT_FAILURE_RESULT:
       return { kind: 'ended', id, invocation, success: false, result: text(entry.UNIT_RESULT) };
     case UNIT_STARTED:
-      return entry.JOB_TYPE === 'start' && entry.JOB_RESULT === 'done' ? { kind: 'started', id, invocation } : undefined;
+      return entry.JOB_TYPE === 'start' && entry.JOB_RESULT === 'done'
+        ? { kind: 'started', id, invocation }
+        : undefined;
     case UNIT_FAILED_TO_START:
       return { kind: 'startFailed', id, invocation };
     default:

@@ -8,7 +8,7 @@ export interface TunnelUnitOptions {
   tunnelPath: string;
   configPath: string;
   /** Who restarts a crashed tunnel and how: systemd itself, from tunnelward's Watchdog settings. */
-  restart?: RestartPolicy;
+  restart: RestartPolicy;
 }
 
 /** The slice every tunnel unit runs in: one journal match (`_SYSTEMD_SLICE=`) follows the output of them all. */
@@ -87,15 +87,6 @@ export function nextAfterRun(
 /** systemd takes seconds with a fraction ("0.1s"); whole ones are written as they are. */
 const seconds = (value: number): string => (Number.isInteger(value) ? String(value) : `${value}s`);
 
-export const DEFAULT_RESTART_POLICY: RestartPolicy = {
-  restart: true,
-  restartSec: 5,
-  startLimitBurst: 5,
-  startLimitIntervalSec: 300,
-  preventExitStatus: [],
-  stopTimeoutSec: 10,
-};
-
 export interface TunnelwardUnitOptions {
   nodePath: string;
   cliPath: string;
@@ -121,7 +112,7 @@ export function tunnelUnit(options: TunnelUnitOptions): string {
   const runUser = checkRunUser(options.runUser);
   const tunnelPath = checkPath('tunnelPath', options.tunnelPath);
   const configPath = checkPath('configPath', options.configPath);
-  const policy = options.restart ?? DEFAULT_RESTART_POLICY;
+  const policy = options.restart;
   const steps: Array<[string, string]> = policy.steps
     ? [
         ['RestartSteps', String(policy.steps.count)],

@@ -16,10 +16,12 @@ export function coalesce(job: () => Promise<void>): () => Promise<void> {
   return () => {
     if (next) return next;
     if (!running) return start();
-    const after = running.catch(() => {}).then(() => {
-      next = undefined;
-      return start();
-    });
+    const after = running
+      .catch(() => {})
+      .then(() => {
+        next = undefined;
+        return start();
+      });
     next = after;
     return after;
   };

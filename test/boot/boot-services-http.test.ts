@@ -50,7 +50,14 @@ test('systemd: unit files that systemd-analyze accepts, and the exact commands f
   t.teardown(() => dispose(daemon));
   const token = await daemon.login();
   const { id, configPath } = await createInstance(daemon, token, 'bs_web');
-  t.deepEqual(await fake.commands(), [['systemctl', 'daemon-reload']], 'the unit is written at create, not enabled');
+  t.deepEqual(
+    await fake.commands(),
+    [
+      ['systemctl', '--version'],
+      ['systemctl', 'daemon-reload'],
+    ],
+    'the unit is written at create, not enabled (what it may say depends on the version, asked once)',
+  );
   const unitPath = join(units, `tunnel_${id}.service`);
   const unit = await readFile(unitPath, 'utf8');
   t.regex(unit, /^User=root$/m);
@@ -69,10 +76,11 @@ test('systemd: unit files that systemd-analyze accepts, and the exact commands f
 
   const on = await modify(daemon, token, id, { bootAtStart: true });
   t.deepEqual(on.body.data, { instanceID: Number(id), configPath, bootAtStart: true, runUser: 'root' });
-  t.deepEqual(await fake.commands(), [
-    ['systemctl', 'daemon-reload'],
-    ['systemctl', 'enable', `tunnel_${id}.service`],
-  ]);
+  t.deepEqual(
+    await fake.commands(),
+    [['systemctl', 'enable', `tunnel_${id}.service`]],
+    'the unit is as it was: no reload',
+  );
 
   const renamed = await modify(daemon, token, id, { name: 'bs_web2', runUser: 'nobody' });
   t.true(renamed.body.success);
@@ -232,64 +240,4 @@ test('injection attempts through name and runUser never reach a unit or a comman
   t.deepEqual(await fake.commands(), [], 'no command ran');
   const unit = await readFile(join(fake.root, 'units', `tunnel_${id}.service`), 'utf8');
   t.false(/evil|\$\(id\)|ExecStartPre/.test(unit));
-});
-
-test('systemd runner: start, status, log stream, crash and stop through systemctl and journalctl (stand-ins that run the unit)', async (t) => {
-  const { openStream, wsUrl } = await import('../helpers/streams.js');
-  const { waitFor } = await import('../helpers/instances.js');
-  const fake = await fakeRoot();
-  t.teardown(() => rm(fake.root, { recursive: true, force: true }));
-  const units = join(fake.root, 'units');
-  const state = join(fake.root, 'systemd');
-  await mkdir(state);
-  const fakeSystemd = join(PACKAGE_ROOT, 'test', 'fixtures', 'fake-systemctl.mjs');
-  await symlink(fakeSystemd, join(fake.bin, 'fake-systemctl'));
-  await symlink(fakeSystemd, join(fake.bin, 'journalctl'));
-  const daemon = await startDaemon({
-    settingsToml: instanceSettings({
-      InitSystem: 'systemd',
-      'Systemd.UnitDir': units,
-      'Systemd.Systemctl': join(fake.bin, 'fake-systemctl'),
-      'Systemd.Journalctl': join(fake.bin, 'journalctl'),
-    }),
-    env: { TUNNELWARD_TEST_RECORD: fake.record, TUNNELWARD_TEST_SYSTEMD: state, TUNNELWARD_TEST_UNIT_DIR: units },
-  });
-  t.teardown(() => dispose(daemon));
-  const token = await daemon.login();
-  const { id, configPath } = await createInstance(daemon, token, 'bs_sysrun', {
-    metadatas: { 'fixture.logEveryMs': '100' },
-  });
-  await fake.commands();
-  const stream = await openStream(wsUrl(daemon.url, `/tunnelAct/instanceMgr/logs?instanceID=${id}&token=${token}`));
-
-  const start = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token });
-  t.true(start.body.success, start.body.message);
-  const calls = (await fake.commands()).map((c) => c.slice(0, 2).join(' '));
-  t.true(calls.includes('fake-systemctl start'));
-  t.true(calls.includes('fake-systemctl show'));
-  const [pid] = await tunnelPids(configPath);
-  t.is(Number(await readFile(join(state, `tunnel_${id}.pid`), 'utf8')), pid!, 'the unit runs the tunnel');
-  t.like(await statusOf(daemon, token, id), { isRunning: true, initSystem: 'systemd', serviceName: `tunnel_${id}` });
-  await stream.waitFor((m) => m.some((e) => /fixture: tick \d+/.test(e.content)));
-  t.is(stream.messages.find((e) => /fixture: tick/.test(e.content)).level, 'INFO', 'entries come from the journal');
-
-  // A crash is noticed by watching the main pid; the watchdog starts the unit again.
-  process.kill(pid!, 'SIGKILL');
-  const again = await waitFor(
-    () => tunnelPids(configPath),
-    (p) => p.length === 1 && p[0] !== pid,
-    15_000,
-  );
-  t.not(again[0], pid);
-  await waitFor(
-    () => statusOf(daemon, token, id),
-    (s) => s.isRunning,
-    15_000,
-  );
-
-  const stop = await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token });
-  t.true(stop.body.success, stop.body.message);
-  t.deepEqual(await tunnelPids(configPath), []);
-  t.true((await fake.commands()).some((c) => c[1] === 'stop' && c[2] === '--no-block'));
-  stream.ws.close();
 });

@@ -3,7 +3,14 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { tunnelUnit, tunnelwardUnit, type TunnelUnitOptions } from '../../src/boot/systemd-unit.js';
+import {
+  nextAfterRun,
+  restartPolicy,
+  tunnelUnit,
+  tunnelwardUnit,
+  type TunnelUnitOptions,
+} from '../../src/boot/systemd-unit.js';
+import { defaultSettings } from '../../src/settings/defaults.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 
 // An executable that exists: systemd-analyze verify checks ExecStart's binary.
@@ -15,6 +22,7 @@ const TUNNEL: TunnelUnitOptions = {
   runUser: 'root',
   tunnelPath: FIXTURE,
   configPath: '/var/lib/tunnelward/instances/tunnel_7.toml',
+  restart: restartPolicy(defaultSettings('/var/lib/tunnelward'), 252),
 };
 
 type Entries = Array<[string, string]>;
@@ -71,7 +79,8 @@ test('tunnel unit has exactly the expected keys', (t) => {
         ['Description', 'tunnelward tunnel web-1'],
         ['After', 'network-online.target'],
         ['Wants', 'network-online.target'],
-        ['StartLimitIntervalSec', '300'],
+        // Watchdog.StableSecs 60 + the backoff a crash loop goes through (1 + 2 + 4 + 8 s).
+        ['StartLimitIntervalSec', '75'],
         ['StartLimitBurst', '5'],
       ],
     ],
@@ -81,14 +90,40 @@ test('tunnel unit has exactly the expected keys', (t) => {
         ['Type', 'simple'],
         ['User', 'root'],
         ['ExecStart', `${FIXTURE} -c /var/lib/tunnelward/instances/tunnel_7.toml`],
+        ['Slice', 'tunnelward.slice'],
         ['Restart', 'on-failure'],
-        ['RestartSec', '5'],
+        ['RestartSec', '0.1s'],
+        ['RestartPreventExitStatus', '1'],
         ['KillMode', 'control-group'],
         ['TimeoutStopSec', '10'],
       ],
     ],
     ['Install', [['WantedBy', 'multi-user.target']]],
   ]);
+});
+
+test('the restart policy follows the Watchdog settings and what the systemd version can say', (t) => {
+  const settings = { ...defaultSettings('/x'), 'Watchdog.NoRetryExitCodes': [1, 78], 'Instance.StopTimeoutSecs': 2.5 };
+  const old = restartPolicy(settings, 252);
+  t.like(old, { restart: true, restartSec: 0.1, startLimitBurst: 5, stopTimeoutSec: 2.5 });
+  t.is(old.steps, undefined, 'systemd before 254 has one fixed delay');
+  const recent = restartPolicy(settings, 254);
+  t.deepEqual(recent.steps, { count: 3, maxDelaySec: 8 }, 'from 254 the delay grows to the backoff at the limit');
+  const unit = parseUnit(tunnelUnit({ ...TUNNEL, restart: recent }));
+  const service = new Map(unit[1]![1]);
+  t.is(service.get('RestartSteps'), '3');
+  t.is(service.get('RestartMaxDelaySec'), '8');
+  t.is(service.get('RestartPreventExitStatus'), '1 78');
+  t.is(service.get('TimeoutStopSec'), '2.5s');
+  const off = restartPolicy({ ...settings, 'Watchdog.Enabled': false }, 252);
+  t.is(new Map(parseUnit(tunnelUnit({ ...TUNNEL, restart: off }))[1]![1]).get('Restart'), 'no');
+
+  // What systemd does after a run, for tunnelward to expect: the same rules as the unit's.
+  t.is(nextAfterRun(old, { success: true, code: 0 }), 'stop');
+  t.is(nextAfterRun(old, { success: false, code: 2 }), 'restart');
+  t.is(nextAfterRun(old, { success: false, code: null }), 'restart', 'killed by a signal');
+  t.is(nextAfterRun(old, { success: false, code: 78 }), 'give-up', 'an exit status that prevents a restart');
+  t.is(nextAfterRun(off, { success: false, code: 2 }), 'stop', 'restarts off: the unit just fails');
 });
 
 test('tunnelward unit has exactly the expected keys, with and without a user', (t) => {

@@ -36,15 +36,17 @@ async function killDaemon(daemon: Daemon): Promise<void> {
 
 async function setup(t: ExecutionContext, settings: Record<string, string | number> = {}): Promise<Setup> {
   const host = await SystemdHost.boot();
-  let daemon: Daemon | undefined;
+  const daemon = await startInside(host, settings).catch(async (err: unknown) => {
+    await host.shutdown();
+    throw err;
+  });
   t.teardown(async () => {
     // What the daemon said explains a failure here better than any assertion can.
-    if (!t.passed && daemon) console.error(`${t.title}: daemon output\n${daemon.output.slice(-60).join('\n')}`);
-    if (daemon) await killDaemon(daemon).catch(() => {});
+    if (!t.passed) console.error(`${t.title}: daemon output\n${daemon.output.slice(-60).join('\n')}`);
+    await killDaemon(daemon).catch(() => {});
     await host.shutdown();
-    if (daemon) await rm(daemon.dataDir, { recursive: true, force: true });
+    await rm(daemon.dataDir, { recursive: true, force: true });
   });
-  daemon = await startInside(host, settings);
   return { host, daemon, token: await daemon.login() };
 }
 
