@@ -4,6 +4,7 @@ import { parseUnitStatuses, restartStateOf, UNIT_PROPERTIES, type UnitStatus } f
 import type { Logger } from '../src/log/logger.js';
 import type { Settings } from '../src/settings/defaults.js';
 import { procStat, type LiveProcess } from '../src/system/proc.js';
+import { Batcher } from '../src/util/batcher.js';
 import { serviceNameOf, type SystemdBootService } from './boot-services.js';
 import { runCommand } from './commands.js';
 import type { ProcessExit } from './pid-watcher.js';
@@ -86,18 +87,34 @@ export class SystemdRunner implements TunnelRunner {
     const id = request.instanceId;
     const unit = unitOf(id);
     await this.boot.prepare({ id, name: request.name, runUser: request.runUser, configPath: request.configPath });
-    // An operator's start begins a fresh count of crashes, in systemd's start limit as in tunnelward's.
-    await this.systemctl('reset-failed', unit).catch(() => {});
-    await this.systemctl('start', unit);
-    const status = (await this.statuses([id])).get(id);
+    const { status, error } = await this.starts.request(id);
     if (!status || status.mainPid <= 0) {
       // It ended at once: systemd may be about to restart it, which this failed start must not leave behind.
       this.stopUnit(id);
       const how = status ? `it is ${status.activeState} (${status.subState}), result ${status.result}` : 'no status';
-      throw new Error(`${unit} did not start: ${how}${await this.lastLines(unit)}`);
+      throw new Error(`${unit} did not start: ${how}${error ? ` (${error})` : ''}${await this.lastLines(unit)}`);
     }
     return this.watch(id, status.mainPid, status.invocation);
   }
+
+  /**
+   * Starts that come together are served together: one reset-failed (an operator's start begins a fresh count of
+   * crashes, in systemd's start limit as in tunnelward's), one start, one show, whatever their number.
+   */
+  private readonly starts = new Batcher<number, { status: UnitStatus | undefined; error: string }>(async (ids) => {
+    const units = ids.map(unitOf);
+    await this.systemctl('reset-failed', ...units).catch(() => {});
+    let error = '';
+    await this.systemctl('start', ...units).catch((err: Error) => (error = err.message));
+    const statuses = await this.statuses(ids);
+    return new Map(ids.map((id) => [id, { status: statuses.get(id), error }]));
+  });
+
+  /** Stops that come together are one `systemctl stop --no-block`. */
+  private readonly stops = new Batcher<number, undefined>(async (ids) => {
+    await this.systemctl('stop', '--no-block', ...ids.map(unitOf));
+    return new Map(ids.map((id) => [id, undefined]));
+  });
 
   /** The unit's last lines in the journal, to explain a start that failed. */
   private async lastLines(unit: string): Promise<string> {
@@ -223,9 +240,7 @@ export class SystemdRunner implements TunnelRunner {
   }
 
   private stopUnit(id: number): void {
-    this.systemctl('stop', '--no-block', unitOf(id)).catch((err) =>
-      this.log.warn({ instanceID: id, err }, 'stopping the unit failed'),
-    );
+    this.stops.request(id).catch((err) => this.log.warn({ instanceID: id, err }, 'stopping the unit failed'));
   }
 
   /** systemd sends SIGTERM, then SIGKILL after the unit's TimeoutStopSec (Instance.StopTimeoutSecs). */

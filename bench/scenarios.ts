@@ -4,6 +4,8 @@ import { PACKAGE_ROOT } from '../src/paths.js';
 import { BenchDaemon, ADMIN } from './lib/daemon.js';
 import { load, percentile } from './lib/load.js';
 import { childrenOf, processesByConfig } from './lib/procs.js';
+import { inParallel, LIFTED, sleep, START_CLIENTS, STAND_IN_MARKER, standIn } from './lib/tunnels.js';
+import { systemd } from './systemd-scenario.js';
 import type { Row } from './run.js';
 
 export interface Scenario {
@@ -12,7 +14,6 @@ export interface Scenario {
 }
 
 const FIXTURE = join(PACKAGE_ROOT, 'test', 'fixtures', 'frpc.mjs');
-const LIFTED = '[RateLimit]\nLogin = 1000000\nPerToken = 1000000\n';
 
 function fixtureSettings(): string {
   return `TunnelPath = ${JSON.stringify(FIXTURE)}\n[Instance]\nStartSecs = 1\n${LIFTED}`;
@@ -151,43 +152,6 @@ const fixtureInstances: Scenario = {
   },
 };
 
-/**
- * The scale stand-in: the C one when a compiler is at hand (one small process per tunnel), else the shell one
- * (a shell and a sleep per tunnel).
- */
-async function standIn(): Promise<string> {
-  const { execFileSync } = await import('node:child_process');
-  const { mkdtempSync } = await import('node:fs');
-  const { tmpdir } = await import('node:os');
-  const out = join(mkdtempSync(join(tmpdir(), 'tunnelward-stand-in-')), 'sleep-and-log');
-  try {
-    execFileSync('cc', ['-O2', '-o', out, join(PACKAGE_ROOT, 'bench', 'stand-ins', 'sleep-and-log.c')], {
-      stdio: 'ignore',
-    });
-    return out;
-  } catch {
-    return join(PACKAGE_ROOT, 'bench', 'stand-ins', 'sleep-and-log.sh');
-  }
-}
-const STAND_IN_MARKER = 'sleep-and-log';
-/** Clients starting tunnels at once: each request is sent with a fresh X-Timestamp, as a client pool would. */
-const START_CLIENTS = 500;
-
-/** Runs `jobs` with at most `width` in flight. */
-async function inParallel<T>(count: number, width: number, job: (i: number) => Promise<T>): Promise<T[]> {
-  const results: T[] = new Array(count);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(width, count) }, async () => {
-      while (next < count) {
-        const i = next++;
-        results[i] = await job(i);
-      }
-    }),
-  );
-  return results;
-}
-
 async function latency(count: number, call: () => Promise<unknown>): Promise<{ p50: number; p99: number }> {
   const samples: number[] = [];
   for (let i = 0; i < count; i++) {
@@ -198,8 +162,6 @@ async function latency(count: number, call: () => Promise<unknown>): Promise<{ p
   samples.sort((a, b) => a - b);
   return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Waits for a new child of `parent` whose command line holds `config`; returns when it appeared (ms, performance clock). */
 async function newChildFor(parent: number, config: string, old: number, timeoutMs: number): Promise<number> {
@@ -600,5 +562,5 @@ const startup: Scenario = {
   },
 };
 
-export const scenarios: Scenario[] = [http, fixtureInstances, scale, logs, startup];
+export const scenarios: Scenario[] = [http, fixtureInstances, scale, systemd, logs, startup];
 export { ADMIN };

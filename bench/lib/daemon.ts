@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NODE_FLAGS } from '../../src/boot/systemd-unit.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
+import { enteredChild } from '../../test/helpers/systemd-host.js';
 
 export const ADMIN = { username: 'admin', passwd: 'Bench123!x' };
 
@@ -14,19 +15,30 @@ export class BenchDaemon {
   token = '';
   /** Lines of standard output, kept for the last few thousand. */
   readonly lines: string[] = [];
+  /** The daemon's own pid: the spawned process, or what a wrapper in front of it (nsenter) started. */
+  pid = 0;
   private constructor(
     readonly proc: ChildProcess,
     readonly dataDir: string,
   ) {}
 
   static async start(
-    options: { dataDir?: string; settingsToml?: string; env?: Record<string, string>; nodeFlags?: string[] } = {},
+    options: {
+      dataDir?: string;
+      settingsToml?: string;
+      env?: Record<string, string>;
+      nodeFlags?: string[];
+      /** A command prefix the daemon runs under (nsenter into a throwaway systemd's namespaces). */
+      wrap?: string[];
+    } = {},
   ) {
     const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'tunnelward-bench-')));
     if (options.settingsToml !== undefined) await writeFile(join(dataDir, 'settings.toml'), options.settingsToml);
+    const [command, ...prefix] = [...(options.wrap ?? []), process.execPath];
     const proc = spawn(
-      process.execPath,
+      command!,
       [
+        ...prefix,
         ...NODE_FLAGS,
         ...(options.nodeFlags ?? []),
         join(PACKAGE_ROOT, 'dist/src/cli.js'),
@@ -66,6 +78,7 @@ export class BenchDaemon {
       proc.once('exit', (code) => reject(new Error(`daemon exited with ${code} before listening`)));
     });
     proc.stdout!.resume();
+    daemon.pid = options.wrap ? await enteredChild(proc.pid!) : proc.pid!;
     return daemon;
   }
 
@@ -139,17 +152,17 @@ export class BenchDaemon {
 
   /** Resident memory of the daemon process, in MiB. */
   async rssMiB(): Promise<number> {
-    const status = await readFile(`/proc/${this.proc.pid}/status`, 'utf8');
+    const status = await readFile(`/proc/${this.pid}/status`, 'utf8');
     return Number(status.match(/^VmRSS:\s+(\d+)/m)![1]) / 1024;
   }
 
   async openFds(): Promise<number> {
-    return (await readdir(`/proc/${this.proc.pid}/fd`)).length;
+    return (await readdir(`/proc/${this.pid}/fd`)).length;
   }
 
   /** CPU seconds (user + system) the daemon has used so far. */
   async cpuSeconds(): Promise<number> {
-    const stat = await readFile(`/proc/${this.proc.pid}/stat`, 'utf8');
+    const stat = await readFile(`/proc/${this.pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) / 100;
   }
@@ -157,7 +170,8 @@ export class BenchDaemon {
   async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
     if (this.proc.exitCode !== null) return;
     const exited = new Promise((r) => this.proc.once('exit', r));
-    this.proc.kill(signal);
+    // Signalled itself: a wrapper in front of it would not pass the signal on.
+    process.kill(this.pid, signal);
     await exited;
   }
 
