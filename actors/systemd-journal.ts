@@ -9,8 +9,9 @@ import type { LogSource } from './log-sources.js';
 /** What systemd says of a tunnel unit (everything but its output). */
 export type UnitEvent = Exclude<JournalEvent, { kind: 'output' }>;
 
-/** How long to wait before following again after journalctl ended on its own. */
+/** How long to wait before following again after journalctl ended on its own: doubling while it keeps failing. */
 const REFOLLOW_MS = 1000;
+const REFOLLOW_MAX_MS = 60_000;
 
 /**
  * One `journalctl -f` for every tunnel unit, whatever their number: the output of the units in tunnelward's slice
@@ -23,6 +24,8 @@ export class JournalFollower {
   private readonly outputs = new Map<number, (text: string) => void>();
   private child: ChildProcess | undefined;
   private cursor: string | undefined;
+  /** Runs of journalctl in a row that ended without reading a line. */
+  private failures = 0;
   private closed = false;
   private readonly log: Logger;
 
@@ -83,8 +86,10 @@ export class JournalFollower {
     this.child = child;
     let rest = '';
     let stderr = '';
+    let read = false;
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (chunk: string) => {
+      read = true;
       const lines = (rest + chunk).split('\n');
       rest = lines.pop()!;
       this.read(lines);
@@ -95,8 +100,15 @@ export class JournalFollower {
     child.on('close', (code, signal) => {
       if (this.child === child) this.child = undefined;
       if (this.closed) return;
-      this.log.warn({ code, signal, stderr: stderr.trim() }, 'journalctl ended; following again from where it stopped');
-      setTimeout(() => this.follow(), REFOLLOW_MS).unref();
+      this.failures = read ? 0 : this.failures + 1;
+      // A cursor the journal no longer has (vacuumed) would fail every time: then follow from now.
+      if (this.failures >= 2 && this.cursor) {
+        this.log.warn({ cursor: this.cursor }, 'journalctl fails from the last cursor; following from now on');
+        this.cursor = undefined;
+      }
+      const delay = Math.min(REFOLLOW_MAX_MS, REFOLLOW_MS * 2 ** Math.max(0, this.failures - 1));
+      this.log.warn({ code, signal, stderr: stderr.trim(), delay }, 'journalctl ended; following again');
+      setTimeout(() => this.follow(), delay).unref();
     });
   }
 

@@ -1,6 +1,6 @@
 // `npm run bench [-- --quick] [-- --only name,name]`: measures a real daemon from outside and writes results.json.
 import { spawn } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { scenarios, type Scenario } from './scenarios.js';
@@ -59,6 +59,20 @@ async function main() {
   }
   const table = format(rows);
   process.stdout.write(`${table}\n`);
+  const file = join(PACKAGE_ROOT, 'bench', quick ? 'results.quick.json' : 'results.json');
+  // A run of some scenarios replaces their rows and keeps the others' last figures, in the scenarios' order.
+  if (only) {
+    const kept = await readFile(file, 'utf8').then(
+      (text) => (JSON.parse(text) as { rows: Row[] }).rows.filter((r) => !only.has(r.scenario)),
+      () => [] as Row[],
+    );
+    const order = scenarios.map((s) => s.name);
+    rows.splice(
+      0,
+      rows.length,
+      ...[...kept, ...rows].sort((a, b) => order.indexOf(a.scenario) - order.indexOf(b.scenario)),
+    );
+  }
   const result = {
     at: new Date().toISOString(),
     quick,
@@ -67,10 +81,7 @@ async function main() {
     seconds: (Date.now() - started) / 1000,
     rows,
   };
-  await writeFile(
-    join(PACKAGE_ROOT, 'bench', quick ? 'results.quick.json' : 'results.json'),
-    JSON.stringify(result, null, 2) + '\n',
-  );
+  await writeFile(file, JSON.stringify(result, null, 2) + '\n');
 }
 
 main().then(
