@@ -140,6 +140,11 @@ export class InstanceCatalogue {
     return this.recordOf(id);
   }
 
+  exists(id: number): boolean {
+    const record = this.store.get(id);
+    return record !== undefined && record.pending !== 'create';
+  }
+
   /** The instance's name, or '' once it is gone. */
   nameOf(id: number): string {
     return this.store.get(id)?.name ?? '';

@@ -44,6 +44,24 @@ export interface InstanceStateChange {
 
 type InstanceActor = Actor<InstanceMachine>;
 
+/** How an instance's process last ended, and when. */
+export interface LastExit {
+  code: number | null;
+  signal: string | null;
+  at: number;
+}
+
+/** What an operator reads of an instance's runs beside its state (kept in memory: a restart of tunnelward resets it). */
+export interface RunInfo {
+  /** Automatic restarts since the last operator start. */
+  restarts: number;
+  lastExit: LastExit | null;
+  /** In backoff, when the watchdog starts it again (null where the init system restarts it). */
+  nextStartAt: number | null;
+}
+
+const NO_RUNS: RunInfo = Object.freeze({ restarts: 0, lastExit: null, nextStartAt: null });
+
 /** A command's outcome is awaited for its longest legitimate course (stop, kill, start) plus this. */
 const OUTCOME_MARGIN_MS = 30_000;
 
@@ -68,6 +86,7 @@ export class InstanceLifecycle {
   readonly changes$ = new Subject<InstanceStateChange>();
   private readonly actors = new Map<number, InstanceActor>();
   private readonly states = new Map<number, InstanceState>();
+  private readonly runs = new Map<number, RunInfo>();
   private readonly queue = new KeyedQueue<number>();
   /** The last command reference handed out. */
   private refs = 0;
@@ -322,6 +341,7 @@ export class InstanceLifecycle {
     const proc = await this.runner.spawn({ ...this.requestFor(record), output });
     crashPoint('spawn:spawned', record);
     this.store.setProcess(id, proc.pid, proc.startTicks);
+    this.version++;
     await this.db.persist();
     crashPoint('spawn:recorded', record);
     return { pid: proc.pid };
@@ -358,6 +378,7 @@ export class InstanceLifecycle {
       delayMs: to === 'backoff' ? backoffDelay(ctx.timing, ctx.attempt) : null,
       at: Date.now(),
     };
+    this.recordRun(id, to, from, ctx, change);
     const fields = { instanceID: id, from, to, exitCode: change.exitCode, signal: change.signal };
     if (to === 'backoff')
       this.log.warn(
@@ -381,6 +402,28 @@ export class InstanceLifecycle {
       this.db.persist().catch((err) => this.log.error({ err }, 'cannot persist a failed instance'));
     }
     this.changes$.next(change);
+  }
+
+  /** Keeps what an operator reads of the runs: restarts since the operator's start, the last exit, the next start. */
+  private recordRun(
+    id: number,
+    to: InstanceState,
+    from: InstanceState,
+    ctx: InstanceContext,
+    change: InstanceStateChange,
+  ) {
+    const run = this.runs.get(id) ?? { restarts: 0, lastExit: null, nextStartAt: null };
+    // A start by command begins a new count; any other start is the watchdog's or the init system's restart.
+    if (to === 'starting') run.restarts = ctx.command === 'start' || ctx.command === 'restart' ? 0 : run.restarts + 1;
+    if (ctx.lastExit && (from === 'running' || from === 'starting' || from === 'stopping'))
+      run.lastExit = { code: ctx.lastExit.code, signal: ctx.lastExit.signal, at: change.at };
+    run.nextStartAt = to === 'backoff' && !ctx.awaitingRespawn ? change.at + (change.delayMs ?? 0) : null;
+    this.runs.set(id, run);
+  }
+
+  /** The instance's runs as an operator reads them. */
+  runOf(id: number): Readonly<RunInfo> {
+    return this.runs.get(id) ?? NO_RUNS;
   }
 
   /**
@@ -456,6 +499,7 @@ export class InstanceLifecycle {
     actor?.stop();
     this.actors.delete(id);
     this.states.delete(id);
+    this.runs.delete(id);
     this.version++;
     return undefined;
   }

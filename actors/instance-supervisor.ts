@@ -7,9 +7,10 @@ import type { Logger } from '../src/log/logger.js';
 import type { SettingsStore } from '../src/settings/settings-store.js';
 import type { Database } from '../src/storage/database.js';
 import { formatIso } from '../src/util/time.js';
+import { startedAtMs } from '../src/system/proc.js';
 import type { BootService } from './boot-services.js';
 import { InstanceCatalogue } from './instance-catalogue.js';
-import { InstanceLifecycle, type InstanceState } from './instance-lifecycle.js';
+import { InstanceLifecycle, type InstanceState, type RunInfo } from './instance-lifecycle.js';
 import type { InstanceLogs } from './instance-logs.js';
 import type { TunnelRunner } from './process-runner.js';
 
@@ -19,6 +20,46 @@ export type { InstanceState, InstanceStateChange } from './instance-lifecycle.js
 export interface InstanceView {
   record: InstanceRecord;
   state: InstanceState;
+  run: Readonly<RunInfo>;
+}
+
+/** What every view of an instance shows of its process, beside its state: what `pm2 ls` and supervisorctl show. */
+export interface ProcessFields {
+  /** null when no process runs. */
+  pid: number | null;
+  /** While running: since when (ISO 8601) and for how long. */
+  startedAt?: string;
+  uptimeSecs?: number;
+  /** Automatic restarts since the last operator start. */
+  restarts: number;
+  lastExit: { code: number | null; signal: string | null; at: string } | null;
+  /** In backoff, when the watchdog starts it again. */
+  nextStartAt?: string;
+}
+
+/** How one instance of a command on many went. */
+export interface CommandResult {
+  instanceID: number;
+  ok: boolean;
+  /** The state it is in now; null for an id that names no instance. */
+  state: InstanceState | null;
+  message: string;
+}
+
+const HAS_PROCESS = new Set<InstanceState>(['starting', 'running', 'stopping']);
+
+export function processFields({ record, state, run }: InstanceView, now = Date.now()): ProcessFields {
+  const pid = HAS_PROCESS.has(state) ? record.pid : null;
+  const started = state === 'running' && record.startTicks !== null ? startedAtMs(record.startTicks) : null;
+  return {
+    pid,
+    ...(started !== null
+      ? { startedAt: formatIso(started), uptimeSecs: Math.max(0, Math.floor((now - started) / 1000)) }
+      : {}),
+    restarts: run.restarts,
+    lastExit: run.lastExit && { code: run.lastExit.code, signal: run.lastExit.signal, at: formatIso(run.lastExit.at) },
+    ...(state === 'backoff' && run.nextStartAt !== null ? { nextStartAt: formatIso(run.nextStartAt) } : {}),
+  };
 }
 
 /**
@@ -65,6 +106,29 @@ export class InstanceSupervisor {
     return this.lifecycle.command(id, command);
   }
 
+  /**
+   * One command for many instances, all under way at once (each in its own instance's queue, as if sent alone);
+   * resolves when every one has its outcome. A failure is that instance's, never the request's.
+   */
+  async commandMany(ids: readonly number[], command: Command): Promise<CommandResult[]> {
+    return Promise.all(
+      ids.map(async (id): Promise<CommandResult> => {
+        try {
+          const done = await this.command(id, command);
+          return { instanceID: id, ok: done.ok, state: this.lifecycle.stateOf(id), message: done.message };
+        } catch (err) {
+          const known = this.catalogue.exists(id);
+          return {
+            instanceID: id,
+            ok: false,
+            state: known ? this.lifecycle.stateOf(id) : null,
+            message: (err as Error).message,
+          };
+        }
+      }),
+    );
+  }
+
   /** Settles what a crash cut off, then takes over what runs and restores the rest. */
   async start(bootId: string): Promise<void> {
     await this.catalogue.settle();
@@ -73,11 +137,13 @@ export class InstanceSupervisor {
 
   view(id: number): InstanceView {
     const record = this.catalogue.record(id);
-    return { record, state: this.lifecycle.stateOf(id) };
+    return { record, state: this.lifecycle.stateOf(id), run: this.lifecycle.runOf(id) };
   }
 
   views(): InstanceView[] {
-    return this.catalogue.records().map((record) => ({ record, state: this.lifecycle.stateOf(record.id) }));
+    return this.catalogue
+      .records()
+      .map((record) => ({ record, state: this.lifecycle.stateOf(record.id), run: this.lifecycle.runOf(record.id) }));
   }
 
   /**
@@ -85,15 +151,18 @@ export class InstanceSupervisor {
    * or was created, renamed or deleted, and served as it is until then.
    */
   listJson(): { json: string; count: number } {
-    const version = `${this.lifecycle.stateVersion}.${this.catalogue.catalogueVersion}`;
+    // Uptimes change by the second: a list polled many times a second is still built at most once per second.
+    const now = Date.now();
+    const version = `${this.lifecycle.stateVersion}.${this.catalogue.catalogueVersion}.${Math.floor(now / 1000)}`;
     if (this.listed?.version !== version) {
-      const list = this.views().map(({ record, state }) => ({
-        instanceID: record.id,
-        name: record.name,
-        createdAt: createdAtOf(record),
-        createdBy: record.createdBy,
-        isRunning: state === 'running',
-        state,
+      const list = this.views().map((view) => ({
+        instanceID: view.record.id,
+        name: view.record.name,
+        createdAt: createdAtOf(view.record),
+        createdBy: view.record.createdBy,
+        isRunning: view.state === 'running',
+        state: view.state,
+        ...processFields(view, now),
       }));
       this.listed = { version, json: JSON.stringify(list), count: list.length };
     }

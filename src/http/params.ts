@@ -50,3 +50,15 @@ export function queryParam(ctx: Context, name: string): string | undefined {
   if (Array.isArray(q)) throw badRequest(`${name} is given more than once`);
   return ctx.get(`X-${name}`) || undefined;
 }
+
+/** Most ids one request may name (a list longer than any host's instances is a mistake, not a request). */
+const MAX_IDS = 100_000;
+
+/** A list of ids, each as `requiredId` takes one; repeated ids count once, in the order first given. */
+export function idList(fields: Fields, name: string): number[] {
+  const v = fields[name];
+  if (!Array.isArray(v)) throw badRequest(`${name} must be an array of instance ids`);
+  if (v.length === 0) throw badRequest(`${name} must name at least one instance`);
+  if (v.length > MAX_IDS) throw badRequest(`${name} may name at most ${MAX_IDS} instances`);
+  return [...new Set(v.map((item, i) => requiredId({ [`${name}[${i}]`]: item }, `${name}[${i}]`)))];
+}

@@ -51,6 +51,22 @@ export function hostBootId(env: NodeJS.ProcessEnv = process.env): string {
   }
 }
 
+/** Clock ticks per second of /proc's start times (USER_HZ, 100 on every Linux build that matters). */
+const TICKS_PER_SECOND = 100;
+let bootTimeMs: number | undefined;
+
+/** When a process started (ms since the epoch), from its start time in ticks after boot; null when unknown. */
+export function startedAtMs(startTicks: number): number | null {
+  if (bootTimeMs === undefined) {
+    try {
+      bootTimeMs = Number(/^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'latin1'))?.[1] ?? NaN) * 1000;
+    } catch {
+      bootTimeMs = NaN;
+    }
+  }
+  return Number.isFinite(bootTimeMs) ? bootTimeMs + (startTicks * 1000) / TICKS_PER_SECOND : null;
+}
+
 /** A live process, identified for good by its pid and start time. */
 export interface LiveProcess {
   pid: number;

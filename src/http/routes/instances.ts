@@ -1,11 +1,25 @@
 import type { Context } from 'koa';
-import { createdAtOf, type InstanceSupervisor, type InstanceView } from '../../../actors/instance-supervisor.js';
+import {
+  createdAtOf,
+  processFields,
+  type InstanceSupervisor,
+  type InstanceView,
+} from '../../../actors/instance-supervisor.js';
 import { serviceNameOf } from '../../../actors/boot-services.js';
 import type { Command } from '../../../machines/instance.machine.js';
 import { hasRole } from '../../accounts/rules.js';
 import { AppError, badRequest, conflict } from '../../errors.js';
 import { reply } from '../envelope.js';
-import { body, optionalBool, optionalString, queryParam, requiredId, requiredString, type Fields } from '../params.js';
+import {
+  body,
+  idList,
+  optionalBool,
+  optionalString,
+  queryParam,
+  requiredId,
+  requiredString,
+  type Fields,
+} from '../params.js';
 import type { RouteDeps } from '../app.js';
 import { ResourceRouter } from '../resource-router.js';
 
@@ -25,6 +39,17 @@ function objectField(fields: Fields, name: string, required: boolean): Fields | 
 }
 
 const isRunning = (view: InstanceView) => view.state === 'running';
+
+/** The instances a command on many names (`instanceIDs` or `all: true`); undefined for the one-instance form. */
+function bulkTargets(fields: Fields, everyId: () => number[]): number[] | undefined {
+  const forms = ['instanceID', 'instanceIDs', 'all'].filter((k) => fields[k] !== undefined);
+  if (forms.length > 1) throw badRequest(`give one of instanceID, instanceIDs or all, not ${forms.join(' and ')}`);
+  if (fields.all !== undefined) {
+    if (fields.all !== true) throw badRequest('all must be true (or left out)');
+    return everyId();
+  }
+  return fields.instanceIDs === undefined ? undefined : idList(fields, 'instanceIDs');
+}
 
 /** Runs a lifecycle command and says how it went: 409 for a refusal the state explains, 500 for a failure. */
 async function commandOutcome(supervisor: InstanceSupervisor, id: number, command: Command): Promise<string> {
@@ -113,9 +138,22 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
     }
   });
 
+  // One instance (`instanceID`, the contract's form), or many: `instanceIDs: [...]` or `all: true`.
   for (const command of ['start', 'stop', 'restart'] as const) {
     router.post(`/${command}`, 'admin', async (ctx) => {
-      reply(ctx, await commandOutcome(supervisor, requiredId(body(ctx), 'instanceID'), command), {});
+      const fields = body(ctx);
+      const ids = bulkTargets(fields, () => supervisor.views().map((v) => v.record.id));
+      if (!ids) {
+        reply(ctx, await commandOutcome(supervisor, requiredId(fields, 'instanceID'), command), {});
+        return;
+      }
+      const results = await supervisor.commandMany(ids, command);
+      const ok = results.filter((r) => r.ok).length;
+      reply(ctx, `${command}: ${ok} of ${results.length} instances ok`, {
+        ok,
+        failed: results.length - ok,
+        results,
+      });
     });
   }
 
@@ -127,6 +165,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
       ...(process.platform !== 'win32' ? { serviceName: serviceNameOf(view.record.id) } : {}),
       isRunning: isRunning(view),
       state: view.state,
+      ...processFields(view),
     });
   });
 
@@ -153,6 +192,8 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
       bootAtStart: view.record.bootAtStart,
       runUser: view.record.runUser,
       configPath: view.record.configPath,
+      state: view.state,
+      ...processFields(view),
       ...(privileged
         ? {
             serverAddr: config.serverAddr,
