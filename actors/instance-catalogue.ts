@@ -32,6 +32,14 @@ export interface SystemConfigChange {
   runUser?: string;
 }
 
+export interface CatalogueChange {
+  event: 'instance.created' | 'instance.modified' | 'instance.deleted';
+  instanceID: number;
+  name: string;
+  /** For a modification: what was changed. */
+  what?: string;
+}
+
 const INSTANCE_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
 const targetOf = (r: InstanceRecord): BootTarget => ({
@@ -50,6 +58,8 @@ export class InstanceCatalogue {
   readonly deleted$ = new Subject<number>();
   /** Boot-service operations that failed. */
   readonly bootErrors$ = new Subject<{ instanceID: number; name: string; message: string }>();
+  /** Instances created, modified (what: `config file`, `proxies`, `system config`, `environment`) and deleted. */
+  readonly changes$ = new Subject<CatalogueChange>();
   private version = 0;
   private readonly log: Logger;
   /** What each instance's proxies hold on their server, read from its file once and kept as its file is written. */
@@ -196,6 +206,7 @@ export class InstanceCatalogue {
     await this.db.persist();
     this.version++;
     this.log.info({ instanceID: created.id, name: created.name }, 'instance created');
+    this.changes$.next({ event: 'instance.created', instanceID: created.id, name: created.name });
     if (bootServiceError) this.reportBootError(created, bootServiceError);
     return bootServiceError ? { record: created, bootServiceError } : { record: created };
   }
@@ -216,6 +227,7 @@ export class InstanceCatalogue {
       await this.dismantle(record);
       this.log.info({ instanceID: id, name: record.name }, 'instance deleted');
       this.deleted$.next(id);
+      this.changes$.next({ event: 'instance.deleted', instanceID: id, name: record.name });
       return record;
     });
   }
@@ -235,9 +247,16 @@ export class InstanceCatalogue {
     await this.db.persist();
   }
 
+  /** An edit of an instance in its queue, announced once it is done. */
+  private async modify<T>(id: number, what: string, job: (record: InstanceRecord) => Promise<T>): Promise<T> {
+    const result = await this.lifecycle.exclusive(id, job);
+    this.changes$.next({ event: 'instance.modified', instanceID: id, name: this.nameOf(id), what });
+    return result;
+  }
+
   /** Sets or removes (null) environment variables of the instance's tunnel; they apply at its next start. */
   modifyEnvironment(id: number, changes: Record<string, unknown>): Promise<InstanceRecord> {
-    return this.lifecycle.exclusive(id, async (record) => {
+    return this.modify(id, 'environment', async (record) => {
       this.env.change(id, changes);
       await this.db.persist();
       // Names only: the values are secrets.
@@ -253,7 +272,7 @@ export class InstanceCatalogue {
 
   /** Changes top-level settings of the config file; proxies stay as they are. */
   modifyConfig(id: number, patch: Record<string, unknown>): Promise<InstanceRecord> {
-    return this.lifecycle.exclusive(id, async (record) => {
+    return this.modify(id, 'config file', async (record) => {
       const config = await readTunnelConfig(record.configPath);
       config.setCommon(patch);
       await this.write(record, config);
@@ -303,7 +322,7 @@ export class InstanceCatalogue {
    * what is really in place.
    */
   modifySystem(id: number, change: SystemConfigChange): Promise<{ record: InstanceRecord; bootServiceError?: string }> {
-    return this.lifecycle.exclusive(id, async (record) => {
+    return this.modify(id, 'system config', async (record) => {
       if (change.name !== undefined) {
         checkInstanceName(change.name);
         if (this.store.nameTaken(change.name, id)) throw conflict(`an instance named ${change.name} already exists`);
@@ -369,7 +388,7 @@ export class InstanceCatalogue {
 
   /** Edits the instance's config file in its queue: read, change, write atomically. */
   editProxies<T>(id: number, edit: (config: TunnelConfig) => T): Promise<{ record: InstanceRecord; result: T }> {
-    return this.lifecycle.exclusive(id, async (record) => {
+    return this.modify(id, 'proxies', async (record) => {
       const config = await readTunnelConfig(record.configPath);
       const result = edit(config);
       await this.write(record, config);
@@ -380,6 +399,7 @@ export class InstanceCatalogue {
   close(): void {
     this.deleted$.complete();
     this.bootErrors$.complete();
+    this.changes$.complete();
   }
 }
 

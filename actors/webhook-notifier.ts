@@ -14,7 +14,29 @@ export type NotificationKind =
   | 'instance.logFailed'
   | 'instance.logRecovered'
   | 'service.started'
-  | 'service.stopping';
+  | 'service.stopping'
+  /** The catalogue: an instance was created, changed (its config file, proxies, record, environment) or deleted. */
+  | 'instance.created'
+  | 'instance.modified'
+  | 'instance.deleted'
+  /** Every change of an instance's state (the event stream only: webhooks get the kinds above). */
+  | 'instance.state';
+
+/** What webhooks are sent: what an instance's life means, not each step of it, and not the catalogue's edits. */
+const WEBHOOK_KINDS: ReadonlySet<NotificationKind> = new Set<NotificationKind>([
+  'instance.started',
+  'instance.stopped',
+  'instance.crashed',
+  'instance.restarting',
+  'instance.failed',
+  'instance.bootServiceError',
+  'instance.logFailed',
+  'instance.logRecovered',
+  'service.started',
+  'service.stopping',
+]);
+
+export const isWebhookEvent = (event: { event: NotificationKind }): boolean => WEBHOOK_KINDS.has(event.event);
 
 export interface NotificationEvent {
   event: NotificationKind;
@@ -27,13 +49,13 @@ export interface NotificationEvent {
   /** For instance.restarting: crashes in a row, and the delay before the next start. */
   attempt?: number;
   delayMs?: number;
-  /** For instance.bootServiceError, instance.logFailed and instance.logRecovered: what happened. */
+  /** For instance.bootServiceError, instance.logFailed, instance.logRecovered and instance.modified: what happened. */
   message?: string;
   at: string;
   seq: number;
 }
 
-type Draft = Omit<NotificationEvent, 'seq' | 'at'>;
+export type Draft = Omit<NotificationEvent, 'seq' | 'at'>;
 
 /** What an instance's change of state means to someone watching from outside; adoption at start-up is no news. */
 export function eventsOf(change: InstanceStateChange): Draft[] {
@@ -115,7 +137,6 @@ export class WebhookNotifier {
 
   constructor(
     private readonly settings: () => Readonly<Settings>,
-    private readonly nextSeq: () => number,
     log: Logger,
     private readonly options: NotifierOptions = DEFAULT_NOTIFIER_OPTIONS,
   ) {
@@ -126,9 +147,9 @@ export class WebhookNotifier {
     return s['Notification.Enabled'] && s['Notification.Method'] === 'webhook' && s['Webhook.URL'] !== '';
   }
 
-  publish(draft: Draft): void {
+  /** Queues an event (numbered by the event hub) for delivery, when notifications are on. */
+  publish(event: NotificationEvent): void {
     if (!this.enabled(this.settings())) return;
-    const event: NotificationEvent = { ...draft, at: new Date().toISOString(), seq: this.nextSeq() };
     this.stats.published++;
     if (this.queue.length >= this.options.capacity) {
       this.stats.dropped++;

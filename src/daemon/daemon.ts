@@ -10,7 +10,9 @@ import { InitdRunner } from '../../actors/initd-runner.js';
 import { ProcessRunner } from '../../actors/process-runner.js';
 import { JournalFollower } from '../../actors/systemd-journal.js';
 import { SystemdRunner } from '../../actors/systemd-runner.js';
-import { eventsOf, WebhookNotifier } from '../../actors/webhook-notifier.js';
+import { EventHub } from '../../actors/event-hub.js';
+import { isWebhookEvent, WebhookNotifier } from '../../actors/webhook-notifier.js';
+import { publishEvents } from './event-sources.js';
 import { AccountService } from '../accounts/account-service.js';
 import { PasswordHasher } from '../accounts/password-hasher.js';
 import { removeStaleTempFiles, writeFileAtomic } from '../fs/atomic.js';
@@ -105,40 +107,12 @@ async function startLocked(
     source,
   );
   const supervisor = new InstanceSupervisor(db, settings, runner, boot, logs, log, join(dataDir, 'orphaned'));
-  const notifier = new WebhookNotifier(() => settings.get(), new PersistentCounter(db, 'event_seq').next, log);
-  const notifications = supervisor.lifecycle.changes$.subscribe((change) =>
-    eventsOf(change).forEach((e) => notifier.publish(e)),
-  );
-  notifications.add(
-    logs.faults$.subscribe(({ instanceID, fault, recovered }) =>
-      notifier.publish({
-        event: recovered ? 'instance.logRecovered' : 'instance.logFailed',
-        instanceID,
-        name: supervisor.catalogue.nameOf(instanceID),
-        from: null,
-        to: null,
-        exitCode: null,
-        signal: null,
-        message: recovered
-          ? `log file writable again; ${fault.lostBytes} bytes of output were dropped`
-          : `cannot write the log file: ${fault.reason}`,
-      }),
-    ),
-  );
-  notifications.add(
-    supervisor.catalogue.bootErrors$.subscribe(({ instanceID, name, message }) =>
-      notifier.publish({
-        event: 'instance.bootServiceError',
-        instanceID,
-        name,
-        from: null,
-        to: null,
-        exitCode: null,
-        signal: null,
-        message,
-      }),
-    ),
-  );
+  const counter = new PersistentCounter(db, 'event_seq');
+  const events = new EventHub(counter.next, counter.current, DEFAULTS.eventHistory);
+  const notifier = new WebhookNotifier(() => settings.get(), log);
+  // Webhooks get what an instance's life means (started, crashed, ...); the event stream gets every event.
+  const notifications = events.events$.subscribe((e) => isWebhookEvent(e) && notifier.publish(e));
+  notifications.add(publishEvents(events, supervisor, logs));
   await supervisor.start(hostBootId(env));
   cleanups.push(() => supervisor.close());
   cleanups.push(() => notifications.unsubscribe());
@@ -178,7 +152,7 @@ async function startLocked(
   const server = createServer(app.callback());
   server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);
-  const streams = new LogStreams(server, { accounts, supervisor, systemLog, log });
+  const streams = new LogStreams(server, { accounts, supervisor, systemLog, events, log });
   await listen(server, options.port, options.host);
   cleanups.push(() => closeServer(server));
   // Cleanups run in reverse: streams close before the server waits for its connections.
@@ -216,10 +190,10 @@ async function startLocked(
     },
   };
   cleanups.push(async () => {
-    notifier.publish(serviceEvent('service.stopping'));
+    events.publish(serviceEvent('service.stopping'));
     await notifier.drain(DEFAULTS.shutdownGraceMs);
   });
-  notifier.publish(serviceEvent('service.started'));
+  events.publish(serviceEvent('service.started'));
   log.info({ url, dataDir }, 'listening');
   process.stdout.write(`tunnelward listening on ${url}\n`);
   return daemon;

@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { map, share, type Observable, type Subscription } from 'rxjs';
 import { WebSocketServer, type WebSocket } from 'ws';
+import type { EventHub } from '../../actors/event-hub.js';
 import type { InstanceSupervisor } from '../../actors/instance-supervisor.js';
 import type { AccountService, Authenticated } from '../accounts/account-service.js';
 import { AppError } from '../errors.js';
@@ -51,6 +52,7 @@ interface Deps {
   accounts: AccountService;
   supervisor: InstanceSupervisor;
   systemLog: SystemLog;
+  events: EventHub;
   log: Logger;
 }
 
@@ -160,6 +162,8 @@ export class LogStreams {
   private readonly log: Logger;
   /** Each system entry serialized once, however many clients follow. */
   private readonly systemLog$: Observable<Buffer>;
+  /** Each event serialized once, likewise. */
+  private readonly events$: Observable<Buffer>;
 
   constructor(
     server: Server,
@@ -168,6 +172,7 @@ export class LogStreams {
   ) {
     this.log = deps.log.child({ component: 'streams' });
     this.systemLog$ = deps.systemLog.entries$.pipe(map(toBuffer), share());
+    this.events$ = deps.events.events$.pipe(map(toBuffer), share());
     server.on('upgrade', (req, socket, head) => this.onUpgrade(req, socket, head));
     this.subscriptions.push(
       deps.accounts.sessionsEnded$.subscribe(({ sessionIds, reason }) => {
@@ -198,6 +203,7 @@ export class LogStreams {
     const url = new URL(req.url ?? '/', 'http://localhost');
     try {
       if (url.pathname === '/system/getLogs') this.systemStream(url, req, socket, head);
+      else if (url.pathname === '/system/events') this.eventStream(url, req, socket, head);
       else if (url.pathname === '/tunnelAct/instanceMgr/logs') this.instanceStream(url, req, socket, head);
       else throw new AppError(404, `no such stream: ${url.pathname}`);
     } catch (err) {
@@ -218,13 +224,49 @@ export class LogStreams {
     });
   }
 
+  /** A token is required, as for an instance log; whoever may list the instances may follow their events. */
+  private requiredToken(url: URL): Authenticated {
+    const token = url.searchParams.get('token');
+    if (!token) throw new AppError(401, 'Token is required');
+    return this.deps.accounts.authenticate(token);
+  }
+
+  /**
+   * `/system/events`: every event as it happens (`instance.state` for each change of state, created, modified,
+   * deleted, ...), numbered like the webhook's. The first message says where the stream stands: `lastSeq`, and
+   * with `?since=N` either the events after N that follow it, or `lost` when some of them are no longer kept.
+   */
+  private eventStream(url: URL, req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const rawSince = url.searchParams.get('since');
+    if (rawSince !== null && !/^\d{1,15}$/.test(rawSince))
+      throw new AppError(400, 'since must be an event seq (an integer)');
+    const auth = this.requiredToken(url);
+    const { events } = this.deps;
+    this.accept(req, socket, head, auth, undefined, (client) => {
+      const since = rawSince === null ? undefined : events.since(Number(rawSince));
+      const lost = since !== undefined && 'lost' in since;
+      client.send(
+        JSON.stringify({
+          event: 'events.start',
+          lastSeq: events.lastSeq,
+          ...(since === undefined
+            ? {}
+            : lost
+              ? { lost: true, oldestKept: since.oldest }
+              : { replayed: since.events.length }),
+          ...(lost ? { message: `events after ${rawSince} are no longer all kept: read the list again` } : {}),
+        }),
+      );
+      if (since && !lost) for (const event of since.events) client.send(toBuffer(event));
+      client.follow(this.events$);
+    });
+  }
+
   private instanceStream(url: URL, req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const rawId = url.searchParams.get('instanceID');
     if (rawId === null || rawId === '') throw new AppError(400, 'instanceID is required');
     if (!/^\d{1,15}$/.test(rawId) || Number(rawId) < 1) throw new AppError(400, 'invalid instanceID format');
-    const token = url.searchParams.get('token');
-    if (!token) throw new AppError(401, 'Token is required');
-    const auth = this.deps.accounts.authenticate(token);
+    const auth = this.requiredToken(url);
     const id = Number(rawId);
     let record;
     try {

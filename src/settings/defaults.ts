@@ -36,6 +36,8 @@ export const DEFAULTS = {
   /** Webhook events waiting at most (past that they are dropped and counted), and the first retry delay. */
   webhookQueueCapacity: 1000,
   webhookRetryDelayMs: 500,
+  /** Events kept for clients of /system/events that reconnect and ask for what they missed (`?since=`). */
+  eventHistory: 1000,
 } as const;
 
 /** Defaults of the persisted settings (`settings.toml`); the keys are the contract's flat names. */

@@ -168,6 +168,9 @@ export class Database {
   }
 
   private async writeLoop(): Promise<void> {
+    // A persist asked for inside a transaction (a counter bumped by an event it raises) starts after it: a
+    // snapshot is never taken halfway through one.
+    await Promise.resolve();
     try {
       while (this.waiters.length > 0) {
         const generation = this.generation;

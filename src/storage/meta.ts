@@ -23,6 +23,11 @@ export class PersistentCounter {
     this.value = Number(getMeta(db, key) ?? 0);
   }
 
+  /** The last value handed out. */
+  get current(): number {
+    return this.value;
+  }
+
   readonly next = (): number => {
     this.value++;
     setMeta(this.db, this.key, String(this.value));

@@ -6,6 +6,20 @@ import { startReceiver } from '../helpers/receiver.js';
 
 const silent = pino({ level: 'silent' });
 
+let numbered = 0;
+/** An event as the event hub hands it over: numbered and stamped. */
+const serviceStarted = (seq = ++numbered): NotificationEvent => ({
+  event: 'service.started',
+  instanceID: null,
+  name: 'x',
+  from: null,
+  to: null,
+  exitCode: null,
+  signal: null,
+  at: new Date().toISOString(),
+  seq,
+});
+
 test('state changes map to notification events', (t) => {
   const base = { instanceID: 3, name: 'web', exitCode: 1, signal: null, attempt: 2, delayMs: 2000, at: 0 };
   const kinds = (from: any, to: any) => eventsOf({ ...base, from, to }).map((e) => e.event);
@@ -43,23 +57,9 @@ test('a full queue drops new events and counts them; publish never waits', async
     'Webhook.TimeoutSecs': 2,
     'Webhook.Retries': 0,
   };
-  let seq = 0;
-  const notifier = new WebhookNotifier(
-    () => settings,
-    () => ++seq,
-    silent,
-    { capacity: 3, retryDelayMs: 10 },
-  );
-  for (let i = 0; i < 10; i++) {
-    const returned = notifier.publish({
-      event: 'service.started',
-      instanceID: null,
-      name: 'x',
-      from: null,
-      to: null,
-      exitCode: null,
-      signal: null,
-    });
+  const notifier = new WebhookNotifier(() => settings, silent, { capacity: 3, retryDelayMs: 10 });
+  for (let i = 1; i <= 10; i++) {
+    const returned = notifier.publish(serviceStarted(i));
     t.is(returned, undefined, 'publish returns at once, with nothing to wait for');
   }
   // One in flight, three queued, six dropped: all decided before any delivery ended (the receiver never answers).
@@ -77,20 +77,8 @@ test('nothing is sent while notifications are off', async (t) => {
   const receiver = await startReceiver();
   t.teardown(() => receiver.close());
   const settings = { ...defaultSettings('/tmp'), 'Webhook.URL': receiver.url };
-  const notifier = new WebhookNotifier(
-    () => settings,
-    () => 1,
-    silent,
-  );
-  notifier.publish({
-    event: 'service.started',
-    instanceID: null,
-    name: 'x',
-    from: null,
-    to: null,
-    exitCode: null,
-    signal: null,
-  });
+  const notifier = new WebhookNotifier(() => settings, silent);
+  notifier.publish(serviceStarted());
   await notifier.drain(200);
   t.is(notifier.stats.published, 0);
   t.is(receiver.received.length, 0);
@@ -108,21 +96,8 @@ test('a header Node refuses to send fails the delivery once, logged, without ret
   };
   const lines: string[] = [];
   const log = pino({ level: 'info' }, { write: (line: string) => lines.push(line) });
-  const notifier = new WebhookNotifier(
-    () => settings,
-    () => 1,
-    log,
-    { capacity: 10, retryDelayMs: 10 },
-  );
-  notifier.publish({
-    event: 'service.started',
-    instanceID: null,
-    name: 'x',
-    from: null,
-    to: null,
-    exitCode: null,
-    signal: null,
-  });
+  const notifier = new WebhookNotifier(() => settings, log, { capacity: 10, retryDelayMs: 10 });
+  notifier.publish(serviceStarted());
   await notifier.drain(2000);
   t.is(notifier.stats.failed, 1);
   t.is(receiver.received.length, 0);

@@ -1,0 +1,51 @@
+import { Subject } from 'rxjs';
+import type { Draft, NotificationEvent } from './webhook-notifier.js';
+
+/** Events after a sequence number: all of them, or `lost` when some are no longer kept. */
+export type Since = { events: NotificationEvent[] } | { lost: true; oldest: number | null };
+
+/**
+ * Every event of the daemon, numbered once (`seq`, persisted, monotonic across restarts) and stamped, then handed
+ * to whoever follows: the webhook notifier and the clients of `/system/events`. The latest ones are kept, so a
+ * client that reconnects can ask for what it missed.
+ */
+export class EventHub {
+  readonly events$ = new Subject<NotificationEvent>();
+  private readonly history: NotificationEvent[] = [];
+  private last: number;
+
+  constructor(
+    private readonly nextSeq: () => number,
+    /** The last number handed out before this hub began. */
+    lastSeq: number,
+    private readonly capacity: number,
+  ) {
+    this.last = lastSeq;
+  }
+
+  get lastSeq(): number {
+    return this.last;
+  }
+
+  publish(draft: Draft): NotificationEvent {
+    const event: NotificationEvent = { ...draft, at: new Date().toISOString(), seq: this.nextSeq() };
+    this.last = event.seq;
+    this.history.push(event);
+    if (this.history.length > this.capacity) this.history.shift();
+    this.events$.next(event);
+    return event;
+  }
+
+  /** The events after `seq`, in order, if every one of them is still kept. */
+  since(seq: number): Since {
+    if (seq === this.last) return { events: [] };
+    const oldest = this.history[0]?.seq ?? null;
+    // Numbers from the future (a database restored from a backup) or from before what is kept: a gap.
+    if (seq > this.last || oldest === null || seq < oldest - 1) return { lost: true, oldest };
+    return { events: this.history.filter((e) => e.seq > seq) };
+  }
+
+  close(): void {
+    this.events$.complete();
+  }
+}

@@ -1,0 +1,44 @@
+import type { Subscription } from 'rxjs';
+import type { EventHub } from '../../actors/event-hub.js';
+import type { InstanceLogs } from '../../actors/instance-logs.js';
+import type { InstanceSupervisor } from '../../actors/instance-supervisor.js';
+import { eventsOf } from '../../actors/webhook-notifier.js';
+
+const NO_PROCESS = { from: null, to: null, exitCode: null, signal: null } as const;
+
+/**
+ * What becomes an event: every change of an instance's state (`instance.state`, and what it means: started,
+ * crashed, restarting, failed, stopped), creates, modifications and deletes, boot-service errors, and log file
+ * faults. Returns the subscription that feeds them all to the hub.
+ */
+export function publishEvents(hub: EventHub, supervisor: InstanceSupervisor, logs: InstanceLogs): Subscription {
+  const subscription = supervisor.lifecycle.changes$.subscribe((change) => {
+    const { instanceID, name, from, to, exitCode, signal } = change;
+    hub.publish({ event: 'instance.state', instanceID, name, from, to, exitCode, signal });
+    for (const event of eventsOf(change)) hub.publish(event);
+  });
+  subscription.add(
+    supervisor.catalogue.changes$.subscribe(({ event, instanceID, name, what }) =>
+      hub.publish({ event, instanceID, name, ...NO_PROCESS, ...(what ? { message: what } : {}) }),
+    ),
+  );
+  subscription.add(
+    supervisor.catalogue.bootErrors$.subscribe(({ instanceID, name, message }) =>
+      hub.publish({ event: 'instance.bootServiceError', instanceID, name, ...NO_PROCESS, message }),
+    ),
+  );
+  subscription.add(
+    logs.faults$.subscribe(({ instanceID, fault, recovered }) =>
+      hub.publish({
+        event: recovered ? 'instance.logRecovered' : 'instance.logFailed',
+        instanceID,
+        name: supervisor.catalogue.nameOf(instanceID),
+        ...NO_PROCESS,
+        message: recovered
+          ? `log file writable again; ${fault.lostBytes} bytes of output were dropped`
+          : `cannot write the log file: ${fault.reason}`,
+      }),
+    ),
+  );
+  return subscription;
+}
