@@ -9,7 +9,7 @@ import { editProxy, readProxyChanges, type ProxyInput } from './proxy-edit.js';
 import { REMOTE_PORT_TYPES } from './proxy-keys.js';
 import { viewOf, type ProxyView } from './proxy-view.js';
 import { deletePath, getPath, isTable, setPath, text, type Table } from './toml-tree.js';
-import { checkValue, messageOf, safeLabel } from './value-check.js';
+import { checkEntryName, checkValue, messageOf, safeLabel } from './value-check.js';
 
 export type { ProxyInput, ProxyView };
 
@@ -83,7 +83,8 @@ export class TunnelConfig {
     if (!isTable(patch)) throw badRequest('modifiedData must be an object of config keys to values');
     const unknown: string[] = [];
     const errors: string[] = [];
-    const changes = new Map<string, unknown>();
+    /** By dotted target: where it goes in the file, and its value (undefined removes it). */
+    const changes = new Map<string, { path: string[]; value: unknown }>();
     const givenAs = new Map<string, string>();
     for (const [key, value] of flattenPatch(patch)) {
       const label = safeLabel(key);
@@ -93,23 +94,34 @@ export class TunnelConfig {
         continue;
       }
       const target = currentCommonName(key);
-      if (!Object.hasOwn(COMMON_KEYS, target)) {
+      // An entry of a map key (`metadatas.owner`): set or removed on its own, the other entries kept.
+      const map = Object.hasOwn(COMMON_KEYS, target) ? undefined : commonMapKeyOf(target);
+      if (!Object.hasOwn(COMMON_KEYS, target) && map === undefined) {
         unknown.push(label);
         continue;
       }
-      const earlier = givenAs.get(target);
-      if (earlier !== undefined) {
-        errors.push(`${label} and ${earlier} both set ${target}`);
+      // A map and one of its entries in one patch say two things of the same entries.
+      const overlapping = [...givenAs].find(
+        ([other]) => other === target || (map ? other === map : other.startsWith(`${target}.`)),
+      );
+      if (overlapping !== undefined) {
+        errors.push(`${label} and ${overlapping[1]} both set ${target}`);
         continue;
       }
       givenAs.set(target, label);
+      const path = map ? [...map.split('.'), target.slice(map.length + 1)] : target.split('.');
       if (value === null) {
         if (NOT_REMOVABLE.has(target)) errors.push(`${label} cannot be removed`);
-        else changes.set(target, undefined);
+        else changes.set(target, { path, value: undefined });
         continue;
       }
       try {
-        changes.set(target, checkValue(label, COMMON_KEYS[target]!, value));
+        if (map) {
+          const spec = COMMON_KEYS[map]!;
+          checkEntryName(safeLabel(map), spec, path.at(-1)!);
+          const entry = checkValue(label, { kind: spec.kind === 'booleanMap' ? 'boolean' : 'string' }, value);
+          changes.set(target, { path, value: entry });
+        } else changes.set(target, { path, value: checkValue(label, COMMON_KEYS[target]!, value) });
       } catch (err) {
         errors.push(messageOf(err));
       }
@@ -118,9 +130,9 @@ export class TunnelConfig {
       throw badRequest(`Unknown config key${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}`);
     }
     if (errors.length > 0) throw badRequest([...new Set(errors)].join('; '));
-    for (const [target, value] of changes) {
-      if (value === undefined) deletePath(this.doc, target.split('.'));
-      else setPath(this.doc, target.split('.'), value);
+    for (const { path, value } of changes.values()) {
+      if (value === undefined) deletePath(this.doc, path);
+      else setPath(this.doc, path, value);
     }
   }
 
@@ -319,6 +331,17 @@ function flattenPatch(patch: Table, prefix = ''): Array<[string, unknown]> {
     else out.push([name, value]);
   }
   return out;
+}
+
+/** The map key (`metadatas`, `featureGates`, ...) a dotted name is an entry of, if it is one. */
+function commonMapKeyOf(key: string): string | undefined {
+  const parts = key.split('.');
+  for (let end = parts.length - 1; end > 0; end--) {
+    const map = parts.slice(0, end).join('.');
+    const kind = COMMON_KEYS[map]?.kind;
+    if (kind !== undefined) return kind === 'stringMap' || kind === 'booleanMap' ? map : undefined;
+  }
+  return undefined;
 }
 
 function currentCommonName(key: string): string {

@@ -284,3 +284,61 @@ test('a missing tunnel binary gives a clear message at start', async (t) => {
   t.regex(res.body.message, /\/nonexistent\/frpc is missing or not an executable file/);
   t.is((await other.get('/system/getStatus')).status, 200, 'the daemon is fine');
 });
+
+test('map keys (metadatas, featureGates, auth.oidc.additionalEndpointParams) entry by entry, as objects, removed with null', async (t) => {
+  const res = await daemon.post(
+    '/tunnelAct/instanceMgr/create',
+    {
+      instanceInfo: { name: 'in_maps', serverAddr: '127.0.0.1', serverPort: '7999', auth_method: 'token' },
+      additionalProperties: {
+        'metadatas.owner': 'ops',
+        'metadatas.fixture.logEveryMs': '1000',
+        auth: { oidc: { additionalEndpointParams: { audience: 'tunnels' } } },
+        featureGates: { VirtualNet: true },
+      },
+    },
+    { token: root },
+  );
+  t.true(res.body.success, res.body.message);
+  const { instanceID, configPath } = res.body.data;
+  const written = parse(await readFile(configPath, 'utf8'));
+  t.deepEqual(written.metadatas, { owner: 'ops', 'fixture.logEveryMs': '1000' });
+  t.deepEqual(written.auth, { method: 'token', oidc: { additionalEndpointParams: { audience: 'tunnels' } } });
+  t.deepEqual(written.featureGates, { VirtualNet: true });
+
+  const modify = (modifiedData: object) =>
+    daemon.post(
+      '/tunnelAct/instanceMgr/modify',
+      { instanceID: String(instanceID), type: 'configFile', modifiedData },
+      { token: root },
+    );
+  const changed = await modify({
+    'metadatas.team': 'blue',
+    'metadatas.owner': null,
+    'featureGates.VirtualNet': false,
+    'auth.oidc.additionalEndpointParams.resource': 'api',
+  });
+  t.true(changed.body.success, changed.body.message);
+  const after = parse(await readFile(configPath, 'utf8'));
+  t.deepEqual(after.metadatas, { 'fixture.logEveryMs': '1000', team: 'blue' }, 'the other entries are kept');
+  t.deepEqual(after.featureGates, { VirtualNet: false });
+  t.deepEqual((after.auth as any).oidc.additionalEndpointParams, { audience: 'tunnels', resource: 'api' });
+  t.true((await frpcVerify(configPath)).ok, 'frpc reads what was written');
+  // The fixture reads its controls from these entries: the file runs.
+  const start = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: String(instanceID) }, { token: root });
+  t.true(start.body.success, start.body.message);
+  await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: String(instanceID) }, { token: root });
+
+  for (const [data, message] of [
+    [{ 'metadatas.team': 7 }, /^metadatas\.team must be a string$/],
+    [{ 'featureGates.VirtualNet': 'yes' }, /^featureGates\.VirtualNet must be true or false$/],
+    [{ 'metadatas.bad name': 'x' }, /^metadatas entry names must be/],
+    [{ metadatas: { a: '1' }, 'metadatas.b': '2' }, /^metadatas\.b and metadatas both set metadatas\.b$/],
+    [{ 'serverPort.x': '1' }, /^Unknown config key: serverPort\.x$/],
+  ] as const) {
+    const refused = await modify(data);
+    t.is(refused.status, 400, JSON.stringify(data));
+    t.regex(refused.body.message, message);
+  }
+  t.deepEqual(parse(await readFile(configPath, 'utf8')), after, 'a refused change writes nothing');
+});
