@@ -94,6 +94,7 @@ export class InstanceLifecycle {
   private readonly log: Logger;
   private settingsSub: { unsubscribe(): void } | undefined;
   private initSub: { unsubscribe(): void } | undefined;
+  private orphanSub: { unsubscribe(): void } | undefined;
 
   constructor(
     private readonly db: Database,
@@ -159,6 +160,11 @@ export class InstanceLifecycle {
     await this.db.persist();
     for (const record of toCancel) this.runner.cancelRestart?.(this.requestFor(record));
     this.initSub = this.runner.initEvents$?.subscribe((event) => this.onInitSystem(event));
+    // A tunnel whose parent went away: the end of its output pipe tells its end, as for one adopted at start-up.
+    this.orphanSub = this.runner.orphaned$?.subscribe((pid) => {
+      const record = this.store.all().find((r) => r.pid === pid);
+      if (record) this.logs.channel(record.id).readAsAdopted(() => this.runner.checkNow(pid));
+    });
     this.settingsSub = this.settings.changes$.subscribe(({ changed, settings }) => {
       if (changed.some((k) => k.startsWith('Watchdog.') || k.startsWith('Instance.'))) {
         const event = {
@@ -335,8 +341,8 @@ export class InstanceLifecycle {
     if (unstartable) throw new Error(unstartable);
     const channel = this.logs.channel(id);
     channel.newRun();
-    let output: number | undefined;
-    if (this.runner.capturesOutput) output = await channel.openForTunnel();
+    let output: string | undefined;
+    if (this.runner.capturesOutput) output = await channel.prepareForTunnel();
     else channel.startReading();
     const proc = await this.runner.spawn({ ...this.requestFor(record), output });
     crashPoint('spawn:spawned', record);
@@ -519,6 +525,7 @@ export class InstanceLifecycle {
   close(): void {
     this.settingsSub?.unsubscribe();
     this.initSub?.unsubscribe();
+    this.orphanSub?.unsubscribe();
     for (const actor of this.actors.values()) actor.stop();
     this.actors.clear();
     this.runner.close();

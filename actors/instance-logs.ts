@@ -71,11 +71,11 @@ export class LogChannel {
     });
   }
 
-  /** A descriptor of the pipe to hand to the tunnel as its stdout and stderr; the caller closes it after spawning. */
-  async openForTunnel(): Promise<number> {
+  /** The pipe a tunnel is to write its stdout and stderr into, with this side already reading it. */
+  async prepareForTunnel(): Promise<string> {
     await this.ensurePipe();
     this.startReading();
-    return openSync(this.pipePath, constants.O_RDWR);
+    return this.pipePath;
   }
 
   /** Creates the named pipe unless it is there (normally once, when the instance is created). */
@@ -124,6 +124,16 @@ export class LogChannel {
   }
 
   /**
+   * From now on reads as for an adopted tunnel (its parent is gone, so its exit must be heard some other way):
+   * end-of-file on the pipe tells `onWriterGone`. What the pipe holds is still read; nothing is lost.
+   */
+  readAsAdopted(onWriterGone: () => void): void {
+    if (this.source) return;
+    this.stopReader();
+    this.startReading(onWriterGone);
+  }
+
+  /**
    * Stops draining once nothing more arrives and `stillIdle()` holds then (no new tunnel took the pipe over
    * meanwhile): a stopped instance costs no descriptor.
    */
@@ -144,6 +154,9 @@ export class LogChannel {
   async quiet(): Promise<void> {
     for (;;) {
       await new Promise((r) => setTimeout(r, QUIET_MS));
+      // Timers run before the loop polls for I/O: a busy loop could fire this one before reading output that
+      // is already waiting. One turn through the poll phase first.
+      await new Promise((r) => setImmediate(r));
       if (Date.now() - this.lastData >= QUIET_MS) return;
     }
   }

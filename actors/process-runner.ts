@@ -1,6 +1,4 @@
-import { spawn } from 'node:child_process';
-import type { Observable } from 'rxjs';
-import { closeSync } from 'node:fs';
+import { Subject, type Observable } from 'rxjs';
 import { chown, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Logger } from '../src/log/logger.js';
@@ -14,6 +12,7 @@ import {
   type LiveProcess,
 } from '../src/system/proc.js';
 import { PidWatcher, type ProcessExit } from './pid-watcher.js';
+import { Spawner, SpawnError } from './spawner.js';
 
 export type { ProcessExit } from './pid-watcher.js';
 
@@ -33,8 +32,8 @@ export interface SpawnRequest {
   tunnelPath: string;
   configPath: string;
   runUser: string;
-  /** Descriptor for the tunnel's stdout and stderr (runners that capture output); closed once the tunnel has it. */
-  output?: number;
+  /** The named pipe for the tunnel's stdout and stderr (runners that capture output). */
+  output?: string;
   /** The instance's own environment variables, on top of the small one every tunnel gets. */
   env?: Record<string, string>;
 }
@@ -79,6 +78,8 @@ export interface TunnelRunner {
    * over; or given up), and calling off a restart it has pending.
    */
   readonly initEvents$?: Observable<InitSystemEvent>;
+  /** Tunnels that lost their parent (the spawner went away) and are watched by polling from now on. */
+  readonly orphaned$?: Observable<number>;
   restartStateOf?(id: number): 'backoff' | 'failed' | undefined;
   afterRestart?(id: number): Promise<TunnelProcess | 'failed' | undefined>;
   cancelRestart?(request: SpawnRequest): void;
@@ -90,8 +91,6 @@ export interface TunnelProcess {
   startTicks: number | null;
 }
 
-/** How long spawns may hold the event loop before they let it serve other work. */
-const SPAWN_SLICE_MS = 15;
 /** The first directory from the root down to `dir` that a user may not pass through, if any. */
 async function unsearchableDir(dir: string, who: { uid: number; gid: number }): Promise<string | undefined> {
   const parts = dir.split('/').filter(Boolean);
@@ -107,52 +106,45 @@ async function unsearchableDir(dir: string, who: { uid: number; gid: number }): 
 }
 
 /**
- * Runs tunnel clients as detached processes, each in its own process group with its output appended to its log
- * file, so they outlive tunnelward. Children are watched through their exit event; processes adopted from an
- * earlier tunnelward are polled.
+ * Runs tunnel clients as detached processes, each in its own process group with its output going into its named
+ * pipe, so they outlive tunnelward. They are started by the spawner (a small process of its own, their parent:
+ * their exits come with code and signal); processes adopted from an earlier tunnelward, or left behind by a
+ * spawner that went away, are polled.
  */
 export class ProcessRunner implements TunnelRunner {
   readonly initSystem = 'process';
   readonly capturesOutput = true;
-  /** Exits of our own children, from their exit events. */
-  private readonly children = new Map<number, Promise<ProcessExit>>();
+  readonly orphaned$ = new Subject<number>();
+  /** Exits of the tunnels the spawner started, as it reports them. */
+  private readonly children = new Map<number, { exited: Promise<ProcessExit>; resolve: (exit: ProcessExit) => void }>();
   private readonly adopted: PidWatcher;
-  /** Spawns take turns (see `turn`). */
-  private queue: Promise<void> = Promise.resolve();
-  private sliceStarted = 0;
+  private readonly spawner: Spawner;
+
   constructor(
     private readonly log: Logger,
     pollMs = 1000,
   ) {
     this.adopted = new PidWatcher(pollMs);
+    this.spawner = new Spawner(
+      {
+        exited: (pid, code, signal) => this.children.get(pid)?.resolve({ code, signal }),
+        // Still running, but nobody's children any more: watched like a tunnel taken over at start-up.
+        orphaned: (pids) => {
+          for (const pid of pids) {
+            const child = this.children.get(pid);
+            if (!child) continue;
+            void this.adopted.watch(pid, procStat(pid)?.startTicks ?? null).then(child.resolve);
+            this.orphaned$.next(pid);
+          }
+        },
+      },
+      log.child({ component: 'spawner' }),
+    );
   }
 
   async spawn(request: SpawnRequest): Promise<TunnelProcess> {
-    try {
-      return await this.spawnWith(request);
-    } finally {
-      if (request.output !== undefined) closeSync(request.output);
-    }
-  }
-
-  /**
-   * A spawn forks the daemon, which holds the event loop for a millisecond or two. A thousand starts at once would
-   * hold it for seconds in one stretch, so spawns take turns and give the loop back every few milliseconds:
-   * requests, timers and output are served in between.
-   */
-  private turn(): Promise<void> {
-    const mine = this.queue.then(async () => {
-      if (performance.now() - this.sliceStarted < SPAWN_SLICE_MS) return;
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      this.sliceStarted = performance.now();
-    });
-    this.queue = mine;
-    return mine;
-  }
-
-  private async spawnWith(request: SpawnRequest): Promise<TunnelProcess> {
-    await this.turn();
     const executable = request.tunnelPath;
+    if (request.output === undefined) throw new Error('a tunnel needs its output pipe');
     const { home, switchTo } = this.identityFor(request.runUser, request.instanceId);
     if (switchTo) {
       const blocked = await unsearchableDir(dirname(request.configPath), switchTo);
@@ -163,33 +155,30 @@ export class ProcessRunner implements TunnelRunner {
       }
       await chown(request.configPath, switchTo.uid, switchTo.gid);
     }
-    const child = spawn(executable, ['-c', request.configPath], {
-      detached: true,
-      stdio: ['ignore', request.output ?? 'ignore', request.output ?? 'ignore'],
-      cwd: dirname(request.configPath),
-      env: { ...this.environmentFor(request.runUser, home), ...request.env },
-      ...(switchTo ?? {}),
-    });
-    const exited = new Promise<ProcessExit>((resolve) => {
-      child.once('exit', (code, signal) => resolve({ code, signal }));
-    });
-    await new Promise<void>((resolve, reject) => {
-      child.once('spawn', resolve);
-      // The binary is checked by trying it, not beforehand: one exec instead of a stat, an access and an exec.
-      child.once('error', (err: NodeJS.ErrnoException) => {
-        const where = executable.includes('/') ? executable : `${executable} on PATH`;
-        reject(
-          new Error(
-            err.code === 'ENOENT' || err.code === 'EACCES'
-              ? `${where} is missing or not an executable file`
-              : `cannot start ${executable}: ${err.message}`,
-          ),
-        );
+    let pid: number;
+    try {
+      pid = await this.spawner.spawn({
+        file: executable,
+        args: ['-c', request.configPath],
+        cwd: dirname(request.configPath),
+        env: { ...this.environmentFor(request.runUser, home), ...request.env },
+        ...(switchTo ?? {}),
+        output: request.output,
       });
-    });
-    child.unref();
-    const pid = child.pid!;
-    this.children.set(pid, exited);
+    } catch (err) {
+      // The binary is checked by trying it, not beforehand: one exec instead of a stat, an access and an exec.
+      const code = err instanceof SpawnError ? err.code : undefined;
+      const where = executable.includes('/') ? executable : `${executable} on PATH`;
+      throw new Error(
+        code === 'ENOENT' || code === 'EACCES'
+          ? `${where} is missing or not an executable file`
+          : `cannot start ${executable}: ${(err as Error).message}`,
+        { cause: err },
+      );
+    }
+    let resolve!: (exit: ProcessExit) => void;
+    const exited = new Promise<ProcessExit>((r) => (resolve = r));
+    this.children.set(pid, { exited, resolve });
     return { pid, startTicks: procStat(pid)?.startTicks ?? null };
   }
 
@@ -254,7 +243,7 @@ export class ProcessRunner implements TunnelRunner {
 
   /** Resolves when the process exits; at once when it is not one we watch. */
   exitOf(pid: number): Promise<ProcessExit> {
-    return this.children.get(pid) ?? this.adopted.exitOf(pid) ?? Promise.resolve({ code: null, signal: null });
+    return this.children.get(pid)?.exited ?? this.adopted.exitOf(pid) ?? Promise.resolve({ code: null, signal: null });
   }
 
   terminate(_request: SpawnRequest, pid: number): void {
@@ -282,6 +271,8 @@ export class ProcessRunner implements TunnelRunner {
   }
 
   close(): void {
+    this.spawner.close();
+    this.orphaned$.complete();
     this.adopted.close();
   }
 }

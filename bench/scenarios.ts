@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { BenchDaemon, ADMIN } from './lib/daemon.js';
 import { load, percentile } from './lib/load.js';
-import { childrenOf, processesByConfig } from './lib/procs.js';
+import { descendantsOf, processesByConfig } from './lib/procs.js';
 import { inParallel, LIFTED, sleep, START_CLIENTS, STAND_IN_MARKER, standIn } from './lib/tunnels.js';
 import { systemd } from './systemd-scenario.js';
 import type { Row } from './run.js';
@@ -163,12 +163,12 @@ async function latency(count: number, call: () => Promise<unknown>): Promise<{ p
   return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
 }
 
-/** Waits for a new child of `parent` whose command line holds `config`; returns when it appeared (ms, performance clock). */
+/** Waits for a new process below `parent` running `config`; returns when it appeared (ms, performance clock). */
 async function newChildFor(parent: number, config: string, old: number, timeoutMs: number): Promise<number> {
   const { readFileSync } = await import('node:fs');
   const deadline = performance.now() + timeoutMs;
   while (performance.now() < deadline) {
-    for (const pid of childrenOf(parent)) {
+    for (const pid of descendantsOf(parent)) {
       if (pid === old) continue;
       try {
         if (readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes(config)) return performance.now();
@@ -262,7 +262,7 @@ const scale: Scenario = {
       const crash = async (which: number, parent: number) => {
         const procs = await processesByConfig(STAND_IN_MARKER);
         const config = [...procs.keys()].find((c) => c.endsWith(`tunnel_${ids[which]}.toml`))!;
-        const pid = procs.get(config)!.find((p) => childrenOf(parent).includes(p) || true)!;
+        const pid = procs.get(config)![0]!;
         const killedAt = performance.now();
         process.kill(pid, 'SIGKILL');
         const appeared = await newChildFor(parent, config, pid, 5000);

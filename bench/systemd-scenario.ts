@@ -2,19 +2,12 @@
 // restarted by systemd, kill -9 of tunnelward and its return, and what tunnelward adds on the host.
 import { SystemdHost } from '../test/helpers/systemd-host.js';
 import { BenchDaemon } from './lib/daemon.js';
-import { childrenOf, processesByConfig } from './lib/procs.js';
+import { descendantsOf, processesByConfig } from './lib/procs.js';
 import { inParallel, LIFTED, sleep, START_CLIENTS, STAND_IN_MARKER, standIn } from './lib/tunnels.js';
 import type { Row } from './run.js';
 import type { Scenario } from './scenarios.js';
 
 type Rows = Omit<Row, 'scenario'>[];
-
-/** Processes in the daemon's subtree: what tunnelward itself adds on the host (tunnels are systemd's children). */
-function subtree(pid: number): number[] {
-  const all: number[] = [];
-  for (const child of childrenOf(pid)) all.push(child, ...subtree(child));
-  return all;
-}
 
 async function mainPid(host: SystemdHost, id: string): Promise<number> {
   return Number((await host.show(`tunnel_${id}.service`, 'MainPID')).MainPID);
@@ -72,7 +65,7 @@ export const systemd: Scenario = {
       const active = (await host.systemctl('list-units', '--state=running', '--no-legend', 'tunnel_*')).stdout;
       rows.push({ metric: 'units running per systemd', value: active.trim().split('\n').length, unit: 'units' });
       rows.push({ metric: `daemon RSS, ${count} running`, value: await daemon.rssMiB(), unit: 'MiB' });
-      const added = subtree(daemon.pid);
+      const added = descendantsOf(daemon.pid);
       rows.push({
         metric: `processes tunnelward adds, ${count} running`,
         value: added.length,

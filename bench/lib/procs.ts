@@ -10,6 +10,13 @@ export function childrenOf(pid: number): number[] {
   }
 }
 
+/** Every process below `pid`: its children, theirs, and so on (the tunnels are children of the daemon's spawner). */
+export function descendantsOf(pid: number): number[] {
+  const all: number[] = [];
+  for (const child of childrenOf(pid)) all.push(child, ...descendantsOf(child));
+  return all;
+}
+
 /** Every live process whose command line holds `-c <config>`, keyed by that config path. */
 export async function processesByConfig(marker: string): Promise<Map<string, number[]>> {
   const found = new Map<string, number[]>();

@@ -1,0 +1,143 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { Logger } from '../src/log/logger.js';
+
+const SPAWNER_MAIN = fileURLToPath(new URL('./spawner-process.js', import.meta.url));
+
+/** How long the spawner stays once it has no tunnel and nothing to start: it costs a process while it lives. */
+const IDLE_MS = 30_000;
+
+export interface SpawnOrder {
+  file: string;
+  args: string[];
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  uid?: number;
+  gid?: number;
+  /** The named pipe the tunnel writes its output into. */
+  output: string;
+}
+
+/** A spawn the spawner could not do: `code` is the error's (ENOENT, EACCES, ...). */
+export class SpawnError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface SpawnerEvents {
+  /** A tunnel the spawner started has exited (it is the parent: the code and signal are known). */
+  exited(pid: number, code: number | null, signal: string | null): void;
+  /** The spawner went away with these tunnels still its children: they run on, watched some other way. */
+  orphaned(pids: number[]): void;
+}
+
+/**
+ * The daemon's side of the spawner (actors/spawner-process.ts): started when the first tunnel is, and let go once
+ * no tunnel it started runs and nothing is waiting to start.
+ */
+export class Spawner {
+  private child: ChildProcess | undefined;
+  private readonly pending = new Map<number, { resolve: (pid: number) => void; reject: (err: Error) => void }>();
+  /** Tunnels the current spawner started that have not exited. */
+  private readonly running = new Set<number>();
+  private refs = 0;
+  private idle: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly events: SpawnerEvents,
+    private readonly log: Logger,
+    private readonly nodeArgs: readonly string[] = ['--max-semi-space-size=1'],
+  ) {}
+
+  /** The spawner's pid, while one runs. */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  spawn(order: SpawnOrder): Promise<number> {
+    const child = this.ensure();
+    clearTimeout(this.idle);
+    const ref = ++this.refs;
+    return new Promise<number>((resolve, reject) => {
+      this.pending.set(ref, { resolve, reject });
+      child.send({ type: 'spawn', ref, ...order });
+    });
+  }
+
+  private ensure(): ChildProcess {
+    if (this.child) return this.child;
+    const child = fork(SPAWNER_MAIN, [], {
+      execArgv: [...this.nodeArgs],
+      // A clean environment: the daemon's own may hold secrets, and each tunnel gets its environment per spawn.
+      env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin' },
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    });
+    this.child = child;
+    child.on('message', (m: SpawnerMessage) => this.onMessage(m));
+    child.on('error', (err) => this.log.error({ err }, 'spawner error'));
+    child.once('exit', (code, signal) => this.onExit(child, code, signal));
+    this.log.info({ pid: child.pid }, 'spawner started');
+    return child;
+  }
+
+  private onMessage(m: SpawnerMessage): void {
+    if (m.type === 'exit') {
+      this.running.delete(m.pid);
+      this.events.exited(m.pid, m.code, m.signal);
+      this.idleCheck();
+      return;
+    }
+    const waiter = this.pending.get(m.ref);
+    if (!waiter) return;
+    this.pending.delete(m.ref);
+    if (m.type === 'spawned') {
+      this.running.add(m.pid);
+      waiter.resolve(m.pid);
+    } else {
+      waiter.reject(new SpawnError(m.code, m.message));
+      this.idleCheck();
+    }
+  }
+
+  private idleCheck(): void {
+    if (this.running.size > 0 || this.pending.size > 0 || !this.child) return;
+    clearTimeout(this.idle);
+    this.idle = setTimeout(() => this.letGo(), IDLE_MS);
+    this.idle.unref();
+  }
+
+  /** Closes the channel: the spawner exits by itself. */
+  private letGo(): void {
+    if (this.running.size > 0 || this.pending.size > 0) return;
+    const child = this.child;
+    this.child = undefined;
+    if (child?.connected) child.disconnect();
+  }
+
+  private onExit(child: ChildProcess, code: number | null, signal: string | null): void {
+    if (this.child === child) this.child = undefined;
+    for (const waiter of this.pending.values()) waiter.reject(new SpawnError('EIO', 'the spawner process ended'));
+    this.pending.clear();
+    if (this.running.size > 0) {
+      this.log.warn({ code, signal, tunnels: this.running.size }, 'the spawner ended; its tunnels run on');
+      this.events.orphaned([...this.running]);
+      this.running.clear();
+    }
+  }
+
+  close(): void {
+    clearTimeout(this.idle);
+    const child = this.child;
+    this.child = undefined;
+    if (child?.connected) child.disconnect();
+  }
+}
+
+type SpawnerMessage =
+  | { type: 'spawned'; ref: number; pid: number }
+  | { type: 'failed'; ref: number; code: string; message: string }
+  | { type: 'exit'; pid: number; code: number | null; signal: string | null };

@@ -1,0 +1,83 @@
+// Tunnels are started by the spawner, a small process of the daemon's: it is their parent (exit codes known),
+// and losing it loses no tunnel.
+import test from 'ava';
+import { readFile } from 'node:fs/promises';
+import { disposeWithTunnels, startWithRoot } from '../helpers/daemon.js';
+import { createInstance, instanceSettings, statusOf, tunnelPids, waitFor } from '../helpers/instances.js';
+
+const parentOf = async (pid: number) => {
+  const stat = await readFile(`/proc/${pid}/stat`, 'latin1');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+};
+const childrenOf = async (pid: number) =>
+  (await readFile(`/proc/${pid}/task/${pid}/children`, 'latin1').catch(() => ''))
+    .trim()
+    .split(' ')
+    .filter(Boolean)
+    .map(Number);
+const cmdline = (pid: number) => readFile(`/proc/${pid}/cmdline`, 'latin1').catch(() => '');
+
+async function spawnerOf(daemonPid: number): Promise<number | undefined> {
+  for (const child of await childrenOf(daemonPid))
+    if ((await cmdline(child)).includes('spawner-process.js')) return child;
+  return undefined;
+}
+
+test("the spawner is the tunnels' parent; when it dies they run on, are watched, and the next start has a new one", async (t) => {
+  const { daemon, root } = await startWithRoot({ settingsToml: instanceSettings() });
+  t.teardown(() => disposeWithTunnels(daemon, root));
+  const a = await createInstance(daemon, root, 'sp_a');
+  const b = await createInstance(daemon, root, 'sp_b', { metadatas: { 'fixture.crashAfterMs': '60000' } });
+  t.is(await spawnerOf(daemon.pid), undefined, 'no spawner before a tunnel is started');
+  for (const { id } of [a, b])
+    t.true((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root })).body.success);
+  const spawner = (await spawnerOf(daemon.pid))!;
+  t.truthy(spawner);
+  const [pidA] = await tunnelPids(a.configPath);
+  const [pidB] = await tunnelPids(b.configPath);
+  t.is(await parentOf(pidA!), spawner);
+  t.is(await parentOf(pidB!), spawner);
+  t.false((await childrenOf(daemon.pid)).includes(pidA!), 'not a child of the daemon');
+  t.deepEqual(
+    (await cmdline(spawner)).split('\0').filter((arg) => arg === '--max-semi-space-size=1'),
+    ['--max-semi-space-size=1'],
+  );
+
+  process.kill(spawner, 'SIGKILL');
+  await new Promise((r) => setTimeout(r, 300));
+  for (const { id, configPath } of [a, b]) {
+    t.like(await statusOf(daemon, root, id), { state: 'running' });
+    t.is((await tunnelPids(configPath)).length, 1, 'the tunnel runs on');
+  }
+  t.deepEqual(await tunnelPids(a.configPath), [pidA!]);
+
+  // A crash of a tunnel whose spawner is gone is still seen, and its restart brings a new spawner.
+  process.kill(pidA!, 'SIGKILL');
+  const [again] = await waitFor(
+    () => tunnelPids(a.configPath),
+    (pids) => pids.length === 1 && pids[0] !== pidA,
+  );
+  const fresh = await spawnerOf(daemon.pid);
+  t.truthy(fresh);
+  t.not(fresh, spawner);
+  t.is(await parentOf(again!), fresh!);
+  t.like(await statusOf(daemon, root, a.id), { restarts: 1, lastExit: { signal: null } });
+  await waitFor(
+    () => statusOf(daemon, root, a.id),
+    (s) => s.state === 'running',
+  );
+});
+
+test('the exit code of a tunnel the spawner started reaches the instance', async (t) => {
+  const { daemon, root } = await startWithRoot({ settingsToml: instanceSettings() });
+  t.teardown(() => disposeWithTunnels(daemon, root));
+  const { id } = await createInstance(daemon, root, 'sp_code', {
+    metadatas: { 'fixture.crashAfterMs': '600', 'fixture.exitCode': '7' },
+  });
+  t.true((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root })).body.success);
+  const crashed = await waitFor(
+    () => statusOf(daemon, root, id),
+    (s) => s.lastExit !== null,
+  );
+  t.like(crashed.lastExit, { code: 7, signal: null });
+});
