@@ -12,7 +12,7 @@ import {
   type LiveProcess,
 } from '../src/system/proc.js';
 import { PidWatcher, type ProcessExit } from './pid-watcher.js';
-import { Spawner, SpawnError } from './spawner.js';
+import { Spawner, SpawnError, type Spawned } from './spawner.js';
 
 export type { ProcessExit } from './pid-watcher.js';
 
@@ -116,7 +116,7 @@ export class ProcessRunner implements TunnelRunner {
   readonly capturesOutput = true;
   readonly orphaned$ = new Subject<number>();
   /** Exits of the tunnels the spawner started, as it reports them. */
-  private readonly children = new Map<number, { exited: Promise<ProcessExit>; resolve: (exit: ProcessExit) => void }>();
+  private readonly children = new Map<number, Promise<ProcessExit>>();
   private readonly adopted: PidWatcher;
   private readonly spawner: Spawner;
 
@@ -125,18 +125,11 @@ export class ProcessRunner implements TunnelRunner {
     pollMs = 1000,
   ) {
     this.adopted = new PidWatcher(pollMs);
+    // A tunnel whose spawner went away runs on, nobody's child: watched like one taken over at start-up.
     this.spawner = new Spawner(
-      {
-        exited: (pid, code, signal) => this.children.get(pid)?.resolve({ code, signal }),
-        // Still running, but nobody's children any more: watched like a tunnel taken over at start-up.
-        orphaned: (pids) => {
-          for (const pid of pids) {
-            const child = this.children.get(pid);
-            if (!child) continue;
-            void this.adopted.watch(pid, procStat(pid)?.startTicks ?? null).then(child.resolve);
-            this.orphaned$.next(pid);
-          }
-        },
+      (pid, ended) => {
+        void this.adopted.watch(pid, procStat(pid)?.startTicks ?? null).then(ended);
+        this.orphaned$.next(pid);
       },
       log.child({ component: 'spawner' }),
     );
@@ -155,9 +148,9 @@ export class ProcessRunner implements TunnelRunner {
       }
       await chown(request.configPath, switchTo.uid, switchTo.gid);
     }
-    let pid: number;
+    let spawned: Spawned;
     try {
-      pid = await this.spawner.spawn({
+      spawned = await this.spawner.spawn({
         file: executable,
         args: ['-c', request.configPath],
         cwd: dirname(request.configPath),
@@ -176,9 +169,8 @@ export class ProcessRunner implements TunnelRunner {
         { cause: err },
       );
     }
-    let resolve!: (exit: ProcessExit) => void;
-    const exited = new Promise<ProcessExit>((r) => (resolve = r));
-    this.children.set(pid, { exited, resolve });
+    const { pid, exited } = spawned;
+    this.children.set(pid, exited);
     return { pid, startTicks: procStat(pid)?.startTicks ?? null };
   }
 
@@ -243,7 +235,7 @@ export class ProcessRunner implements TunnelRunner {
 
   /** Resolves when the process exits; at once when it is not one we watch. */
   exitOf(pid: number): Promise<ProcessExit> {
-    return this.children.get(pid)?.exited ?? this.adopted.exitOf(pid) ?? Promise.resolve({ code: null, signal: null });
+    return this.children.get(pid) ?? this.adopted.exitOf(pid) ?? Promise.resolve({ code: null, signal: null });
   }
 
   terminate(_request: SpawnRequest, pid: number): void {

@@ -28,12 +28,23 @@ export class SpawnError extends Error {
   }
 }
 
-export interface SpawnerEvents {
-  /** A tunnel the spawner started has exited (it is the parent: the code and signal are known). */
-  exited(pid: number, code: number | null, signal: string | null): void;
-  /** The spawner went away with these tunnels still its children: they run on, watched some other way. */
-  orphaned(pids: number[]): void;
+/** How a tunnel ended: the spawner, its parent, knows the code and the signal. */
+export interface SpawnedExit {
+  code: number | null;
+  signal: string | null;
 }
+
+/** A tunnel the spawner started, with its end (known from the moment it is spawned: it may end at once). */
+export interface Spawned {
+  pid: number;
+  exited: Promise<SpawnedExit>;
+}
+
+/**
+ * The spawner went away while this tunnel is still its child: it runs on, and its end must be learnt some other
+ * way; `ended` settles its `exited`.
+ */
+export type Orphaned = (pid: number, ended: (exit: SpawnedExit) => void) => void;
 
 /**
  * The daemon's side of the spawner (actors/spawner-process.ts): started when the first tunnel is, and let go once
@@ -41,14 +52,14 @@ export interface SpawnerEvents {
  */
 export class Spawner {
   private child: ChildProcess | undefined;
-  private readonly pending = new Map<number, { resolve: (pid: number) => void; reject: (err: Error) => void }>();
-  /** Tunnels the current spawner started that have not exited. */
-  private readonly running = new Set<number>();
+  private readonly pending = new Map<number, { resolve: (spawned: Spawned) => void; reject: (err: Error) => void }>();
+  /** Tunnels the current spawner started that have not exited, with what settles their end. */
+  private readonly running = new Map<number, (exit: SpawnedExit) => void>();
   private refs = 0;
   private idle: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly events: SpawnerEvents,
+    private readonly orphaned: Orphaned,
     private readonly log: Logger,
     private readonly nodeArgs: readonly string[] = ['--max-semi-space-size=1'],
   ) {}
@@ -58,11 +69,11 @@ export class Spawner {
     return this.child?.pid;
   }
 
-  spawn(order: SpawnOrder): Promise<number> {
+  spawn(order: SpawnOrder): Promise<Spawned> {
     const child = this.ensure();
     clearTimeout(this.idle);
     const ref = ++this.refs;
-    return new Promise<number>((resolve, reject) => {
+    return new Promise<Spawned>((resolve, reject) => {
       this.pending.set(ref, { resolve, reject });
       child.send({ type: 'spawn', ref, ...order });
     });
@@ -86,8 +97,8 @@ export class Spawner {
 
   private onMessage(m: SpawnerMessage): void {
     if (m.type === 'exit') {
+      this.running.get(m.pid)?.({ code: m.code, signal: m.signal });
       this.running.delete(m.pid);
-      this.events.exited(m.pid, m.code, m.signal);
       this.idleCheck();
       return;
     }
@@ -95,8 +106,9 @@ export class Spawner {
     if (!waiter) return;
     this.pending.delete(m.ref);
     if (m.type === 'spawned') {
-      this.running.add(m.pid);
-      waiter.resolve(m.pid);
+      // Its end is awaited from now on: the exit may be the very next message.
+      const exited = new Promise<SpawnedExit>((resolve) => this.running.set(m.pid, resolve));
+      waiter.resolve({ pid: m.pid, exited });
     } else {
       waiter.reject(new SpawnError(m.code, m.message));
       this.idleCheck();
@@ -124,7 +136,7 @@ export class Spawner {
     this.pending.clear();
     if (this.running.size > 0) {
       this.log.warn({ code, signal, tunnels: this.running.size }, 'the spawner ended; its tunnels run on');
-      this.events.orphaned([...this.running]);
+      for (const [pid, ended] of this.running) this.orphaned(pid, ended);
       this.running.clear();
     }
   }
