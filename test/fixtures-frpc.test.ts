@@ -610,3 +610,114 @@ test('log.to sends the lines to that file, uncoloured, instead of stdout', async
   t.false(text.includes('\x1b'));
   t.is(stdout, '');
 });
+
+// ---- the admin API (webServer) and the imaginary server (metadatas "fixture.control") ----
+
+async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+test('admin API: Basic auth, /api/status by type and name, start errors, a lost server, reload keeping what did not change', async (t) => {
+  const port = await freePort();
+  const dir = await mkdtemp(join(tmpdir(), 'tw-frpc-admin-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const control = join(dir, 'control.json');
+  await writeFile(control, JSON.stringify({ server: 'up', portsTaken: [6001] }));
+  const web = `webServer.port = ${port}\nwebServer.user = "tw"\nwebServer.password = "pw"\nloginFailExit = false\n`;
+  const controlKey = `metadatas."fixture.control" = ${JSON.stringify(control)}\n`;
+  const proxy = (name: string, remotePort: number) =>
+    `\n[[proxies]]\nname = "${name}"\ntype = "tcp"\nlocalPort = 22\nremotePort = ${remotePort}\n`;
+  const file = join(dir, 'frpc.toml');
+  await writeFile(file, VALID + NO_COLOUR + web + controlKey + proxy('web', 6001) + proxy('ssh', 6000));
+  const frpc = start(t, ['-c', file]);
+  await frpc.waitFor(/admin server listen on 127\.0\.0\.1:\d+/);
+  const api = async (path: string, auth = 'tw:pw') => {
+    const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+      headers: { Authorization: `Basic ${Buffer.from(auth).toString('base64')}` },
+    });
+    const text = await res.text();
+    return { status: res.status, text, json: () => JSON.parse(text) };
+  };
+  t.is((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200, 'healthz needs no credentials');
+  t.is((await api('/api/status', 'tw:wrong')).status, 401);
+  t.deepEqual((await api('/api/status')).json(), {
+    tcp: [
+      {
+        name: 'ssh',
+        type: 'tcp',
+        status: 'running',
+        err: '',
+        local_addr: '127.0.0.1:22',
+        plugin: '',
+        remote_addr: '127.0.0.1:6000',
+      },
+      {
+        name: 'web',
+        type: 'tcp',
+        status: 'start error',
+        err: 'port already used',
+        local_addr: '127.0.0.1:22',
+        plugin: '',
+        remote_addr: '',
+      },
+    ],
+  });
+  await frpc.waitFor(/\[web\] start error: port already used/);
+
+  // The port given back: the start error is retried and the proxy runs.
+  await writeFile(control, JSON.stringify({ server: 'up', portsTaken: [] }));
+  await frpc.waitFor(/\[web\] start proxy success/);
+  t.like((await api('/api/status')).json().tcp[1], { name: 'web', status: 'running', remote_addr: '127.0.0.1:6001' });
+
+  // The server lost: no status at all until frpc logs in again, then every proxy is registered anew.
+  await writeFile(control, JSON.stringify({ server: 'down' }));
+  await frpc.waitFor(/try to reconnect to server/);
+  t.deepEqual((await api('/api/status')).json(), {});
+  await writeFile(control, JSON.stringify({ server: 'up' }));
+  await frpc.waitFor(/login to server success[^\n]*\n(?:.*\n)*.*login to server success/);
+  t.is((await api('/api/status')).json().tcp.length, 2);
+
+  // Reload: web removed, db added; ssh, unchanged, is not started again.
+  const before = plainLines(frpc.output()).filter((l) => l.includes('[ssh] start proxy success')).length;
+  await writeFile(file, VALID + NO_COLOUR + web + controlKey + proxy('ssh', 6000) + proxy('db', 6002));
+  const reload = await api('/api/reload?strictConfig=true');
+  t.is(reload.status, 200);
+  t.deepEqual(
+    (await api('/api/status')).json().tcp.map((p: { name: string }) => p.name),
+    ['db', 'ssh'],
+  );
+  t.is(plainLines(frpc.output()).filter((l) => l.includes('[ssh] start proxy success')).length, before);
+  t.regex(frpc.output(), /proxy removed: \[web\]/);
+
+  // An invalid file is refused with frpc 0.68+'s JSON error, and nothing changes.
+  await writeFile(file, VALID + NO_COLOUR + web + controlKey + proxy('ssh', 6000) + 'bogus = 1\n');
+  const refused = await api('/api/reload?strictConfig=true');
+  t.is(refused.status, 400);
+  t.like(refused.json(), { Code: 400 });
+  t.regex(refused.json().Msg, /unknown field "bogus"/);
+  t.is((await api('/api/status')).json().tcp.length, 2);
+});
+
+test('a server that cannot be reached at the first login: exit 1 with loginFailExit, retries without', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'tw-frpc-login-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const control = join(dir, 'control.json');
+  await writeFile(control, JSON.stringify({ server: 'down' }));
+  const controlKey = `metadatas."fixture.control" = ${JSON.stringify(control)}\n`;
+  const failing = await writeConfig(t, VALID + NO_COLOUR + controlKey);
+  const exit = await run(t, ['-c', failing]);
+  t.is(exit.code, 1);
+  t.regex(exit.stdout, /login to the server failed: dial tcp 127\.0\.0\.1:7000: connect: connection refused/);
+
+  const patient = await writeConfig(t, VALID + NO_COLOUR + controlKey + 'loginFailExit = false\n');
+  const frpc = start(t, ['-c', patient]);
+  await frpc.waitFor(/login to the server failed/);
+  await writeFile(control, JSON.stringify({ server: 'up' }));
+  await frpc.waitFor(/login to server success/);
+});
