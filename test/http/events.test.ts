@@ -116,6 +116,7 @@ test('a client that reconnects with since gets exactly what it missed, then the 
   const [hello] = await again.waitFor((m) => m.length > 0);
   t.like(hello, { event: 'events.start' });
   t.true(hello.replayed >= 4, `replayed ${hello.replayed}`);
+  await again.waitFor((m) => m.length >= 1 + hello.replayed);
   const replayed = again.messages.slice(1, 1 + hello.replayed);
   t.is(replayed[0].seq, lastSeq + 1, 'from the first one missed');
   t.deepEqual(
