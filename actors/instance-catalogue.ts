@@ -1,10 +1,12 @@
-import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Subject } from 'rxjs';
 import type { User } from '../src/accounts/account-service.js';
 import { readTunnelConfig, TunnelConfig, writeTunnelConfig } from '../src/config/tunnel-config.js';
 import { AppError, badRequest, conflict, notFound } from '../src/errors.js';
-import { removeStaleTempFiles } from '../src/fs/atomic.js';
+import { removeStaleTempFiles, writeFileAtomic } from '../src/fs/atomic.js';
 import type { InstanceEnvStore } from '../src/instances/instance-env.js';
 import type { InstanceRecord, InstanceStore } from '../src/instances/instance-store.js';
 import type { Logger } from '../src/log/logger.js';
@@ -15,6 +17,7 @@ import { crashPoint } from '../src/util/crash-points.js';
 import { serviceNameOf, type BootService, type BootTarget } from './boot-services.js';
 import type { InstanceLifecycle } from './instance-lifecycle.js';
 import type { InstanceLogs } from './instance-logs.js';
+import { reloadTunnel } from './frpc-admin.js';
 
 export interface CreateInstance {
   name: string;
@@ -31,6 +34,13 @@ export interface SystemConfigChange {
   bootAtStart?: boolean;
   runUser?: string;
 }
+
+/** How a proxy edit reached the tunnel: by frpc's reload, or not yet (it is not running). */
+export type Applied = 'reload' | 'on next start';
+
+/** The Basic user tunnelward uses on each tunnel's admin API. */
+const ADMIN_USER = 'tunnelward';
+const adminPassword = () => randomBytes(24).toString('base64url');
 
 export interface CatalogueChange {
   event: 'instance.created' | 'instance.modified' | 'instance.deleted';
@@ -64,6 +74,8 @@ export class InstanceCatalogue {
   private readonly log: Logger;
   /** What each instance's proxies hold on their server, read from its file once and kept as its file is written. */
   private claims: Map<number, ServerClaims> | undefined;
+  /** The admin port of each instance's tunnel (see `allAdminPorts`). */
+  private adminPorts: Map<number, number> | undefined;
 
   constructor(
     private readonly db: Database,
@@ -168,6 +180,8 @@ export class InstanceCatalogue {
       { serverAddr: input.serverAddr, serverPort: input.serverPort, authMethod: input.authMethod },
       input.additional,
     );
+    const adminPort = await this.freeAdminPort();
+    config.setAdminEndpoint(adminPort, ADMIN_USER, adminPassword());
     const instancePath = this.settings.value('InstancePath');
     const record = this.store.insert({
       name: input.name,
@@ -202,6 +216,7 @@ export class InstanceCatalogue {
       if (record.bootAtStart) this.store.update(record.id, { bootAtStart: false });
     }
     this.store.setPending(record.id, null);
+    this.adminPorts?.set(record.id, adminPort);
     const created = this.store.get(record.id)!;
     await this.db.persist();
     this.version++;
@@ -244,6 +259,7 @@ export class InstanceCatalogue {
     this.store.delete(record.id);
     this.env.forget(record.id);
     this.claims?.delete(record.id);
+    this.adminPorts?.delete(record.id);
     await this.db.persist();
   }
 
@@ -387,13 +403,85 @@ export class InstanceCatalogue {
   }
 
   /** Edits the instance's config file in its queue: read, change, write atomically. */
-  editProxies<T>(id: number, edit: (config: TunnelConfig) => T): Promise<{ record: InstanceRecord; result: T }> {
+  /**
+   * Edits the instance's config file in its queue: read, change, write atomically. A running tunnel applies the
+   * change at once through frpc's reload (its other proxies keep running undisturbed); one that frpc refuses is
+   * rolled back, file and all, and answered with frpc's message, the tunnel left as it was.
+   */
+  editProxies<T>(
+    id: number,
+    edit: (config: TunnelConfig) => T,
+  ): Promise<{ record: InstanceRecord; result: T; applied: Applied }> {
     return this.modify(id, 'proxies', async (record) => {
+      const before = await readFile(record.configPath, 'utf8');
       const config = await readTunnelConfig(record.configPath);
       const result = edit(config);
       await this.write(record, config);
-      return { record, result };
+      const endpoint = config.adminEndpoint();
+      if (this.lifecycle.stateOf(id) !== 'running' || !endpoint) return { record, result, applied: 'on next start' };
+      const reloaded = await reloadTunnel(endpoint);
+      if (!reloaded.ok) {
+        await writeFileAtomic(record.configPath, before, { mode: 0o600 });
+        this.claims?.delete(id);
+        this.claims = undefined;
+        throw badRequest(`frpc refused the change: ${reloaded.message}; the file is as it was and the tunnel runs on`);
+      }
+      return { record, result, applied: 'reload' };
     });
+  }
+
+  /**
+   * Gives the instance an admin endpoint if its file has none (instances made before tunnelward managed one):
+   * asked before every start, so status and reload work from that start on.
+   */
+  async ensureAdminEndpoint(id: number): Promise<void> {
+    if ((await this.allAdminPorts()).has(id)) return;
+    await this.lifecycle.exclusive(id, async (record) => {
+      const config = await readTunnelConfig(record.configPath);
+      const known = config.adminEndpoint();
+      if (known) {
+        this.adminPorts?.set(id, known.port);
+        return;
+      }
+      const port = await this.freeAdminPort();
+      config.setAdminEndpoint(port, ADMIN_USER, adminPassword());
+      await writeTunnelConfig(record.configPath, config);
+      this.adminPorts?.set(id, port);
+      this.log.info({ instanceID: id }, 'gave the tunnel an admin endpoint on loopback');
+    });
+  }
+
+  /** The admin port each instance's file names, read from the files once and kept as they are written. */
+  private async allAdminPorts(): Promise<Map<number, number>> {
+    if (!this.adminPorts) {
+      const ports = new Map<number, number>();
+      for (const record of this.records()) {
+        const config = await readTunnelConfig(record.configPath).catch(() => undefined);
+        const port = config?.adminEndpoint()?.port;
+        if (port !== undefined) ports.set(record.id, port);
+      }
+      this.adminPorts ??= ports;
+    }
+    return this.adminPorts;
+  }
+
+  /**
+   * A loopback port for a tunnel's admin API: one the system says is free now and no other instance's file names.
+   * (Another program may still take it before frpc binds it; frpc then says so at its start.)
+   */
+  private async freeAdminPort(): Promise<number> {
+    const taken = new Set((await this.allAdminPorts()).values());
+    for (;;) {
+      const port = await new Promise<number>((resolve, reject) => {
+        const server = createServer();
+        server.once('error', reject);
+        server.listen(0, '127.0.0.1', () => {
+          const { port: chosen } = server.address() as AddressInfo;
+          server.close(() => resolve(chosen));
+        });
+      });
+      if (!taken.has(port)) return port;
+    }
   }
 
   close(): void {

@@ -102,6 +102,7 @@ export class InstanceSupervisor {
     if (command !== 'stop') {
       const why = await this.lifecycle.unstartable(this.catalogue.record(id));
       if (why) throw badRequest(why);
+      await this.catalogue.ensureAdminEndpoint(id);
     }
     return this.lifecycle.command(id, command);
   }

@@ -13,6 +13,14 @@ import { checkEntryName, checkValue, messageOf, safeLabel } from './value-check.
 
 export type { ProxyInput, ProxyView };
 
+/** frpc's admin API as tunnelward reaches it. */
+export interface AdminEndpoint {
+  host: string;
+  port: number;
+  user: string;
+  password: string;
+}
+
 /** Settings the instance cannot do without (the API shows them). */
 const NOT_REMOVABLE = new Set(['serverAddr', 'serverPort']);
 /** Settings that `create` takes from the instance itself, not from additional properties. */
@@ -63,6 +71,42 @@ export class TunnelConfig {
     return config;
   }
 
+  /** Set while tunnelward itself writes the admin endpoint: the only writer of webServer.* keys. */
+  private managingAdmin = false;
+
+  /**
+   * Where tunnelward reaches the tunnel's admin API (frpc's webServer), if the file turns it on. A file whose
+   * webServer an operator set before tunnelward managed it is respected as it is: its port and credentials are used.
+   */
+  adminEndpoint(): AdminEndpoint | undefined {
+    const port = getPath(this.doc, ['webServer', 'port']);
+    if (typeof port !== 'number' || port <= 0) return undefined;
+    const addr = text(getPath(this.doc, ['webServer', 'addr']));
+    // frpc listens on every address for 0.0.0.0 or ::; tunnelward always knocks on loopback.
+    const host = addr === '' || addr === '0.0.0.0' || addr === '::' ? '127.0.0.1' : addr;
+    return {
+      host,
+      port,
+      user: text(getPath(this.doc, ['webServer', 'user'])),
+      password: text(getPath(this.doc, ['webServer', 'password'])),
+    };
+  }
+
+  /** Turns frpc's admin API on, on loopback only, for tunnelward alone. */
+  setAdminEndpoint(port: number, user: string, password: string): void {
+    this.managingAdmin = true;
+    try {
+      this.setCommon({
+        'webServer.addr': '127.0.0.1',
+        'webServer.port': port,
+        'webServer.user': user,
+        'webServer.password': password,
+      });
+    } finally {
+      this.managingAdmin = false;
+    }
+  }
+
   get serverAddr(): string {
     return text(this.doc.serverAddr);
   }
@@ -94,6 +138,12 @@ export class TunnelConfig {
         continue;
       }
       const target = currentCommonName(key);
+      if (target.startsWith('webServer.') && !this.managingAdmin) {
+        errors.push(
+          `${label}: webServer is managed by tunnelward (it reaches each tunnel's admin API on a loopback port of its own, with a password only it knows); leave webServer.* out`,
+        );
+        continue;
+      }
       // An entry of a map key (`metadatas.owner`): set or removed on its own, the other entries kept.
       const map = Object.hasOwn(COMMON_KEYS, target) ? undefined : commonMapKeyOf(target);
       if (!Object.hasOwn(COMMON_KEYS, target) && map === undefined) {

@@ -352,17 +352,16 @@ test('setCommon sets dotted and older names, converting numeric-string ports and
     'auth.token': SECRET,
     'transport.tls.enable': 'false',
     'log.level': 'debug',
-    'webServer.port': 7400,
+    'transport.poolCount': 5,
     auth_method: 'oidc',
-    webServer: { addr: '127.0.0.1' },
+    transport: { tcpMux: false },
   });
   const doc = reparse(config);
   t.is(doc.serverAddr, '192.0.2.7');
   t.is(doc.serverPort, 7001);
   t.deepEqual(doc.auth, { method: 'oidc', token: SECRET });
-  t.deepEqual(doc.transport, { tls: { enable: false } });
+  t.deepEqual(doc.transport, { tls: { enable: false }, poolCount: 5, tcpMux: false });
   t.deepEqual(doc.log, { disablePrintColor: true, level: 'debug' });
-  t.deepEqual(doc.webServer, { port: 7400, addr: '127.0.0.1' });
   t.is(config.serverPort, '7001');
   t.is(config.authMethod, 'oidc');
 });
@@ -386,7 +385,7 @@ test('setCommon type-checks values and is all-or-nothing', (t) => {
     [{ serverPort: 0 }, /^serverPort must be a port number from 1 to 65535$/],
     [{ server_port: '7000x' }, /^server_port must be a port number from 1 to 65535$/],
     [{ serverPort: 7000.5 }, /^serverPort must be a port number/],
-    [{ 'webServer.port': 65536 }, /^webServer\.port must be a port number/],
+    [{ 'webServer.port': 7400 }, /^webServer\.port: webServer is managed by tunnelward/],
     [{ 'auth.method': 'basic' }, /^auth\.method must be one of: token, oidc$/],
     [{ 'transport.tls.enable': 'yes' }, /^transport\.tls\.enable must be true or false$/],
     [{ 'transport.poolCount': 'five' }, /^transport\.poolCount must be an integer$/],
@@ -675,12 +674,12 @@ test('values that try to break out of their TOML string are refused or stay insi
   const sneaky = 'me" ]]\t [[proxies]] name = "evil';
   fails(t, () => config.setCommon({ user: sneaky }), 400, /control characters/);
   const oneLine = 'me" ] ]] [[proxies]] name = "evil" # \\';
-  config.setCommon({ user: oneLine, 'webServer.assetsDir': '/tmp/a\'b"c]]' });
+  config.setCommon({ user: oneLine, 'auth.oidc.audience': '/tmp/a\'b"c]]' });
   const doc = reparse(config);
   t.is(doc.user, oneLine);
-  t.is(doc.webServer.assetsDir, '/tmp/a\'b"c]]');
+  t.is(doc.auth.oidc.audience, '/tmp/a\'b"c]]');
   t.is(doc.proxies, undefined);
-  t.deepEqual(Object.keys(doc).sort(), ['auth', 'log', 'serverAddr', 'serverPort', 'user', 'webServer']);
+  t.deepEqual(Object.keys(doc).sort(), ['auth', 'log', 'serverAddr', 'serverPort', 'user']);
 });
 
 test('kept values with newlines and ]] are escaped when rewritten, never turned into blocks', (t) => {
@@ -1273,4 +1272,17 @@ test('reading a missing file is a clear 404', async (t) => {
   const err = await t.throwsAsync(readTunnelConfig(path), { instanceOf: AppError });
   t.is(err.status, 404);
   t.is(err.message, `Config file not found: ${path}`);
+});
+
+test('the admin endpoint: only tunnelward writes webServer, on loopback; a file an operator set is read as it is', (t) => {
+  const config = fresh();
+  t.is(config.adminEndpoint(), undefined);
+  fails(t, () => config.setCommon({ webServer: { port: 7400 } }), 400, /webServer is managed by tunnelward/);
+  config.setAdminEndpoint(45123, 'tunnelward', 'pw-secret');
+  t.deepEqual(reparse(config).webServer, { addr: '127.0.0.1', port: 45123, user: 'tunnelward', password: 'pw-secret' });
+  t.deepEqual(config.adminEndpoint(), { host: '127.0.0.1', port: 45123, user: 'tunnelward', password: 'pw-secret' });
+  const theirs = TunnelConfig.parse(
+    'serverAddr = "a.example"\nserverPort = 7000\n[webServer]\naddr = "0.0.0.0"\nport = 7400\nuser = "admin"\npassword = "x"\n',
+  );
+  t.deepEqual(theirs.adminEndpoint(), { host: '127.0.0.1', port: 7400, user: 'admin', password: 'x' });
 });

@@ -29,7 +29,7 @@ test('create writes a 0600 config file named after the id that frpc-style valida
         'auth.token': 'tok-secret',
         'transport.tls.enable': true,
         log_level: 'debug',
-        'webServer.port': '7400',
+        'transport.poolCount': 5,
       },
     },
     { token: root },
@@ -45,9 +45,24 @@ test('create writes a 0600 config file named after the id that frpc-style valida
   t.like(file, { serverAddr: 'frp.example.com', serverPort: 7000, auth: { method: 'token', token: 'tok-secret' } });
   t.is(file.transport.tls.enable, true);
   t.is(file.log.level, 'debug', 'the older log_level spelling is mapped');
-  t.is(file.webServer.port, 7400);
+  t.is(file.transport.poolCount, 5);
+  // frpc's admin API, for tunnelward alone: loopback, a port of its own, a random password never shown.
+  t.like(file.webServer, { addr: '127.0.0.1', user: 'tunnelward' });
+  t.true(Number.isInteger(file.webServer.port) && file.webServer.port > 0);
+  t.true(file.webServer.password.length >= 32);
   t.true((await frpcVerify(configPath)).ok);
   t.false(JSON.stringify(res.body).includes('tok-secret'));
+  t.false(JSON.stringify(res.body).includes(file.webServer.password));
+  const own = await daemon.post(
+    '/tunnelAct/instanceMgr/create',
+    {
+      instanceInfo: { name: 'in_own_web', serverAddr: 'frp.example.com', serverPort: '7000', auth_method: 'token' },
+      additionalProperties: { webServer: { port: 7400 } },
+    },
+    { token: root },
+  );
+  t.is(own.status, 400);
+  t.regex(own.body.message, /webServer is managed by tunnelward/);
 });
 
 test('create validates its input', async (t) => {

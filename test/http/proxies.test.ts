@@ -34,7 +34,7 @@ test('create, list, modify, rename, enable/disable and delete proxies', async (t
     { instanceID: id, proxyInfo: tcp('ssh', '6000') },
     { token: root },
   );
-  t.deepEqual(created.body.data, { instanceID: Number(id), configPath, proxyName: 'ssh' });
+  t.deepEqual(created.body.data, { instanceID: Number(id), configPath, proxyName: 'ssh', applied: 'on next start' });
   await daemon.post(
     '/tunnelAct/proxyMgr/create',
     {
@@ -110,7 +110,7 @@ test('create, list, modify, rename, enable/disable and delete proxies', async (t
     { instanceID: id, proxyName: 'web' },
     { token: root },
   );
-  t.deepEqual(deleted.body.data, { instanceID: Number(id), configPath, proxyName: 'web' });
+  t.deepEqual(deleted.body.data, { instanceID: Number(id), configPath, proxyName: 'web', applied: 'on next start' });
   t.deepEqual(
     (await list(id)).data.proxies.map((p: any) => p.name),
     ['ssh3'],

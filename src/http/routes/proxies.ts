@@ -1,4 +1,5 @@
 import type { ProxyInput } from '../../config/tunnel-config.js';
+import type { Applied } from '../../../actors/instance-catalogue.js';
 import { badRequest } from '../../errors.js';
 import { reply } from '../envelope.js';
 import { body, optionalString, requiredId, requiredString, type Fields } from '../params.js';
@@ -13,18 +14,28 @@ function proxyInfo(fields: Fields): ProxyInput & Fields {
   return info as ProxyInput & Fields;
 }
 
-/** /tunnelAct/proxyMgr/*: edits the instance's config file only; the tunnel applies it at its next restart. */
+/** /tunnelAct/proxyMgr/*: edits the instance's config file; a running tunnel applies it by frpc's reload. */
 export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
   const router = new ResourceRouter('/tunnelAct/proxyMgr', guards);
 
-  const edited = (id: number, configPath: string, proxyName: string) => ({ instanceID: id, configPath, proxyName });
+  const edited = (id: number, configPath: string, proxyName: string, applied: Applied) => ({
+    instanceID: id,
+    configPath,
+    proxyName,
+    applied,
+  });
+  const how = (applied: Applied) => (applied === 'reload' ? ', applied by a reload' : '');
 
   router.post('/create', 'admin', async (ctx) => {
     const fields = body(ctx);
     const id = requiredId(fields, 'instanceID');
     const info = proxyInfo(fields);
-    const { record, result } = await supervisor.catalogue.editProxies(id, (config) => config.addProxy(info));
-    reply(ctx, `proxy ${result.name} added to instance ${record.name}`, edited(id, record.configPath, result.name));
+    const { record, result, applied } = await supervisor.catalogue.editProxies(id, (config) => config.addProxy(info));
+    reply(
+      ctx,
+      `proxy ${result.name} added to instance ${record.name}${how(applied)}`,
+      edited(id, record.configPath, result.name, applied),
+    );
   });
 
   router.post('/modify', 'admin', async (ctx) => {
@@ -36,18 +47,26 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
     const selector = oldName ?? optionalString(info, 'name');
     if (!selector) throw badRequest('proxyInfo.name (or oldName) is required to select the proxy');
     const { oldName: _o, newName: _n, ...input } = info;
-    const { record, result } = await supervisor.catalogue.editProxies(id, (config) =>
+    const { record, result, applied } = await supervisor.catalogue.editProxies(id, (config) =>
       config.modifyProxy(selector, input, newName),
     );
-    reply(ctx, `proxy ${result.name} of instance ${record.name} modified`, edited(id, record.configPath, result.name));
+    reply(
+      ctx,
+      `proxy ${result.name} of instance ${record.name} modified${how(applied)}`,
+      edited(id, record.configPath, result.name, applied),
+    );
   });
 
   router.post('/delete', 'admin', async (ctx) => {
     const fields = body(ctx);
     const id = requiredId(fields, 'instanceID');
     const name = requiredString(fields, 'proxyName');
-    const { record } = await supervisor.catalogue.editProxies(id, (config) => config.deleteProxy(name));
-    reply(ctx, `proxy ${name} deleted from instance ${record.name}`, edited(id, record.configPath, name));
+    const { record, applied } = await supervisor.catalogue.editProxies(id, (config) => config.deleteProxy(name));
+    reply(
+      ctx,
+      `proxy ${name} deleted from instance ${record.name}${how(applied)}`,
+      edited(id, record.configPath, name, applied),
+    );
   });
 
   router.post('/setStatus', 'admin', async (ctx) => {
@@ -56,9 +75,11 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
     const name = requiredString(fields, 'proxyName');
     if (typeof fields.enabled !== 'boolean') throw badRequest('enabled is required and must be true or false');
     const enabled = fields.enabled;
-    const { record } = await supervisor.catalogue.editProxies(id, (config) => config.setProxyEnabled(name, enabled));
-    reply(ctx, `proxy ${name} of instance ${record.name} ${enabled ? 'enabled' : 'disabled'}`, {
-      ...edited(id, record.configPath, name),
+    const { record, applied } = await supervisor.catalogue.editProxies(id, (config) =>
+      config.setProxyEnabled(name, enabled),
+    );
+    reply(ctx, `proxy ${name} of instance ${record.name} ${enabled ? 'enabled' : 'disabled'}${how(applied)}`, {
+      ...edited(id, record.configPath, name, applied),
       enabled,
     });
   });
