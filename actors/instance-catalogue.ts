@@ -4,7 +4,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Subject } from 'rxjs';
 import type { User } from '../src/accounts/account-service.js';
-import { readTunnelConfig, TunnelConfig, writeTunnelConfig } from '../src/config/tunnel-config.js';
+import { readTunnelConfig, TunnelConfig, writeTunnelConfig, type AdminEndpoint } from '../src/config/tunnel-config.js';
 import { AppError, badRequest, conflict, notFound } from '../src/errors.js';
 import { removeStaleTempFiles, writeFileAtomic } from '../src/fs/atomic.js';
 import type { InstanceEnvStore } from '../src/instances/instance-env.js';
@@ -396,6 +396,11 @@ export class InstanceCatalogue {
   private reportBootError(record: InstanceRecord, message: string): void {
     this.log.warn({ instanceID: record.id, reason: message }, 'boot service operation failed');
     this.bootErrors$.next({ instanceID: record.id, name: record.name, message });
+  }
+
+  /** Where tunnelward reaches the tunnel's admin API, as its file says. */
+  async adminEndpoint(id: number): Promise<AdminEndpoint | undefined> {
+    return (await readTunnelConfig(this.recordOf(id).configPath)).adminEndpoint();
   }
 
   readConfig(id: number): Promise<TunnelConfig> {

@@ -13,6 +13,7 @@ import { InstanceCatalogue } from './instance-catalogue.js';
 import { InstanceLifecycle, type InstanceState, type RunInfo } from './instance-lifecycle.js';
 import type { InstanceLogs } from './instance-logs.js';
 import type { TunnelRunner } from './process-runner.js';
+import { TunnelStatus } from './tunnel-status.js';
 
 export type { CreateInstance, SystemConfigChange } from './instance-catalogue.js';
 export type { InstanceState, InstanceStateChange } from './instance-lifecycle.js';
@@ -73,6 +74,9 @@ export class InstanceSupervisor {
   /** The list as the API serves it, built once per change of what it shows. */
   private listed: { version: string; json: string; count: number } | undefined;
   private readonly settingsSub: { unsubscribe(): void };
+  private readonly statusSub: { unsubscribe(): void };
+  /** What frpc says of each running tunnel: its connection and its proxies. */
+  readonly status: TunnelStatus;
 
   constructor(
     db: Database,
@@ -87,6 +91,12 @@ export class InstanceSupervisor {
     const env = new InstanceEnvStore(db);
     this.lifecycle = new InstanceLifecycle(db, store, settings, runner, logs, env, log);
     this.catalogue = new InstanceCatalogue(db, store, settings, boot, logs, this.lifecycle, env, log, orphanDir);
+    this.status = new TunnelStatus(() => settings.get(), log);
+    // A running tunnel's proxies and connection are followed through its admin API; any other state has none.
+    this.statusSub = this.lifecycle.changes$.subscribe(({ instanceID, to }) => {
+      if (to === 'running') void this.followStatus(instanceID);
+      else this.status.unfollow(instanceID);
+    });
     // Units carry the restart policy and the binary: they follow the settings they are made from.
     this.settingsSub = settings.changes$.subscribe(({ changed }) => {
       if (changed.some((k) => k.startsWith('Watchdog.') || k === 'Instance.StopTimeoutSecs' || k === 'TunnelPath'))
@@ -130,6 +140,17 @@ export class InstanceSupervisor {
     );
   }
 
+  /**
+   * What frpc says of the tunnel, beside its state: `connected` (logged in to its server; null while not running or
+   * not yet known) and how many of its proxies are in each status (`{"running": 2, "start error": 1}`).
+   */
+  statusFields(id: number): { connected: boolean | null; proxyStatus: Record<string, number> } {
+    const live = this.status.of(id);
+    const proxyStatus: Record<string, number> = {};
+    for (const { status } of live?.proxies.values() ?? []) proxyStatus[status] = (proxyStatus[status] ?? 0) + 1;
+    return { connected: live?.connected ?? null, proxyStatus };
+  }
+
   /** Settles what a crash cut off, then takes over what runs and restores the rest. */
   async start(bootId: string): Promise<void> {
     await this.catalogue.settle();
@@ -154,7 +175,7 @@ export class InstanceSupervisor {
   listJson(): { json: string; count: number } {
     // Uptimes change by the second: a list polled many times a second is still built at most once per second.
     const now = Date.now();
-    const version = `${this.lifecycle.stateVersion}.${this.catalogue.catalogueVersion}.${Math.floor(now / 1000)}`;
+    const version = `${this.lifecycle.stateVersion}.${this.catalogue.catalogueVersion}.${this.status.version}.${Math.floor(now / 1000)}`;
     if (this.listed?.version !== version) {
       const list = this.views().map((view) => ({
         instanceID: view.record.id,
@@ -164,14 +185,23 @@ export class InstanceSupervisor {
         isRunning: view.state === 'running',
         state: view.state,
         ...processFields(view, now),
+        ...this.statusFields(view.record.id),
       }));
       this.listed = { version, json: JSON.stringify(list), count: list.length };
     }
     return this.listed;
   }
 
+  private async followStatus(id: number): Promise<void> {
+    const endpoint = await this.catalogue.adminEndpoint(id).catch(() => undefined);
+    if (endpoint && this.lifecycle.stateOf(id) === 'running')
+      this.status.follow(id, endpoint, this.logs.channel(id).entries$);
+  }
+
   async close(): Promise<void> {
     this.settingsSub.unsubscribe();
+    this.statusSub.unsubscribe();
+    this.status.close();
     this.lifecycle.close();
     this.catalogue.close();
     this.logs.close();

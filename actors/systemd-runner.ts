@@ -103,6 +103,10 @@ export class SystemdRunner implements TunnelRunner {
    */
   private readonly starts = new Batcher<number, { status: UnitStatus | undefined; error: string }>(async (ids) => {
     const units = ids.map(unitOf);
+    // A stop asked for with --no-block may not have run yet (a restart whose exit was seen before its stop
+    // landed): a start now would merge with it. It is waited for first.
+    const stopped = ids.filter((id) => this.stopAsked.delete(id)).map(unitOf);
+    if (stopped.length > 0) await this.systemctl('stop', ...stopped).catch(() => {});
     await this.systemctl('reset-failed', ...units).catch(() => {});
     let error = '';
     await this.systemctl('start', ...units).catch((err: Error) => (error = err.message));
@@ -239,7 +243,11 @@ export class SystemdRunner implements TunnelRunner {
     this.exits.delete(pid);
   }
 
+  /** Units a stop was asked of since their last start. */
+  private readonly stopAsked = new Set<number>();
+
   private stopUnit(id: number): void {
+    this.stopAsked.add(id);
     this.stops.request(id).catch((err) => this.log.warn({ instanceID: id, err }, 'stopping the unit failed'));
   }
 

@@ -20,7 +20,12 @@ export type NotificationKind =
   | 'instance.modified'
   | 'instance.deleted'
   /** Every change of an instance's state (the event stream only: webhooks get the kinds above). */
-  | 'instance.state';
+  | 'instance.state'
+  /** What frpc says: a proxy working or not, the tunnel logged in to its server or not (debounced). */
+  | 'proxy.up'
+  | 'proxy.down'
+  | 'instance.connected'
+  | 'instance.disconnected';
 
 /** What webhooks are sent: what an instance's life means, not each step of it, and not the catalogue's edits. */
 const WEBHOOK_KINDS: ReadonlySet<NotificationKind> = new Set<NotificationKind>([
@@ -34,6 +39,10 @@ const WEBHOOK_KINDS: ReadonlySet<NotificationKind> = new Set<NotificationKind>([
   'instance.logRecovered',
   'service.started',
   'service.stopping',
+  'proxy.up',
+  'proxy.down',
+  'instance.connected',
+  'instance.disconnected',
 ]);
 
 export const isWebhookEvent = (event: { event: NotificationKind }): boolean => WEBHOOK_KINDS.has(event.event);
@@ -51,6 +60,9 @@ export interface NotificationEvent {
   delayMs?: number;
   /** For instance.bootServiceError, instance.logFailed, instance.logRecovered and instance.modified: what happened. */
   message?: string;
+  /** For proxy.up and proxy.down: which proxy, and frpc's error. */
+  proxy?: string;
+  err?: string;
   at: string;
   seq: number;
 }

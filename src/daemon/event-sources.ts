@@ -23,6 +23,21 @@ export function publishEvents(hub: EventHub, supervisor: InstanceSupervisor, log
     ),
   );
   subscription.add(
+    supervisor.status.alerts$.subscribe(({ event, instanceID, proxy, from, to, err }) =>
+      hub.publish({
+        event,
+        instanceID,
+        name: supervisor.catalogue.nameOf(instanceID),
+        from,
+        to,
+        exitCode: null,
+        signal: null,
+        ...(proxy !== undefined ? { proxy } : {}),
+        ...(err !== undefined ? { err } : {}),
+      }),
+    ),
+  );
+  subscription.add(
     supervisor.catalogue.bootErrors$.subscribe(({ instanceID, name, message }) =>
       hub.publish({ event: 'instance.bootServiceError', instanceID, name, ...NO_PROCESS, message }),
     ),

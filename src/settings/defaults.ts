@@ -75,6 +75,10 @@ export function defaultSettings(dataDir: string) {
     'Webhook.Retries': 3,
     /** An instance's log file is rotated (renamed to .1, .2, ...) before it grows past this many bytes. */
     'Log.MaxBytes': 10 * 1024 * 1024,
+    /** A proxy's or a tunnel's connection change is announced (proxy.up/down, instance.connected/disconnected) once it has held this long. */
+    'Alerts.DebounceSecs': 5,
+    /** How often each running tunnel's proxy status is read when its log says nothing new. */
+    'Status.PollSecs': 60,
     /** Rotated log files kept per instance. */
     'Log.Files': 3,
     /** auto: systemd when /run/systemd/system exists, windows on Windows, else tunnelward runs tunnels itself. */

@@ -101,6 +101,8 @@ const CHECKS: Record<SettingKey, Check> = {
   'Webhook.Body': object,
   'Webhook.TimeoutSecs': seconds(0.1, 120),
   'Webhook.Retries': intRange(0, 20),
+  'Alerts.DebounceSecs': seconds(0, 3600),
+  'Status.PollSecs': seconds(1, 86400),
   'Log.MaxBytes': intRange(256, 1024 * 1024 * 1024),
   'Log.Files': intRange(1, 100),
   InitSystem: oneOf('auto', 'process', 'systemd', 'init.d', 'windows'),

@@ -59,6 +59,11 @@ test('create, list, modify, rename, enable/disable and delete proxies', async (t
     localPort: '22',
     remotePort: '6000',
     enabled: true,
+    // What frpc says of it: nothing while the tunnel does not run.
+    status: null,
+    err: '',
+    remoteAddr: '',
+    statusSince: null,
   });
   t.like(listed.data.proxies[1], {
     name: 'web',
@@ -313,8 +318,11 @@ test('every proxy type and plugin round-trips: create, file, list, modify one fi
     t.deepEqual(await blockIn(configPath, name), example.file, `${name}: file after create`);
     await verified(t, configPath, `${name} after create`);
 
-    const listed = (await list(id)).data.proxies.find((p: any) => p.name === name);
+    const { status, err, remoteAddr, statusSince, ...listed } = (await list(id)).data.proxies.find(
+      (p: any) => p.name === name,
+    );
     t.deepEqual(listed, expectedView(example.file, example.secrets), `${name}: list`);
+    t.deepEqual({ status, err, remoteAddr, statusSince }, { status: null, err: '', remoteAddr: '', statusSince: null });
 
     const modified = await daemon.post(
       '/tunnelAct/proxyMgr/modify',

@@ -166,6 +166,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
       isRunning: isRunning(view),
       state: view.state,
       ...processFields(view),
+      ...supervisor.statusFields(view.record.id),
     });
   });
 
@@ -194,6 +195,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
       configPath: view.record.configPath,
       state: view.state,
       ...processFields(view),
+      ...supervisor.statusFields(view.record.id),
       ...(privileged
         ? {
             serverAddr: config.serverAddr,

@@ -46,7 +46,8 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
     const newName = optionalString(fields, 'newName') ?? optionalString(info, 'newName');
     const selector = oldName ?? optionalString(info, 'name');
     if (!selector) throw badRequest('proxyInfo.name (or oldName) is required to select the proxy');
-    const { oldName: _o, newName: _n, ...input } = info;
+    // What the list adds of frpc's live status is read-only: a listed proxy sent back as it is modifies cleanly.
+    const { oldName: _o, newName: _n, status: _s, err: _e, remoteAddr: _r, statusSince: _t, ...input } = info;
     const { record, result, applied } = await supervisor.catalogue.editProxies(id, (config) =>
       config.modifyProxy(selector, input, newName),
     );
@@ -86,7 +87,18 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
 
   router.get('/list', 'visitor', async (ctx) => {
     const id = instanceIdParam(ctx);
-    const proxies = (await supervisor.catalogue.readConfig(id)).proxies();
+    const live = supervisor.status.of(id);
+    // Each proxy with what frpc says of it while the tunnel runs (null otherwise, or before it is known).
+    const proxies = (await supervisor.catalogue.readConfig(id)).proxies().map((proxy) => {
+      const seen = live?.proxies.get(proxy.name);
+      return {
+        ...proxy,
+        status: seen?.status ?? null,
+        err: seen?.err ?? '',
+        remoteAddr: seen?.remoteAddr ?? '',
+        statusSince: seen ? new Date(seen.since).toISOString() : null,
+      };
+    });
     reply(ctx, `${proxies.length} proxies`, { instanceID: id, proxyCount: proxies.length, proxies });
   });
 

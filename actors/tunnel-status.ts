@@ -1,0 +1,268 @@
+import { request } from 'node:http';
+import { Subject, type Observable, type Subscription } from 'rxjs';
+import { isUp, parseStatus, readLogLine, type ProxyStatus } from '../src/config/proxy-status.js';
+import type { AdminEndpoint } from '../src/config/tunnel-config.js';
+import type { InstanceLogEntry } from '../src/log/log-entries.js';
+import type { Logger } from '../src/log/logger.js';
+import type { Settings } from '../src/settings/defaults.js';
+
+/** An alert, once the state it announces has held for `Alerts.DebounceSecs`. */
+export interface StatusAlert {
+  event: 'proxy.up' | 'proxy.down' | 'instance.connected' | 'instance.disconnected';
+  instanceID: number;
+  proxy?: string;
+  from: string | null;
+  to: string;
+  err?: string;
+}
+
+/** What an operator reads of a running tunnel's connection and proxies. */
+export interface TunnelStatusView {
+  /** Logged in to its server; null until known. */
+  connected: boolean | null;
+  proxies: ReadonlyMap<string, ProxyStatus>;
+}
+
+/** After a hint from the log, wait this long for the lines that usually follow, then look once. */
+const HINT_DELAY_MS = 150;
+const STATUS_TIMEOUT_MS = 5000;
+
+interface Tracked {
+  endpoint: AdminEndpoint;
+  connected: boolean | null;
+  proxies: Map<string, ProxyStatus>;
+  poll: NodeJS.Timeout;
+  hint: NodeJS.Timeout | undefined;
+  busy: boolean;
+  again: boolean;
+  logs: Subscription;
+}
+
+function fetchStatus(endpoint: AdminEndpoint): Promise<{ status: number; body: string }> {
+  const auth = Buffer.from(`${endpoint.user}:${endpoint.password}`).toString('base64');
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: endpoint.host,
+        port: endpoint.port,
+        path: '/api/status',
+        agent: false,
+        headers: { Authorization: `Basic ${auth}` },
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (body += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        res.on('error', reject);
+      },
+    );
+    req.setTimeout(STATUS_TIMEOUT_MS, () => req.destroy(new Error('no answer')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/**
+ * Live status of every running tunnel from frpc's own admin API: read when the tunnel's log says something changed
+ * (a login, a lost connection, a proxy started or failed, a reload), and otherwise every `Status.PollSecs`, so a
+ * thousand idle tunnels cost a few reads a second, not a thousand. Changes become alerts once they have held for
+ * `Alerts.DebounceSecs`, so a flapping link does not flood.
+ */
+export class TunnelStatus {
+  readonly alerts$ = new Subject<StatusAlert>();
+  private readonly tracked = new Map<number, Tracked>();
+  /** The last state announced per instance (`<id>`) and per proxy (`<id>/<name>`). */
+  private readonly announced = new Map<string, string>();
+  private readonly pending = new Map<string, { timer: NodeJS.Timeout; alert: StatusAlert }>();
+  private changes = 0;
+  private readonly log: Logger;
+
+  constructor(
+    private readonly settings: () => Readonly<Settings>,
+    log: Logger,
+  ) {
+    this.log = log.child({ component: 'status' });
+  }
+
+  /** Changes whenever what the views show changes. */
+  get version(): number {
+    return this.changes;
+  }
+
+  of(id: number): TunnelStatusView | undefined {
+    return this.tracked.get(id);
+  }
+
+  /** Starts following a tunnel that runs: its admin endpoint, and its log for hints. */
+  follow(id: number, endpoint: AdminEndpoint, entries$: Observable<InstanceLogEntry[]>): void {
+    this.unfollow(id, false);
+    const pollMs = this.settings()['Status.PollSecs'] * 1000;
+    // Spread over the period: a thousand tunnels started together are not all read in the same second.
+    const poll = setInterval(() => this.look(id), pollMs);
+    poll.unref();
+    const tracked: Tracked = {
+      endpoint,
+      connected: null,
+      proxies: new Map(),
+      poll,
+      hint: undefined,
+      busy: false,
+      again: false,
+      logs: entries$.subscribe((entries) => {
+        for (const { content } of entries) {
+          const said = readLogLine(content);
+          if (said.connected !== undefined) this.setConnected(id, said.connected);
+          if (said.lookAgain) this.hint(id);
+        }
+      }),
+    };
+    this.tracked.set(id, tracked);
+    this.hint(id);
+  }
+
+  /** Stops following (the tunnel stopped or crashed): its status is no longer known, and nothing is announced. */
+  unfollow(id: number, forget = true): void {
+    const tracked = this.tracked.get(id);
+    if (tracked) {
+      clearInterval(tracked.poll);
+      clearTimeout(tracked.hint);
+      tracked.logs.unsubscribe();
+      this.tracked.delete(id);
+      this.changes++;
+    }
+    if (!forget) return;
+    for (const [key, { timer }] of this.pending) {
+      if (key === String(id) || key.startsWith(`${id}/`)) {
+        clearTimeout(timer);
+        this.pending.delete(key);
+      }
+    }
+    for (const key of this.announced.keys())
+      if (key === String(id) || key.startsWith(`${id}/`)) this.announced.delete(key);
+  }
+
+  private hint(id: number): void {
+    const tracked = this.tracked.get(id);
+    if (!tracked || tracked.hint) return;
+    tracked.hint = setTimeout(() => {
+      tracked.hint = undefined;
+      this.look(id);
+    }, HINT_DELAY_MS);
+  }
+
+  /** Reads `/api/status` once (a read asked for while one is under way is done right after it). */
+  private look(id: number): void {
+    const tracked = this.tracked.get(id);
+    if (!tracked) return;
+    if (tracked.busy) {
+      tracked.again = true;
+      return;
+    }
+    tracked.busy = true;
+    fetchStatus(tracked.endpoint)
+      .then(({ status, body }) => {
+        if (this.tracked.get(id) !== tracked) return;
+        if (status !== 200) throw new Error(`HTTP ${status}`);
+        this.apply(id, tracked, parseStatus(body));
+      })
+      .catch((err: Error) => this.log.debug({ instanceID: id, reason: err.message }, 'cannot read the tunnel status'))
+      .finally(() => {
+        tracked.busy = false;
+        if (tracked.again) {
+          tracked.again = false;
+          this.look(id);
+        }
+      });
+  }
+
+  private apply(id: number, tracked: Tracked, now: Map<string, { status: string; err: string; remoteAddr: string }>) {
+    // Nothing at all: frpc has not logged in (or has no proxy); its log tells which.
+    if (now.size === 0) {
+      if (tracked.proxies.size > 0) {
+        tracked.proxies.clear();
+        this.changes++;
+      }
+      return;
+    }
+    this.setConnected(id, true);
+    const at = Date.now();
+    for (const name of tracked.proxies.keys()) {
+      if (!now.has(name)) {
+        tracked.proxies.delete(name);
+        this.changes++;
+        this.forgetProxy(id, name);
+      }
+    }
+    for (const [name, seen] of now) {
+      const known = tracked.proxies.get(name);
+      if (known && known.status === seen.status && known.err === seen.err && known.remoteAddr === seen.remoteAddr)
+        continue;
+      const since = known && known.status === seen.status && known.err === seen.err ? known.since : at;
+      tracked.proxies.set(name, { ...seen, since });
+      this.changes++;
+      if (!known || known.status !== seen.status) {
+        const up = isUp(seen.status);
+        // Transitional states (new, wait start) announce nothing by themselves; they settle within a moment.
+        if (!up && (seen.status === 'new' || seen.status === 'wait start')) continue;
+        this.announce(`${id}/${name}`, {
+          event: up ? 'proxy.up' : 'proxy.down',
+          instanceID: id,
+          proxy: name,
+          from: known?.status ?? null,
+          to: seen.status,
+          ...(seen.err ? { err: seen.err } : {}),
+        });
+      }
+    }
+  }
+
+  private setConnected(id: number, connected: boolean): void {
+    const tracked = this.tracked.get(id);
+    if (!tracked || tracked.connected === connected) return;
+    const from = tracked.connected;
+    tracked.connected = connected;
+    this.changes++;
+    if (!connected && tracked.proxies.size > 0) tracked.proxies.clear();
+    this.announce(String(id), {
+      event: connected ? 'instance.connected' : 'instance.disconnected',
+      instanceID: id,
+      from: from === null ? null : from ? 'connected' : 'disconnected',
+      to: connected ? 'connected' : 'disconnected',
+    });
+  }
+
+  /**
+   * Announces a state once it has held for the debounce time, and only when it differs from the last one
+   * announced. A first sight that is good news (connected, a proxy up after a start) is recorded, not announced.
+   */
+  private announce(key: string, alert: StatusAlert): void {
+    const state = alert.event;
+    clearTimeout(this.pending.get(key)?.timer);
+    const fire = () => {
+      this.pending.delete(key);
+      const last = this.announced.get(key);
+      if (last === state) return;
+      this.announced.set(key, state);
+      const goodNews = state === 'proxy.up' || state === 'instance.connected';
+      if (last === undefined && goodNews) return;
+      this.alerts$.next(alert);
+    };
+    const delayMs = this.settings()['Alerts.DebounceSecs'] * 1000;
+    const timer = setTimeout(fire, delayMs);
+    timer.unref();
+    this.pending.set(key, { timer, alert });
+  }
+
+  private forgetProxy(id: number, name: string): void {
+    const key = `${id}/${name}`;
+    clearTimeout(this.pending.get(key)?.timer);
+    this.pending.delete(key);
+    this.announced.delete(key);
+  }
+
+  close(): void {
+    for (const id of [...this.tracked.keys()]) this.unfollow(id);
+    this.alerts$.complete();
+  }
+}

@@ -1,0 +1,108 @@
+// Is the tunnel up? What frpc's admin API says of each proxy and of the server connection, fresh within 2 s of a
+// change, and the alerts, debounced.
+import test from 'ava';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { disposeWithTunnels, startWithRoot, tempDir } from '../helpers/daemon.js';
+import { createInstance, instanceSettings, statusOf, waitFor } from '../helpers/instances.js';
+import { openStream, wsUrl } from '../helpers/streams.js';
+
+const tcp = (name: string, remotePort: number) => ({
+  name,
+  type: 'tcp',
+  localIP: '127.0.0.1',
+  localPort: '22',
+  remotePort: String(remotePort),
+});
+
+test('proxy status and the connection follow the server: port taken, freed, server lost, back; alerts debounced', async (t) => {
+  // Status.PollSecs long: what is seen within 2 s comes from the tunnel's log, not from polling.
+  const { daemon, root } = await startWithRoot({
+    settingsToml: instanceSettings({ 'Alerts.DebounceSecs': 0.4, 'Status.PollSecs': 600 }),
+  });
+  t.teardown(() => disposeWithTunnels(daemon, root));
+  const control = join(await tempDir(), 'control.json');
+  const setServer = (state: object) => writeFile(control, JSON.stringify(state));
+  await setServer({ server: 'up', portsTaken: [6301] });
+  const { id } = await createInstance(daemon, root, 'ps_one', {
+    metadatas: { 'fixture.control': control },
+    loginFailExit: false,
+  });
+  for (const proxy of [tcp('ssh', 6300), tcp('web', 6301)])
+    await daemon.post('/tunnelAct/proxyMgr/create', { instanceID: id, proxyInfo: proxy }, { token: root });
+  const events = await openStream(wsUrl(daemon.url, `/system/events?token=${root}`));
+  const alerts = () =>
+    events.messages.filter(
+      (e) => e.instanceID === Number(id) && /^(proxy|instance)\.(up|down|connected|disconnected)$/.test(e.event),
+    );
+  const proxies = async () =>
+    (await daemon.get(`/tunnelAct/proxyMgr/list?instanceID=${id}`, { token: root })).body.data.proxies as Array<{
+      name: string;
+      status: string | null;
+      err: string;
+      remoteAddr: string;
+      statusSince: string | null;
+    }>;
+  const fresh = <T>(probe: () => Promise<T>, until: (v: T) => boolean) => waitFor(probe, until, 2000);
+
+  t.true((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root })).body.success);
+  const [ssh, web] = await fresh(proxies, (p) => p.every((x) => x.status !== null));
+  t.like(ssh, { name: 'ssh', status: 'running', err: '', remoteAddr: '127.0.0.1:6300' });
+  t.like(web, { name: 'web', status: 'start error', err: 'port already used', remoteAddr: '' });
+  t.true(Date.parse(ssh!.statusSince!) > 0);
+  t.like(await statusOf(daemon, root, id), { connected: true, proxyStatus: { running: 1, 'start error': 1 } });
+  const down = await events.waitFor(() => alerts().some((e) => e.event === 'proxy.down'));
+  t.like(
+    down.find((e) => e.event === 'proxy.down'),
+    { proxy: 'web', to: 'start error', err: 'port already used', name: 'ps_one' },
+  );
+  t.false(
+    alerts().some((e) => e.event === 'proxy.up' || e.event === 'instance.connected'),
+    'good news at first sight is not news',
+  );
+
+  // The port given back: up within 2 s, and announced.
+  await setServer({ server: 'up', portsTaken: [] });
+  await fresh(proxies, (p) => p[1]!.status === 'running');
+  await events.waitFor(() => alerts().some((e) => e.event === 'proxy.up' && e.proxy === 'web'));
+
+  // The server lost: disconnected within 2 s, no proxy status while away, announced once; then back.
+  await setServer({ server: 'down' });
+  await fresh(
+    () => statusOf(daemon, root, id),
+    (s) => s.connected === false,
+  );
+  t.deepEqual((await statusOf(daemon, root, id)).proxyStatus, {});
+  t.true((await proxies()).every((p) => p.status === null));
+  await events.waitFor(() => alerts().some((e) => e.event === 'instance.disconnected'));
+  await setServer({ server: 'up' });
+  await fresh(
+    () => statusOf(daemon, root, id),
+    (s) => s.connected === true && s.proxyStatus.running === 2,
+  );
+  await events.waitFor(() => alerts().some((e) => e.event === 'instance.connected'));
+  t.false(
+    alerts().some((e) => e.event === 'proxy.down' && e.proxy === 'ssh'),
+    'a lost server is one alert, not one per proxy',
+  );
+
+  // A flap shorter than the debounce says nothing.
+  const before = alerts().length;
+  await setServer({ server: 'down' });
+  await fresh(
+    () => statusOf(daemon, root, id),
+    (s) => s.connected === false,
+  );
+  await setServer({ server: 'up' });
+  await fresh(
+    () => statusOf(daemon, root, id),
+    (s) => s.connected === true,
+  );
+  await new Promise((r) => setTimeout(r, 800));
+  t.is(alerts().length, before, 'no alert for a flap');
+
+  // Stopped: nothing known any more.
+  await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token: root });
+  t.like(await statusOf(daemon, root, id), { connected: null, proxyStatus: {} });
+  events.ws.close();
+});
