@@ -1,7 +1,7 @@
 import type { InstanceRecord } from '../src/instances/instance-store.js';
 import { InstanceStore } from '../src/instances/instance-store.js';
 import { InstanceEnvStore } from '../src/instances/instance-env.js';
-import { badRequest } from '../src/errors.js';
+import { AppError, badRequest } from '../src/errors.js';
 import type { Command, CommandDone } from '../machines/instance.machine.js';
 import type { Logger } from '../src/log/logger.js';
 import type { SettingsStore } from '../src/settings/settings-store.js';
@@ -115,6 +115,23 @@ export class InstanceSupervisor {
       await this.catalogue.ensureAdminEndpoint(id);
     }
     return this.lifecycle.command(id, command);
+  }
+
+  /**
+   * Changes the config file's top-level settings. frpc cannot reload those (only proxies and visitors), so a
+   * running tunnel is restarted to apply them, and the reply says so.
+   */
+  async modifyConfig(
+    id: number,
+    patch: Record<string, unknown>,
+  ): Promise<{ record: InstanceRecord; applied: 'restart' | 'on next start' }> {
+    const record = await this.catalogue.modifyConfig(id, patch);
+    if (this.lifecycle.stateOf(id) !== 'running') return { record, applied: 'on next start' };
+    const done = await this.lifecycle.command(id, 'restart');
+    if (!done.ok) {
+      throw new AppError(500, `the config file was changed, but the restart that applies it failed: ${done.message}`);
+    }
+    return { record, applied: 'restart' };
   }
 
   /**

@@ -73,6 +73,11 @@ test('creates, state changes, edits and deletes arrive in order, numbered withou
       'starting->running',
       'instance.started',
       'instance.modified',
+      // A top-level change is applied by a restart; the proxy that follows by frpc's reload.
+      'running->stopping',
+      'stopping->starting',
+      'starting->running',
+      'instance.started',
       'instance.modified',
       'running->stopping',
       'stopping->stopped',

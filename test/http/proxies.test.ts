@@ -231,7 +231,7 @@ test('modify configFile changes top-level keys only; proxies stay as they were',
     },
     { token: root },
   );
-  t.deepEqual(res.body.data, { instanceID: Number(id), configPath });
+  t.deepEqual(res.body.data, { instanceID: Number(id), configPath, applied: 'on next start' });
   const after = parse(await readFile(configPath, 'utf8')) as any;
   t.like(after, { serverAddr: 'new.example.com', serverPort: 7443, auth: { token: 'new-secret' } });
   t.deepEqual(after.proxies, before);

@@ -108,3 +108,26 @@ test('an instance made before tunnelward managed the admin endpoint gets one at 
   );
   t.is(proxy.body.data.applied, 'reload');
 });
+
+test('a top-level change, which frpc cannot reload, restarts a running tunnel and says so; a stopped one waits', async (t) => {
+  const { id, configPath } = await createInstance(daemon, root, 'rl_common');
+  const idle = await post('/tunnelAct/instanceMgr/modify', {
+    instanceID: id,
+    type: 'configFile',
+    modifiedData: { user: 'a' },
+  });
+  t.is(idle.body.data.applied, 'on next start');
+  t.true((await post('/tunnelAct/instanceMgr/start', { instanceID: id })).body.success);
+  const [before] = await tunnelPids(configPath);
+  const changed = await post('/tunnelAct/instanceMgr/modify', {
+    instanceID: id,
+    type: 'configFile',
+    modifiedData: { user: 'ops' },
+  });
+  t.true(changed.body.success, changed.body.message);
+  t.is(changed.body.data.applied, 'restart');
+  t.regex(changed.body.message, /applied by a restart/);
+  const [after] = await tunnelPids(configPath);
+  t.not(after, before, 'a new process reads the new settings');
+  t.is((parse(await readFile(configPath, 'utf8')) as { user: string }).user, 'ops');
+});

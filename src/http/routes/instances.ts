@@ -103,10 +103,12 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
     const type = requiredString(fields, 'type');
     const data = objectField(fields, 'modifiedData', true)!;
     if (type === 'configFile') {
-      const record = await supervisor.catalogue.modifyConfig(id, data);
-      reply(ctx, `config file of instance ${record.name} modified; restart it to apply`, {
+      const { record, applied } = await supervisor.modifyConfig(id, data);
+      const how = applied === 'restart' ? 'applied by a restart' : 'it applies at the next start';
+      reply(ctx, `config file of instance ${record.name} modified; ${how}`, {
         instanceID: record.id,
         configPath: record.configPath,
+        applied,
       });
     } else if (type === 'systemConfig') {
       const unknown = Object.keys(data).filter((k) => !['name', 'bootAtStart', 'runUser'].includes(k));
