@@ -5,6 +5,7 @@ import { BenchDaemon, ADMIN } from './lib/daemon.js';
 import { load, percentile } from './lib/load.js';
 import { descendantsOf, processesByConfig } from './lib/procs.js';
 import { inParallel, LIFTED, sleep, START_CLIENTS, STAND_IN_MARKER, standIn } from './lib/tunnels.js';
+import { status } from './status-scenario.js';
 import { systemd } from './systemd-scenario.js';
 import type { Row } from './run.js';
 
@@ -596,5 +597,5 @@ const startup: Scenario = {
   },
 };
 
-export const scenarios: Scenario[] = [http, fixtureInstances, scale, systemd, logs, startup];
+export const scenarios: Scenario[] = [http, fixtureInstances, scale, systemd, status, logs, startup];
 export { ADMIN };

@@ -77,8 +77,11 @@ export function defaultSettings(dataDir: string) {
     'Log.MaxBytes': 10 * 1024 * 1024,
     /** A proxy's or a tunnel's connection change is announced (proxy.up/down, instance.connected/disconnected) once it has held this long. */
     'Alerts.DebounceSecs': 5,
-    /** How often each running tunnel's proxy status is read when its log says nothing new. */
-    'Status.PollSecs': 60,
+    /**
+     * How often each running tunnel's proxy status is read when its log says nothing new: a safety net, since frpc
+     * logs every login, lost connection, proxy start and failure, and those are read at once.
+     */
+    'Status.PollSecs': 300,
     /** Rotated log files kept per instance. */
     'Log.Files': 3,
     /** auto: systemd when /run/systemd/system exists, windows on Windows, else tunnelward runs tunnels itself. */
