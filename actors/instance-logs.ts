@@ -14,6 +14,12 @@ export type { RotationPolicy } from './log-file-writer.js';
 
 const run = promisify(execFile);
 
+/** Output read from the tunnels, in lines and bytes. */
+export interface LogTotals {
+  lines: number;
+  bytes: number;
+}
+
 /** A tunnel log file that stopped (or started again) being writable. */
 export interface LogFaultEvent {
   instanceID: number;
@@ -58,6 +64,8 @@ export class LogChannel {
     faults: Subject<LogFaultEvent>,
     /** Where output comes from when it is not tunnelward's own pipe (an init system's journal or log file). */
     private readonly source?: LogSourceFactory,
+    /** Lines and bytes of output, counted for every instance together (the metrics). */
+    private readonly totals: LogTotals = { lines: 0, bytes: 0 },
   ) {
     this.file = new LogFileWriter(logPath, policy, log.child({ instanceID: id }), {
       // A disk that cannot keep up slows the reading, and so the tunnel, rather than filling our memory.
@@ -183,6 +191,8 @@ export class LogChannel {
 
   /** Queues whole lines for the file and publishes them at once: followers do not wait for the disk. */
   private write(lines: string): void {
+    this.totals.bytes += Buffer.byteLength(lines);
+    for (let at = lines.indexOf('\n'); at >= 0; at = lines.indexOf('\n', at + 1)) this.totals.lines++;
     this.file.append(lines);
     this.keepTail(lines);
     if (!this.entries$.observed) return;
@@ -293,6 +303,8 @@ export class InstanceLogs {
   readonly dir: string;
   /** Log files that stopped, or started again, being writable. */
   readonly faults$ = new Subject<LogFaultEvent>();
+  /** Output read from every tunnel since start-up. */
+  readonly totals: LogTotals = { lines: 0, bytes: 0 };
 
   constructor(
     dataDir: string,
@@ -315,6 +327,7 @@ export class InstanceLogs {
         this.log,
         this.faults$,
         this.source,
+        this.totals,
       );
       this.channels.set(id, channel);
     }

@@ -142,6 +142,8 @@ async function startLocked(
           .failing()
           .map(({ instanceID, fault }) => `instance ${instanceID}: ${fault.reason}, ${fault.lostBytes} bytes dropped`),
     },
+    webhookStats: () => notifier.stats,
+    logTotals: () => logs.totals,
     restart: () => {
       if (restartRequested) return;
       restartRequested = true;

@@ -12,6 +12,7 @@ import { checkJsonBody } from './json-body-check.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { accountRoutes } from './routes/accounts.js';
 import { instanceRoutes } from './routes/instances.js';
+import { metricsRoutes, type RequestCounts } from './routes/metrics.js';
 import { proxyRoutes } from './routes/proxies.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { settingsRoutes } from './routes/settings.js';
@@ -44,6 +45,9 @@ export interface AppDeps {
   restart: () => void;
   /** The clock requests are timed by (the timestamp window); tests inject their own. */
   now?: () => number;
+  /** For the metrics: webhook outcomes and tunnel output so far. */
+  webhookStats: () => { published: number; delivered: number; failed: number; dropped: number };
+  logTotals: () => { lines: number; bytes: number };
 }
 
 /** What every route module receives: the app's dependencies and the checks behind each access level. */
@@ -76,12 +80,18 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     httpLog.error({ err, method: ctx?.method, path: ctx?.path }, 'request failed');
   });
 
+  const requests: RequestCounts = new Map();
+  let known = new Set<string>();
   app.use(async (ctx, next) => {
     ctx.state.receivedAt = now();
     const started = performance.now();
     try {
       await next();
     } finally {
+      // Counted by declared route: a path that is none is "unmatched", so the labels stay few.
+      const route = known.has(`${ctx.method} ${ctx.path}`) ? ctx.path : 'unmatched';
+      const key = `${route}|${ctx.status}`;
+      requests.set(key, (requests.get(key) ?? 0) + 1);
       // The path only: a query string may carry a token.
       httpLog.debug(
         { method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) },
@@ -104,7 +114,11 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     instanceRoutes,
     proxyRoutes,
   ];
-  const routers: ResourceRouter[] = resources.map((routes) => routes(routeDeps));
+  const routers: ResourceRouter[] = [
+    ...resources.map((routes) => routes(routeDeps)),
+    metricsRoutes({ ...routeDeps, requests }),
+  ];
+  known = new Set(routers.flatMap((router) => router.routes.map((r) => `${r.method} ${r.path}`)));
   routeLists.set(
     app,
     routers.flatMap((router) => router.routes),

@@ -67,6 +67,8 @@ export async function inProcessApp(
     jsonMaxDepth: DEFAULTS.jsonMaxDepth,
     log: pino({ enabled: false }),
     faults: { database: () => undefined, instanceLogs: () => [] },
+    webhookStats: () => ({ published: 0, delivered: 0, failed: 0, dropped: 0 }),
+    logTotals: () => ({ lines: 0, bytes: 0 }),
     restart: () => {},
     now: clock.now,
   });

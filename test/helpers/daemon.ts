@@ -83,7 +83,12 @@ export class Daemon {
           for (const [name, value] of Object.entries(res.headers)) {
             if (value !== undefined) received.set(name, Array.isArray(value) ? value.join(', ') : value);
           }
-          resolve({ status: res.statusCode!, headers: received, body: text ? JSON.parse(text) : undefined });
+          const json = /json/.test(String(res.headers['content-type']));
+          resolve({
+            status: res.statusCode!,
+            headers: received,
+            body: text && json ? JSON.parse(text) : text || undefined,
+          });
         });
       });
       req.on('error', reject);

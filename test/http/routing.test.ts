@@ -26,6 +26,8 @@ function appRoutes(): RouteInfo[] {
     log: pino({ enabled: false }),
     faults: inert,
     restart: () => {},
+    webhookStats: inert,
+    logTotals: inert,
   };
   return listRoutes(createApp(deps));
 }
@@ -62,6 +64,7 @@ const CONTRACT: Record<string, Access> = {
   'POST /system/restart': 'admin',
   'GET /system/selfCheck': 'admin',
   'POST /tunnelAct/proxyMgr/setStatus': 'admin',
+  'GET /metrics': 'admin',
 };
 
 /** Served by the log streams on the same server, not by the routers: an HTTP request there has no route. */
@@ -260,7 +263,9 @@ function expectAnswer(
   res: Response,
 ) {
   const what = `${route.method} ${route.path} as ${who}: ${res.status} ${res.body?.message}`;
-  t.is(typeof res.body?.success, 'boolean', what);
+  // Every answer is the envelope, but for the Prometheus text that /metrics serves to those allowed.
+  const metrics = route.path === '/metrics' && res.status === 200;
+  t.is(metrics ? typeof res.body : typeof res.body?.success, metrics ? 'string' : 'boolean', what);
   if (route.access === 'public') {
     t.is(res.status, 200, what);
   } else if (route.access === 'timestamp') {

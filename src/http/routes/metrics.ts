@@ -1,0 +1,113 @@
+import type { Registry } from 'prom-client';
+import type { RouteDeps } from '../app.js';
+import { ResourceRouter } from '../resource-router.js';
+
+/** HTTP requests answered, by route (as declared, so the labels stay few) and status. */
+export type RequestCounts = Map<string, number>;
+
+/**
+ * `GET /metrics` (admin): the Prometheus text format, from prom-client, loaded at the first scrape so that a daemon
+ * nobody scrapes pays nothing for it. Every value is read at scrape time from what the daemon keeps anyway.
+ */
+export function metricsRoutes(deps: RouteDeps & { requests: RequestCounts }): ResourceRouter {
+  const router = new ResourceRouter('', deps.guards);
+  let registry: Promise<Registry> | undefined;
+  router.get('/metrics', 'admin', async (ctx) => {
+    registry ??= buildRegistry(deps);
+    const reg = await registry;
+    ctx.status = 200;
+    ctx.type = reg.contentType;
+    ctx.body = await reg.metrics();
+  });
+  return router;
+}
+
+async function buildRegistry({
+  supervisor,
+  webhookStats,
+  logTotals,
+  requests,
+}: RouteDeps & { requests: RequestCounts }) {
+  const { Counter, Gauge, Registry } = await import('prom-client');
+  const registry = new Registry();
+  const gauge = (name: string, help: string, labelNames: string[], collect: (g: InstanceType<typeof Gauge>) => void) =>
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      collect() {
+        this.reset();
+        collect(this);
+      },
+    });
+  const counter = (
+    name: string,
+    help: string,
+    labelNames: string[],
+    collect: (c: InstanceType<typeof Counter>) => void,
+  ) =>
+    new Counter({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      collect() {
+        this.reset();
+        collect(this);
+      },
+    });
+
+  gauge('tunnelward_instances', 'Instances by state.', ['state'], (g) => {
+    const counts = new Map<string, number>();
+    for (const view of supervisor.views()) counts.set(view.state, (counts.get(view.state) ?? 0) + 1);
+    for (const state of ['stopped', 'starting', 'running', 'stopping', 'backoff', 'failed'])
+      g.set({ state }, counts.get(state) ?? 0);
+  });
+  gauge(
+    'tunnelward_instance_restarts',
+    'Automatic restarts since the last operator start, summed over instances.',
+    [],
+    (g) => g.set(supervisor.views().reduce((sum, view) => sum + view.run.restarts, 0)),
+  );
+  gauge('tunnelward_instances_connected', 'Running instances logged in to their server (as frpc says).', [], (g) =>
+    g.set(supervisor.views().filter((view) => supervisor.statusFields(view.record.id).connected === true).length),
+  );
+  gauge('tunnelward_proxies', 'Proxies of running instances by the status frpc reports.', ['status'], (g) => {
+    const counts = new Map<string, number>();
+    for (const view of supervisor.views())
+      for (const [status, n] of Object.entries(supervisor.statusFields(view.record.id).proxyStatus))
+        counts.set(status, (counts.get(status) ?? 0) + n);
+    for (const [status, n] of counts) g.set({ status }, n);
+  });
+  counter('tunnelward_instance_log_lines_total', 'Lines of output read from the tunnels.', [], (c) =>
+    c.inc(logTotals().lines),
+  );
+  counter('tunnelward_instance_log_bytes_total', 'Bytes of output read from the tunnels.', [], (c) =>
+    c.inc(logTotals().bytes),
+  );
+  counter('tunnelward_webhook_events_total', 'Webhook events by outcome.', ['outcome'], (c) => {
+    const stats = webhookStats();
+    for (const outcome of ['published', 'delivered', 'failed', 'dropped'] as const) c.inc({ outcome }, stats[outcome]);
+  });
+  counter(
+    'tunnelward_http_requests_total',
+    'HTTP requests answered, by route and status.',
+    ['route', 'status'],
+    (c) => {
+      for (const [key, n] of requests) {
+        const [route, status] = key.split('|') as [string, string];
+        c.inc({ route, status }, n);
+      }
+    },
+  );
+  gauge('process_resident_memory_bytes', 'Resident memory of the daemon process.', [], (g) =>
+    g.set(process.memoryUsage.rss()),
+  );
+  gauge('nodejs_heap_used_bytes', 'JavaScript heap in use.', [], (g) => g.set(process.memoryUsage().heapUsed));
+  counter('process_cpu_seconds_total', 'CPU time of the daemon process (user and system).', [], (c) => {
+    const { user, system } = process.cpuUsage();
+    c.inc((user + system) / 1e6);
+  });
+  return registry;
+}
