@@ -166,7 +166,8 @@ test('a crash loop ends in failed when systemd reaches the start limit; an opera
 });
 
 test('a start that does not hold is reported and systemd does not retry it', async (t) => {
-  const s = await setup(t);
+  // Long enough that a Node fixture slow to boot on a loaded machine still dies within it.
+  const s = await setup(t, { 'Instance.StartSecs': 2.5 });
   const { host, daemon, token } = s;
   const { id, configPath } = await createInstance(daemon, token, 'sd_bad', {
     metadatas: { 'fixture.crashAfterMs': '50', 'fixture.exitCode': '4' },
