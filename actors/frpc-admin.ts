@@ -4,8 +4,8 @@ import type { AdminEndpoint } from '../src/config/tunnel-config.js';
 /** How long a call to a tunnel's admin API may take. */
 const ADMIN_TIMEOUT_MS = 5000;
 
-/** One call to a tunnel's admin API (frpc's webServer), with its Basic credentials. */
-function call(endpoint: AdminEndpoint, path: string): Promise<{ status: number; body: string }> {
+/** One GET of a tunnel's admin API (frpc's webServer), with its Basic credentials. */
+export function adminGet(endpoint: AdminEndpoint, path: string): Promise<{ status: number; body: string }> {
   const auth = Buffer.from(`${endpoint.user}:${endpoint.password}`).toString('base64');
   return new Promise((resolve, reject) => {
     const req = request(
@@ -41,7 +41,7 @@ function errorText(status: number, body: string): string {
  */
 export async function reloadTunnel(endpoint: AdminEndpoint): Promise<{ ok: true } | { ok: false; message: string }> {
   try {
-    const { status, body } = await call(endpoint, '/api/reload?strictConfig=true');
+    const { status, body } = await adminGet(endpoint, '/api/reload?strictConfig=true');
     if (status === 200) return { ok: true };
     if (status === 401) return { ok: false, message: "the tunnel's admin API refused tunnelward's credentials" };
     return { ok: false, message: errorText(status, body) };

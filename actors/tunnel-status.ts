@@ -1,10 +1,10 @@
-import { request } from 'node:http';
 import { Subject, type Observable, type Subscription } from 'rxjs';
 import { isUp, parseStatus, readLogLine, type ProxyStatus } from '../src/config/proxy-status.js';
 import type { AdminEndpoint } from '../src/config/tunnel-config.js';
 import type { InstanceLogEntry } from '../src/log/log-entries.js';
 import type { Logger } from '../src/log/logger.js';
 import type { Settings } from '../src/settings/defaults.js';
+import { adminGet } from './frpc-admin.js';
 
 /** An alert, once the state it announces has held for `Alerts.DebounceSecs`. */
 export interface StatusAlert {
@@ -25,7 +25,6 @@ export interface TunnelStatusView {
 
 /** After a hint from the log, wait this long for the lines that usually follow, then look once. */
 const HINT_DELAY_MS = 150;
-const STATUS_TIMEOUT_MS = 5000;
 
 interface Tracked {
   endpoint: AdminEndpoint;
@@ -36,31 +35,6 @@ interface Tracked {
   busy: boolean;
   again: boolean;
   logs: Subscription;
-}
-
-function fetchStatus(endpoint: AdminEndpoint): Promise<{ status: number; body: string }> {
-  const auth = Buffer.from(`${endpoint.user}:${endpoint.password}`).toString('base64');
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: endpoint.host,
-        port: endpoint.port,
-        path: '/api/status',
-        agent: false,
-        headers: { Authorization: `Basic ${auth}` },
-      },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (body += chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-        res.on('error', reject);
-      },
-    );
-    req.setTimeout(STATUS_TIMEOUT_MS, () => req.destroy(new Error('no answer')));
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 /**
@@ -160,7 +134,7 @@ export class TunnelStatus {
       return;
     }
     tracked.busy = true;
-    fetchStatus(tracked.endpoint)
+    adminGet(tracked.endpoint, '/api/status')
       .then(({ status, body }) => {
         if (this.tracked.get(id) !== tracked) return;
         if (status !== 200) throw new Error(`HTTP ${status}`);

@@ -98,3 +98,12 @@ export async function waitFor<T>(probe: () => Promise<T>, until: (v: T) => boole
 
 export const statusOf = (daemon: Daemon, token: string, id: string) =>
   daemon.get(`/tunnelAct/instanceMgr/status?instanceID=${id}`, { token }).then((r) => r.body.data);
+
+/** A tcp proxy as the proxy API takes it (ports as strings, as the contract has them). */
+export const tcpProxy = (name: string, remotePort: number, localPort = 22) => ({
+  name,
+  type: 'tcp',
+  localIP: '127.0.0.1',
+  localPort: String(localPort),
+  remotePort: String(remotePort),
+});

@@ -4,16 +4,10 @@ import test from 'ava';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { disposeWithTunnels, startWithRoot, tempDir } from '../helpers/daemon.js';
-import { createInstance, instanceSettings, statusOf, waitFor } from '../helpers/instances.js';
+import { createInstance, instanceSettings, statusOf, waitFor, tcpProxy } from '../helpers/instances.js';
 import { openStream, wsUrl } from '../helpers/streams.js';
 
-const tcp = (name: string, remotePort: number) => ({
-  name,
-  type: 'tcp',
-  localIP: '127.0.0.1',
-  localPort: '22',
-  remotePort: String(remotePort),
-});
+const tcp = tcpProxy;
 
 test('proxy status and the connection follow the server: port taken, freed, server lost, back; alerts debounced', async (t) => {
   // Status.PollSecs long: what is seen within 2 s comes from the tunnel's log, not from polling.

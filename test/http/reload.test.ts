@@ -5,7 +5,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse } from 'smol-toml';
 import { disposeWithTunnels, startWithRoot, tempDir, type Daemon } from '../helpers/daemon.js';
-import { createInstance, instanceSettings, tunnelPids, waitFor } from '../helpers/instances.js';
+import { createInstance, instanceSettings, tunnelPids, waitFor, tcpProxy } from '../helpers/instances.js';
 
 let daemon: Daemon;
 let root: string;
@@ -14,13 +14,7 @@ test.before(async () => {
 });
 test.after.always(() => disposeWithTunnels(daemon, root));
 
-const tcp = (name: string, remotePort: number) => ({
-  name,
-  type: 'tcp',
-  localIP: '127.0.0.1',
-  localPort: '22',
-  remotePort: String(remotePort),
-});
+const tcp = tcpProxy;
 const post = (path: string, body: unknown) => daemon.post(path, body, { token: root });
 const logOf = (id: string) => readFile(join(daemon.dataDir, 'logs', `tunnel_${id}.log`), 'utf8').catch(() => '');
 
