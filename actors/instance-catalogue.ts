@@ -74,8 +74,10 @@ export class InstanceCatalogue {
   private readonly log: Logger;
   /** What each instance's proxies hold on their server, read from its file once and kept as its file is written. */
   private claims: Map<number, ServerClaims> | undefined;
+  private claimsLoad: Promise<Map<number, ServerClaims>> | undefined;
   /** The admin port of each instance's tunnel (see `allAdminPorts`). */
   private adminPorts: Map<number, number> | undefined;
+  private adminPortsLoad: Promise<Map<number, number>> | undefined;
 
   constructor(
     private readonly db: Database,
@@ -319,16 +321,24 @@ export class InstanceCatalogue {
   }
 
   private async allClaims(): Promise<Map<number, ServerClaims>> {
-    if (!this.claims) {
-      const claims = new Map<number, ServerClaims>();
-      for (const record of this.records()) {
-        // A file that cannot be read holds nothing we can know of; its own edits will say why.
-        const config = await readTunnelConfig(record.configPath).catch(() => undefined);
-        if (config) claims.set(record.id, config.serverClaims());
-      }
-      this.claims ??= claims;
+    if (this.claims) return this.claims;
+    this.claimsLoad ??= this.readEveryFile((config) => config.serverClaims()).then((claims) => (this.claims = claims));
+    return this.claimsLoad;
+  }
+
+  /**
+   * One fact of every instance's config file, each file read once however many ask at the same time (a thousand
+   * starts at once must not read a thousand files each). A file that cannot be read holds nothing we can know of;
+   * its own edits will say why.
+   */
+  private async readEveryFile<T>(fact: (config: TunnelConfig) => T | undefined): Promise<Map<number, T>> {
+    const facts = new Map<number, T>();
+    for (const record of this.records()) {
+      const config = await readTunnelConfig(record.configPath).catch(() => undefined);
+      const value = config && fact(config);
+      if (value !== undefined) facts.set(record.id, value);
     }
-    return this.claims;
+    return facts;
   }
 
   /**
@@ -427,8 +437,8 @@ export class InstanceCatalogue {
       const reloaded = await reloadTunnel(endpoint);
       if (!reloaded.ok) {
         await writeFileAtomic(record.configPath, before, { mode: 0o600 });
-        this.claims?.delete(id);
         this.claims = undefined;
+        this.claimsLoad = undefined;
         throw badRequest(`frpc refused the change: ${reloaded.message}; the file is as it was and the tunnel runs on`);
       }
       return { record, result, applied: 'reload' };
@@ -458,16 +468,11 @@ export class InstanceCatalogue {
 
   /** The admin port each instance's file names, read from the files once and kept as they are written. */
   private async allAdminPorts(): Promise<Map<number, number>> {
-    if (!this.adminPorts) {
-      const ports = new Map<number, number>();
-      for (const record of this.records()) {
-        const config = await readTunnelConfig(record.configPath).catch(() => undefined);
-        const port = config?.adminEndpoint()?.port;
-        if (port !== undefined) ports.set(record.id, port);
-      }
-      this.adminPorts ??= ports;
-    }
-    return this.adminPorts;
+    if (this.adminPorts) return this.adminPorts;
+    this.adminPortsLoad ??= this.readEveryFile((config) => config.adminEndpoint()?.port).then(
+      (ports) => (this.adminPorts = ports),
+    );
+    return this.adminPortsLoad;
   }
 
   /**
