@@ -75,9 +75,9 @@ export class InstanceCatalogue {
   /** What each instance's proxies hold on their server, read from its file once and kept as its file is written. */
   private claims: Map<number, ServerClaims> | undefined;
   private claimsLoad: Promise<Map<number, ServerClaims>> | undefined;
-  /** The admin port of each instance's tunnel (see `allAdminPorts`). */
-  private adminPorts: Map<number, number> | undefined;
-  private adminPortsLoad: Promise<Map<number, number>> | undefined;
+  /** The admin endpoint of each instance's tunnel (see `allAdminEndpoints`). */
+  private adminEndpoints: Map<number, AdminEndpoint> | undefined;
+  private adminEndpointsLoad: Promise<Map<number, AdminEndpoint>> | undefined;
 
   constructor(
     private readonly db: Database,
@@ -182,8 +182,8 @@ export class InstanceCatalogue {
       { serverAddr: input.serverAddr, serverPort: input.serverPort, authMethod: input.authMethod },
       input.additional,
     );
-    const adminPort = await this.freeAdminPort();
-    config.setAdminEndpoint(adminPort, ADMIN_USER, adminPassword());
+    config.setAdminEndpoint(await this.freeAdminPort(), ADMIN_USER, adminPassword());
+    const endpoint = config.adminEndpoint()!;
     const instancePath = this.settings.value('InstancePath');
     const record = this.store.insert({
       name: input.name,
@@ -218,7 +218,7 @@ export class InstanceCatalogue {
       if (record.bootAtStart) this.store.update(record.id, { bootAtStart: false });
     }
     this.store.setPending(record.id, null);
-    this.adminPorts?.set(record.id, adminPort);
+    this.adminEndpoints?.set(record.id, endpoint);
     const created = this.store.get(record.id)!;
     await this.db.persist();
     this.version++;
@@ -261,7 +261,7 @@ export class InstanceCatalogue {
     this.store.delete(record.id);
     this.env.forget(record.id);
     this.claims?.delete(record.id);
-    this.adminPorts?.delete(record.id);
+    this.adminEndpoints?.delete(record.id);
     await this.db.persist();
   }
 
@@ -410,7 +410,8 @@ export class InstanceCatalogue {
 
   /** Where tunnelward reaches the tunnel's admin API, as its file says. */
   async adminEndpoint(id: number): Promise<AdminEndpoint | undefined> {
-    return (await readTunnelConfig(this.recordOf(id).configPath)).adminEndpoint();
+    this.recordOf(id);
+    return (await this.allAdminEndpoints()).get(id);
   }
 
   readConfig(id: number): Promise<TunnelConfig> {
@@ -450,29 +451,28 @@ export class InstanceCatalogue {
    * asked before every start, so status and reload work from that start on.
    */
   async ensureAdminEndpoint(id: number): Promise<void> {
-    if ((await this.allAdminPorts()).has(id)) return;
+    if ((await this.allAdminEndpoints()).has(id)) return;
     await this.lifecycle.exclusive(id, async (record) => {
       const config = await readTunnelConfig(record.configPath);
       const known = config.adminEndpoint();
       if (known) {
-        this.adminPorts?.set(id, known.port);
+        this.adminEndpoints?.set(id, known);
         return;
       }
-      const port = await this.freeAdminPort();
-      config.setAdminEndpoint(port, ADMIN_USER, adminPassword());
+      config.setAdminEndpoint(await this.freeAdminPort(), ADMIN_USER, adminPassword());
       await writeTunnelConfig(record.configPath, config);
-      this.adminPorts?.set(id, port);
+      this.adminEndpoints?.set(id, config.adminEndpoint()!);
       this.log.info({ instanceID: id }, 'gave the tunnel an admin endpoint on loopback');
     });
   }
 
-  /** The admin port each instance's file names, read from the files once and kept as they are written. */
-  private async allAdminPorts(): Promise<Map<number, number>> {
-    if (this.adminPorts) return this.adminPorts;
-    this.adminPortsLoad ??= this.readEveryFile((config) => config.adminEndpoint()?.port).then(
-      (ports) => (this.adminPorts = ports),
+  /** Where each instance's tunnel serves its admin API, read from the files once and kept as they are written. */
+  private async allAdminEndpoints(): Promise<Map<number, AdminEndpoint>> {
+    if (this.adminEndpoints) return this.adminEndpoints;
+    this.adminEndpointsLoad ??= this.readEveryFile((config) => config.adminEndpoint()).then(
+      (endpoints) => (this.adminEndpoints = endpoints),
     );
-    return this.adminPortsLoad;
+    return this.adminEndpointsLoad;
   }
 
   /**
@@ -480,7 +480,7 @@ export class InstanceCatalogue {
    * (Another program may still take it before frpc binds it; frpc then says so at its start.)
    */
   private async freeAdminPort(): Promise<number> {
-    const taken = new Set((await this.allAdminPorts()).values());
+    const taken = new Set([...(await this.allAdminEndpoints()).values()].map((e) => e.port));
     for (;;) {
       const port = await new Promise<number>((resolve, reject) => {
         const server = createServer();
