@@ -64,11 +64,6 @@ export class Spawner {
     private readonly nodeArgs: readonly string[] = ['--max-semi-space-size=1'],
   ) {}
 
-  /** The spawner's pid, while one runs. */
-  get pid(): number | undefined {
-    return this.child?.pid;
-  }
-
   spawn(order: SpawnOrder): Promise<Spawned> {
     const child = this.ensure();
     clearTimeout(this.idle);

@@ -60,11 +60,6 @@ export class JournalFollower {
     };
   }
 
-  /** How many processes follow the journal: one, whatever the number of units. */
-  get followers(): number {
-    return this.child ? 1 : 0;
-  }
-
   private follow(): void {
     if (this.closed) return;
     const from = this.cursor ? ['--after-cursor', this.cursor] : ['-n', '0'];
