@@ -369,6 +369,7 @@ remotePort = 6001
   const fixture = start(t, ['-c', file], env);
   // Go's text/template prints a missing map key as "<no value>" unless told otherwise, and frpc does not tell it.
   await fixture.waitFor(/proxy added: \[from_env x<no value>\]\n/);
+  await fixture.waitFor(/\[from_env\] start proxy success\n/);
   t.regex(fixture.output(), /\[from_env\] start proxy success\n/);
   fixture.child.kill('SIGTERM');
   await fixture.exited;
