@@ -35,17 +35,30 @@ function errorText(status: number, body: string): string {
   return body.trim() || `HTTP ${status}`;
 }
 
+/** What became of a reload: applied, refused by frpc (its message), or frpc's admin API could not be reached. */
+export type ReloadOutcome = { ok: true } | { ok: false; refused: boolean; message: string };
+
+/** A tunnel just started may not serve its admin API yet: a reload that cannot connect is tried again, this often. */
+const RELOAD_ATTEMPTS = 6;
+const RELOAD_RETRY_MS = 250;
+
 /**
  * Asks the tunnel to re-read its config file and apply its proxies (strict: unknown keys refused). Only proxies
  * and visitors are reloaded; those that did not change keep running undisturbed.
  */
-export async function reloadTunnel(endpoint: AdminEndpoint): Promise<{ ok: true } | { ok: false; message: string }> {
-  try {
-    const { status, body } = await adminGet(endpoint, '/api/reload?strictConfig=true');
-    if (status === 200) return { ok: true };
-    if (status === 401) return { ok: false, message: "the tunnel's admin API refused tunnelward's credentials" };
-    return { ok: false, message: errorText(status, body) };
-  } catch (err) {
-    return { ok: false, message: `cannot reach the tunnel's admin API: ${(err as Error).message}` };
+export async function reloadTunnel(endpoint: AdminEndpoint): Promise<ReloadOutcome> {
+  let reason = '';
+  for (let attempt = 1; attempt <= RELOAD_ATTEMPTS; attempt++) {
+    try {
+      const { status, body } = await adminGet(endpoint, '/api/reload?strictConfig=true');
+      if (status === 200) return { ok: true };
+      if (status === 401)
+        return { ok: false, refused: false, message: "the tunnel's admin API refused tunnelward's credentials" };
+      return { ok: false, refused: true, message: errorText(status, body) };
+    } catch (err) {
+      reason = (err as Error).message;
+      await new Promise((r) => setTimeout(r, RELOAD_RETRY_MS));
+    }
   }
+  return { ok: false, refused: false, message: `cannot reach the tunnel's admin API: ${reason}` };
 }

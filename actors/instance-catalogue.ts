@@ -35,8 +35,11 @@ export interface SystemConfigChange {
   runUser?: string;
 }
 
-/** How a proxy edit reached the tunnel: by frpc's reload, or not yet (it is not running). */
-export type Applied = 'reload' | 'on next start';
+/**
+ * How a proxy edit reaches the tunnel: by frpc's reload, by a restart (frpc's admin API could not be reached), or
+ * not yet (it is not running).
+ */
+export type Applied = 'reload' | 'restart' | 'on next start';
 
 /** The Basic user tunnelward uses on each tunnel's admin API. */
 const ADMIN_USER = 'tunnelward';
@@ -436,13 +439,16 @@ export class InstanceCatalogue {
       const endpoint = config.adminEndpoint();
       if (this.lifecycle.stateOf(id) !== 'running' || !endpoint) return { record, result, applied: 'on next start' };
       const reloaded = await reloadTunnel(endpoint);
-      if (!reloaded.ok) {
+      if (reloaded.ok) return { record, result, applied: 'reload' };
+      if (reloaded.refused) {
         await writeFileAtomic(record.configPath, before, { mode: 0o600 });
         this.claims = undefined;
         this.claimsLoad = undefined;
         throw badRequest(`frpc refused the change: ${reloaded.message}; the file is as it was and the tunnel runs on`);
       }
-      return { record, result, applied: 'reload' };
+      // frpc did not refuse it, it could not be asked: the change stands and a restart applies it.
+      this.log.warn({ instanceID: id, reason: reloaded.message }, 'cannot reload the tunnel; restarting it instead');
+      return { record, result, applied: 'restart' };
     });
   }
 

@@ -9,7 +9,8 @@ import type { Database } from '../src/storage/database.js';
 import { formatIso } from '../src/util/time.js';
 import { startedAtMs } from '../src/system/proc.js';
 import type { BootService } from './boot-services.js';
-import { InstanceCatalogue } from './instance-catalogue.js';
+import { InstanceCatalogue, type Applied } from './instance-catalogue.js';
+import type { TunnelConfig } from '../src/config/tunnel-config.js';
 import { InstanceLifecycle, type InstanceState, type RunInfo } from './instance-lifecycle.js';
 import type { InstanceLogs } from './instance-logs.js';
 import type { TunnelRunner } from './process-runner.js';
@@ -118,6 +119,26 @@ export class InstanceSupervisor {
   }
 
   /**
+   * Edits the instance's proxies (see the catalogue's `editProxies`); when the tunnel could not be reloaded, it is
+   * restarted here, after the edit, in its own queue.
+   */
+  async editProxies<T>(
+    id: number,
+    edit: (config: TunnelConfig) => T,
+  ): Promise<{ record: InstanceRecord; result: T; applied: Applied }> {
+    const done = await this.catalogue.editProxies(id, edit);
+    if (done.applied === 'restart') await this.applyByRestart(id);
+    return done;
+  }
+
+  private async applyByRestart(id: number): Promise<void> {
+    const done = await this.lifecycle.command(id, 'restart');
+    if (!done.ok) {
+      throw new AppError(500, `the config file was changed, but the restart that applies it failed: ${done.message}`);
+    }
+  }
+
+  /**
    * Changes the config file's top-level settings. frpc cannot reload those (only proxies and visitors), so a
    * running tunnel is restarted to apply them, and the reply says so.
    */
@@ -127,10 +148,7 @@ export class InstanceSupervisor {
   ): Promise<{ record: InstanceRecord; applied: 'restart' | 'on next start' }> {
     const record = await this.catalogue.modifyConfig(id, patch);
     if (this.lifecycle.stateOf(id) !== 'running') return { record, applied: 'on next start' };
-    const done = await this.lifecycle.command(id, 'restart');
-    if (!done.ok) {
-      throw new AppError(500, `the config file was changed, but the restart that applies it failed: ${done.message}`);
-    }
+    await this.applyByRestart(id);
     return { record, applied: 'restart' };
   }
 

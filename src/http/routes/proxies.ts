@@ -24,13 +24,14 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
     proxyName,
     applied,
   });
-  const how = (applied: Applied) => (applied === 'reload' ? ', applied by a reload' : '');
+  const how = (applied: Applied) =>
+    applied === 'reload' ? ', applied by a reload' : applied === 'restart' ? ', applied by a restart' : '';
 
   router.post('/create', 'admin', async (ctx) => {
     const fields = body(ctx);
     const id = requiredId(fields, 'instanceID');
     const info = proxyInfo(fields);
-    const { record, result, applied } = await supervisor.catalogue.editProxies(id, (config) => config.addProxy(info));
+    const { record, result, applied } = await supervisor.editProxies(id, (config) => config.addProxy(info));
     reply(
       ctx,
       `proxy ${result.name} added to instance ${record.name}${how(applied)}`,
@@ -48,7 +49,7 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
     if (!selector) throw badRequest('proxyInfo.name (or oldName) is required to select the proxy');
     // What the list adds of frpc's live status is read-only: a listed proxy sent back as it is modifies cleanly.
     const { oldName: _o, newName: _n, status: _s, err: _e, remoteAddr: _r, statusSince: _t, ...input } = info;
-    const { record, result, applied } = await supervisor.catalogue.editProxies(id, (config) =>
+    const { record, result, applied } = await supervisor.editProxies(id, (config) =>
       config.modifyProxy(selector, input, newName),
     );
     reply(
@@ -62,7 +63,7 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
     const fields = body(ctx);
     const id = requiredId(fields, 'instanceID');
     const name = requiredString(fields, 'proxyName');
-    const { record, applied } = await supervisor.catalogue.editProxies(id, (config) => config.deleteProxy(name));
+    const { record, applied } = await supervisor.editProxies(id, (config) => config.deleteProxy(name));
     reply(
       ctx,
       `proxy ${name} deleted from instance ${record.name}${how(applied)}`,
@@ -76,9 +77,7 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
     const name = requiredString(fields, 'proxyName');
     if (typeof fields.enabled !== 'boolean') throw badRequest('enabled is required and must be true or false');
     const enabled = fields.enabled;
-    const { record, applied } = await supervisor.catalogue.editProxies(id, (config) =>
-      config.setProxyEnabled(name, enabled),
-    );
+    const { record, applied } = await supervisor.editProxies(id, (config) => config.setProxyEnabled(name, enabled));
     reply(ctx, `proxy ${name} of instance ${record.name} ${enabled ? 'enabled' : 'disabled'}${how(applied)}`, {
       ...edited(id, record.configPath, name, applied),
       enabled,
