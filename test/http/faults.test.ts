@@ -67,7 +67,8 @@ test('a full disk for the logs: output is dropped and reported, the tunnel and t
 });
 
 test('a log file that cannot be written: a failed start still says why, and the fault is reported', async (t) => {
-  const daemon = await startDaemon({ settingsToml: instanceSettings() });
+  // A start that fails is judged over 1.5 s: a Node fixture can take more than 0.3 s to boot on a loaded machine.
+  const daemon = await startDaemon({ settingsToml: instanceSettings({ 'Instance.StartSecs': 1.5 }) });
   t.teardown(() => dispose(daemon));
   const token = await daemon.login();
   const { id } = await createInstance(daemon, token, 'fa_tail', {

@@ -2,7 +2,7 @@ import { readFile, stat, writeFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import test from 'ava';
 import { parse } from 'smol-toml';
-import { dispose, startDaemon, type Daemon } from '../helpers/daemon.js';
+import { dispose, disposeWithTunnels, startDaemon, startWithRoot, type Daemon } from '../helpers/daemon.js';
 import { createInstance, frpcVerify, instanceSettings, statusOf, tunnelPids, waitFor } from '../helpers/instances.js';
 
 let daemon: Daemon;
@@ -173,33 +173,45 @@ test('start, start again (409), stop, stop again (says so), restart', async (t) 
 });
 
 test('a start that fails reports the exit code and the last log lines', async (t) => {
-  const { id } = await createInstance(daemon, root, 'in_exits', {
+  // Its own daemon, StartSecs 1.5: a start that fails is judged over a time a Node fixture boots in even on a
+  // loaded machine.
+  const { daemon: slow, root: slowRoot } = await startWithRoot({
+    settingsToml: instanceSettings({ 'Instance.StartSecs': 1.5 }),
+  });
+  t.teardown(() => disposeWithTunnels(slow, slowRoot));
+  const { id } = await createInstance(slow, slowRoot, 'in_exits', {
     metadatas: { 'fixture.exit': 'now', 'fixture.exitCode': '4' },
   });
-  const res = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root });
+  const res = await slow.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: slowRoot });
   t.is(res.status, 500);
   t.false(res.body.success);
   t.regex(res.body.message, /exited with code 4/);
   t.regex(res.body.message, /fixture: exiting with code 4/);
   t.false(/\x1b\[/.test(res.body.message), 'colour codes stripped');
-  t.is((await statusOf(daemon, root, id)).state, 'stopped');
+  t.is((await statusOf(slow, slowRoot, id)).state, 'stopped');
 });
 
 test("a config error (frpc exits 1 during its start) goes straight to failed with frpc's message, never retried", async (t) => {
-  const { id, configPath } = await createInstance(daemon, root, 'in_config_error');
+  // Its own daemon, StartSecs 1.5: a start that fails is judged over a time a Node fixture boots in even on a
+  // loaded machine.
+  const { daemon: slow, root: slowRoot } = await startWithRoot({
+    settingsToml: instanceSettings({ 'Instance.StartSecs': 1.5 }),
+  });
+  t.teardown(() => disposeWithTunnels(slow, slowRoot));
+  const { id, configPath } = await createInstance(slow, slowRoot, 'in_config_error');
   // A key frpc does not know, written behind tunnelward's back: frpc refuses the file and exits 1.
   await writeFile(configPath, (await readFile(configPath, 'utf8')) + 'serverAdr = "typo"\n');
-  const res = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root });
+  const res = await slow.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: slowRoot });
   t.is(res.status, 500);
   t.regex(res.body.message, /exited with code 1/);
   t.regex(res.body.message, /serverAdr/);
-  t.is((await statusOf(daemon, root, id)).state, 'failed');
-  await daemon.waitForOutput(new RegExp(`"instanceID":${id},.*"to":"failed"`));
+  t.is((await statusOf(slow, slowRoot, id)).state, 'failed');
+  await slow.waitForOutput(new RegExp(`"instanceID":${id},.*"to":"failed"`));
   // Past several backoff periods (0.1-0.4 s here), nothing was started again.
   await new Promise((r) => setTimeout(r, 1000));
   t.deepEqual(await tunnelPids(configPath), []);
-  t.is((await statusOf(daemon, root, id)).state, 'failed');
-  const log = await readFile(`${daemon.dataDir}/logs/tunnel_${id}.log`, 'utf8');
+  t.is((await statusOf(slow, slowRoot, id)).state, 'failed');
+  const log = await readFile(`${slow.dataDir}/logs/tunnel_${id}.log`, 'utf8');
   t.is(log.split('\n').filter((l) => l.includes('serverAdr')).length, 1, 'one attempt only');
 });
 

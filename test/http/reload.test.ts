@@ -125,3 +125,22 @@ test('a top-level change, which frpc cannot reload, restarts a running tunnel an
   t.not(after, before, 'a new process reads the new settings');
   t.is((parse(await readFile(configPath, 'utf8')) as { user: string }).user, 'ops');
 });
+
+test("a reload that cannot reach frpc's admin API is applied by a restart instead; the change stands", async (t) => {
+  const control = join(await tempDir(), 'control.json');
+  await writeFile(control, JSON.stringify({ server: 'up' }));
+  const { id, configPath } = await createInstance(daemon, root, 'rl_unreachable', {
+    metadatas: { 'fixture.control': control },
+  });
+  t.true((await post('/tunnelAct/instanceMgr/start', { instanceID: id })).body.success);
+  const [before] = await tunnelPids(configPath);
+  await writeFile(control, JSON.stringify({ server: 'up', admin: 'down' }));
+  await new Promise((r) => setTimeout(r, 200));
+  const added = await post('/tunnelAct/proxyMgr/create', { instanceID: id, proxyInfo: tcp('late', 6300) });
+  t.true(added.body.success, added.body.message);
+  t.is(added.body.data.applied, 'restart');
+  t.regex(added.body.message, /applied by a restart/);
+  const [after] = await tunnelPids(configPath);
+  t.not(after, before);
+  t.true((await readFile(configPath, 'utf8')).includes('name = "late"'));
+});

@@ -169,7 +169,10 @@ test('service.started when the daemon starts and service.stopping when it stops'
 test("a failed start: its exit code reaches the webhook and the reply, whose last lines are that run's only", async (t) => {
   const receiver = await startReceiver();
   t.teardown(() => receiver.close());
-  const daemon = await startDaemon({ settingsToml: webhookSettings(receiver.url, { 'Webhook.TimeoutSecs': 10 }) });
+  // A start that fails is judged over 1.5 s: a Node fixture can take more than 0.3 s to boot on a loaded machine.
+  const daemon = await startDaemon({
+    settingsToml: webhookSettings(receiver.url, { 'Webhook.TimeoutSecs': 10, 'Instance.StartSecs': 1.5 }),
+  });
   t.teardown(() => dispose(daemon));
   const token = await daemon.login();
   const { id } = await createInstance(daemon, token, 'wh_failstart');
