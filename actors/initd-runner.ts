@@ -4,7 +4,13 @@ import { procStat, type LiveProcess } from '../src/system/proc.js';
 import type { InitdBootService } from './boot-services.js';
 import { runCommand } from './commands.js';
 import { PidWatcher, type ProcessExit } from './pid-watcher.js';
-import { isSameProcess, type SpawnRequest, type TunnelProcess, type TunnelRunner } from './process-runner.js';
+import {
+  isSameProcess,
+  type SpawnRequest,
+  type TunnelProcess,
+  type TunnelRunner,
+  refuseEnvironment,
+} from './process-runner.js';
 
 /**
  * Runs tunnels through their init.d scripts (start-stop-daemon). The tunnel is not tunnelward's child and init.d
@@ -21,12 +27,7 @@ export class InitdRunner implements TunnelRunner {
   ) {}
 
   async spawn(request: SpawnRequest): Promise<TunnelProcess> {
-    if (request.env && Object.keys(request.env).length > 0) {
-      // A script would have to hold them in a file of its own; for now they go only where tunnelward spawns.
-      throw new Error(
-        'environment variables reach a tunnel only when tunnelward runs it itself (InitSystem = "process")',
-      );
-    }
+    refuseEnvironment(request);
     const id = request.instanceId;
     await this.boot.prepare({ id, name: request.name, runUser: request.runUser, configPath: request.configPath });
     await runCommand([this.boot.scriptPath(id), 'start']);

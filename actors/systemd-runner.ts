@@ -8,7 +8,14 @@ import { Batcher } from '../src/util/batcher.js';
 import { serviceNameOf, type SystemdBootService } from './boot-services.js';
 import { runCommand } from './commands.js';
 import type { ProcessExit } from './pid-watcher.js';
-import type { InitSystemEvent, RunTarget, SpawnRequest, TunnelProcess, TunnelRunner } from './process-runner.js';
+import {
+  refuseEnvironment,
+  type InitSystemEvent,
+  type RunTarget,
+  type SpawnRequest,
+  type TunnelProcess,
+  type TunnelRunner,
+} from './process-runner.js';
 import type { JournalFollower, UnitEvent } from './systemd-journal.js';
 
 const unitOf = (id: number) => `${serviceNameOf(id)}.service`;
@@ -78,12 +85,7 @@ export class SystemdRunner implements TunnelRunner {
   }
 
   async spawn(request: SpawnRequest): Promise<TunnelProcess> {
-    if (request.env && Object.keys(request.env).length > 0) {
-      // A unit would have to hold them in a file of its own; for now they go only where tunnelward spawns.
-      throw new Error(
-        'environment variables reach a tunnel only when tunnelward runs it itself (InitSystem = "process")',
-      );
-    }
+    refuseEnvironment(request);
     const id = request.instanceId;
     const unit = unitOf(id);
     await this.boot.prepare({ id, name: request.name, runUser: request.runUser, configPath: request.configPath });

@@ -30,33 +30,22 @@ async function buildRegistry({
 }: RouteDeps & { requests: RequestCounts }) {
   const { Counter, Gauge, Registry } = await import('prom-client');
   const registry = new Registry();
-  const gauge = (name: string, help: string, labelNames: string[], collect: (g: InstanceType<typeof Gauge>) => void) =>
-    new Gauge({
-      name,
-      help,
-      labelNames,
-      registers: [registry],
-      collect() {
-        this.reset();
-        collect(this);
-      },
-    });
-  const counter = (
-    name: string,
-    help: string,
-    labelNames: string[],
-    collect: (c: InstanceType<typeof Counter>) => void,
-  ) =>
-    new Counter({
-      name,
-      help,
-      labelNames,
-      registers: [registry],
-      collect() {
-        this.reset();
-        collect(this);
-      },
-    });
+  // Every metric is computed at scrape time: its collector starts from zero and sets what the daemon has now.
+  const collected =
+    <M extends InstanceType<typeof Gauge> | InstanceType<typeof Counter>>(Kind: new (config: never) => M) =>
+    (name: string, help: string, labelNames: string[], collect: (metric: M) => void): M =>
+      new Kind({
+        name,
+        help,
+        labelNames,
+        registers: [registry],
+        collect(this: M) {
+          this.reset();
+          collect(this);
+        },
+      } as never);
+  const gauge = collected(Gauge);
+  const counter = collected(Counter);
 
   gauge('tunnelward_instances', 'Instances by state.', ['state'], (g) => {
     const counts = new Map<string, number>();
