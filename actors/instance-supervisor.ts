@@ -42,6 +42,8 @@ export interface ProcessFields {
 /** How one instance of a command on many went. */
 export interface CommandResult {
   instanceID: number;
+  /** null for an id that names no instance. */
+  name: string | null;
   ok: boolean;
   /** The state it is in now; null for an id that names no instance. */
   state: InstanceState | null;
@@ -161,11 +163,13 @@ export class InstanceSupervisor {
       ids.map(async (id): Promise<CommandResult> => {
         try {
           const done = await this.command(id, command);
-          return { instanceID: id, ok: done.ok, state: this.lifecycle.stateOf(id), message: done.message };
+          const name = this.catalogue.nameOf(id);
+          return { instanceID: id, name, ok: done.ok, state: this.lifecycle.stateOf(id), message: done.message };
         } catch (err) {
           const known = this.catalogue.exists(id);
           return {
             instanceID: id,
+            name: this.catalogue.nameOf(id) || null,
             ok: false,
             state: known ? this.lifecycle.stateOf(id) : null,
             message: (err as Error).message,

@@ -1,12 +1,13 @@
 #!/usr/bin/env node
-import { startDaemon } from './daemon/daemon.js';
-import { serviceCommand } from './daemon/own-service.js';
 import type { ServeFlags } from './daemon/options.js';
 import { loadSoftwareInfo } from './system/software-info.js';
 
-const USAGE = `usage: tunnelward [command] [flags]
+// Only what the command needs is loaded: a client command must not pay for the daemon's modules.
+const clientCommands = () => import('./client/commands.js');
 
-commands:
+const DAEMON_USAGE = `usage: tunnelward [command] [flags]
+
+daemon commands:
   serve                          run the daemon (the default)
   service install|uninstall      install (and enable) or remove tunnelward's own systemd unit
           [--print] [--data-dir DIR] [--user USER]   --print shows the unit and changes nothing
@@ -18,6 +19,17 @@ flags of serve (each overrides its environment variable, which overrides setting
   --host HOST      address to listen on (TUNNELWARD_HOST, default 127.0.0.1)
   --port PORT      port to listen on, 0 for a free one (TUNNELWARD_PORT, default 7600)
 `;
+
+const CLIENT_USAGE_HEAD = `
+client commands (talk to a running daemon; --url URL or TUNNELWARD_URL picks it, else the last one logged in to,
+else http://127.0.0.1:7600; --json prints JSON; exit codes: 0 ok, 1 failed, 2 usage, 3 not reachable,
+4 unauthorised):
+`;
+
+async function usage(): Promise<string> {
+  const { clientUsage } = await clientCommands();
+  return `${DAEMON_USAGE}${CLIENT_USAGE_HEAD}${clientUsage()}\n`;
+}
 
 class UsageError extends Error {}
 
@@ -39,7 +51,9 @@ function parseServeFlags(args: string[]): ServeFlags {
 }
 
 async function serve(args: string[]): Promise<void> {
-  const daemon = await startDaemon(parseServeFlags(args));
+  const flags = parseServeFlags(args);
+  const { startDaemon } = await import('./daemon/daemon.js');
+  const daemon = await startDaemon(flags);
   let stopping = false;
   const stop = (signal: string) => {
     // A Ctrl-C may arrive twice (from the terminal and from a keeper passing it on): stop once.
@@ -77,6 +91,7 @@ async function service(args: string[]): Promise<void> {
       else user = value;
     } else throw new UsageError(`unknown flag ${arg}`);
   }
+  const { serviceCommand } = await import('./daemon/own-service.js');
   await serviceCommand({ action, print, dataDir, user }, (text) => process.stdout.write(text));
 }
 
@@ -94,16 +109,26 @@ async function main(argv: string[]): Promise<void> {
       return;
     case 'help':
     case '--help':
-      process.stdout.write(USAGE);
+    case '-h':
+      process.stdout.write(await usage());
       return;
-    default:
-      throw new UsageError(`unknown command ${command}`);
   }
+  const { CLIENT_COMMANDS, runClientCommand } = await clientCommands();
+  if (!Object.hasOwn(CLIENT_COMMANDS, command)) throw new UsageError(`unknown command ${command}`);
+  const { useColour } = await import('./client/render.js');
+  const code = await runClientCommand(command, args, {
+    out: (text) => void process.stdout.write(text),
+    err: (text) => void process.stderr.write(text),
+    env: process.env,
+    colour: useColour(),
+  });
+  // Let the output drain; open handles (a closed stream's socket) must not keep the process.
+  process.exitCode = code;
 }
 
-main(process.argv.slice(2)).catch((err: Error) => {
+main(process.argv.slice(2)).catch(async (err: Error) => {
   if (err instanceof UsageError) {
-    process.stderr.write(`tunnelward: ${err.message}\n\n${USAGE}`);
+    process.stderr.write(`tunnelward: ${err.message} (tunnelward help lists the commands and their flags)\n`);
     process.exit(2);
   }
   process.stderr.write(`tunnelward: ${err.message}\n`);

@@ -12,6 +12,9 @@ import type { Logger } from '../log/logger.js';
 import type { SystemLog } from '../log/system-log.js';
 import { rawFailure } from './envelope.js';
 
+/** Earlier lines of an instance log a client may ask for (`?lines=`): read from the files at connect. */
+const MAX_REPLAY_LINES = 1000;
+
 /** Close codes: 44xx mirror the HTTP status that would have refused the client. */
 export const CLOSE = {
   sessionEnded: 4401,
@@ -218,9 +221,11 @@ export class LogStreams {
   private systemStream(url: URL, req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const token = url.searchParams.get('token');
     const auth = token ? this.deps.accounts.authenticate(token) : undefined;
+    const { lines, follow } = replayParams(url, this.deps.systemLog.capacity, this.deps.systemLog.capacity);
     this.accept(req, socket, head, auth, undefined, (client) => {
-      for (const entry of this.deps.systemLog.recent()) client.send(toBuffer(entry));
-      client.follow(this.systemLog$);
+      for (const entry of this.deps.systemLog.recent().slice(-lines || Infinity)) client.send(toBuffer(entry));
+      if (follow) client.follow(this.systemLog$);
+      else client.close(1000, 'end of log');
     });
   }
 
@@ -276,8 +281,10 @@ export class LogStreams {
     }
     if (!mayFollow(auth.user, record.ownerId)) throw new AppError(403, "You don't have access to this instance");
     const channel = this.deps.supervisor.logs.channel(id);
+    const { lines, follow } = replayParams(url, this.options.replayLines, MAX_REPLAY_LINES);
     this.accept(req, socket, head, auth, { id, ownerId: record.ownerId }, (client) => {
-      for (const entry of channel.recentEntries(this.options.replayLines)) client.send(toBuffer(entry));
+      for (const entry of channel.recentEntries(lines)) client.send(toBuffer(entry));
+      if (!follow) return client.close(1000, 'end of log');
       client.followBatches(channel.serialized$);
       const deleted = this.deps.supervisor.catalogue.deleted$.subscribe((gone) => {
         if (gone === id) client.close(CLOSE.instanceDeleted, 'instance deleted');
@@ -346,4 +353,21 @@ export class LogStreams {
     for (const client of this.clients) client.close(CLOSE.shuttingDown, 'tunnelward is stopping');
     this.wss.close();
   }
+}
+
+/**
+ * `?lines=N` (how many earlier entries to send first, `fallback` when not given, at most `max`) and `?follow=0` (send those, then close
+ * with 1000 "end of log"): what a client that only wants the tail asks for.
+ */
+function replayParams(url: URL, fallback: number, max: number): { lines: number; follow: boolean } {
+  const rawLines = url.searchParams.get('lines');
+  const rawFollow = url.searchParams.get('follow');
+  if (rawLines !== null && !/^\d{1,6}$/.test(rawLines)) throw new AppError(400, 'lines must be a whole number');
+  if (rawFollow !== null && !['0', '1', 'true', 'false'].includes(rawFollow)) {
+    throw new AppError(400, 'follow must be 1 or 0 (true or false)');
+  }
+  return {
+    lines: Math.min(rawLines === null ? fallback : Number(rawLines), max),
+    follow: rawFollow === null || rawFollow === '1' || rawFollow === 'true',
+  };
 }

@@ -5,8 +5,9 @@ import { reply } from '../envelope.js';
 import { body, optionalString, requiredString } from '../params.js';
 import type { RouteDeps } from '../app.js';
 import { ResourceRouter } from '../resource-router.js';
+import { formatIso } from '../../util/time.js';
 
-/** /register, /login and /logout. */
+/** /register, /login, /whoami and /logout. */
 export function accountRoutes({ accounts, limits, settings, guards }: RouteDeps): ResourceRouter {
   const router = new ResourceRouter('', guards);
 
@@ -32,6 +33,17 @@ export function accountRoutes({ accounts, limits, settings, guards }: RouteDeps)
     const passwd = requiredString(fields, 'passwd');
     const { token, user } = await accounts.login(username, passwd);
     reply(ctx, 'logged in', { token, userID: user.id, username: user.username, type: user.type });
+  });
+
+  // Who the token belongs to and until when: what a client shows after a restart without asking for the password.
+  router.get('/whoami', 'visitor', async (ctx) => {
+    const { user, session } = ctx.state.auth;
+    reply(ctx, user.username, {
+      userID: user.id,
+      username: user.username,
+      type: user.type,
+      expireAt: formatIso(session.expireAt),
+    });
   });
 
   router.get('/logout', 'visitor', async (ctx) => {

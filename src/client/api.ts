@@ -1,0 +1,141 @@
+import WebSocket from 'ws';
+import { CliError, EXIT } from './errors.js';
+
+/** The response envelope every HTTP endpoint answers with. */
+interface Envelope<T> {
+  success: boolean;
+  message: string;
+  data?: T;
+}
+
+export interface Reply<T> {
+  message: string;
+  data: T;
+}
+
+/** What a stream's close says: the code, and the reason the server gave. */
+export interface StreamEnd {
+  code: number;
+  reason: string;
+}
+
+const CLIENT_HEADER = { 'User-Agent': 'tunnelward-cli' };
+
+/**
+ * The daemon's HTTP and WebSocket API as a client sees it: each request stamped with `X-Timestamp` (corrected
+ * once by the server's clock if this host's differs by more than the window allows) and the token, each failure
+ * turned into the exit code that means it.
+ */
+export class ApiClient {
+  /** Server clock minus ours, learnt from a refused timestamp. */
+  private clockOffset = 0;
+
+  constructor(
+    readonly url: string,
+    private token?: string,
+  ) {}
+
+  get<T>(path: string, query: Record<string, string | number> = {}): Promise<Reply<T>> {
+    const params = new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)]));
+    const search = params.size > 0 ? `?${params}` : '';
+    return this.request<T>('GET', `${path}${search}`);
+  }
+
+  post<T>(path: string, body: unknown = {}): Promise<Reply<T>> {
+    return this.request<T>('POST', path, JSON.stringify(body));
+  }
+
+  private async request<T>(method: string, path: string, body?: string, retried = false): Promise<Reply<T>> {
+    const headers: Record<string, string> = {
+      ...CLIENT_HEADER,
+      'X-Timestamp': String(Date.now() + this.clockOffset),
+    };
+    if (this.token) headers['X-Token'] = this.token;
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    let res: Response;
+    try {
+      res = await fetch(this.url + path, { method, headers, body });
+    } catch (err) {
+      throw unreachable(this.url, err);
+    }
+    let envelope: Envelope<T>;
+    try {
+      envelope = (await res.json()) as Envelope<T>;
+    } catch {
+      throw new CliError(
+        EXIT.failed,
+        `${this.url} answered ${res.status} without a tunnelward reply: is it tunnelward?`,
+      );
+    }
+    if (envelope.success) return { message: envelope.message, data: envelope.data as T };
+    const serverDate = Date.parse(res.headers.get('Date') ?? '');
+    if (res.status === 401 && !retried && /^X-Timestamp is outside/.test(envelope.message) && !isNaN(serverDate)) {
+      // Another host's clock: the Date header is good to a second, well inside the window.
+      this.clockOffset = serverDate + 500 - Date.now();
+      return this.request<T>(method, path, body, true);
+    }
+    throw failure(res.status, envelope.message, Boolean(this.token), res.headers.get('Retry-After'));
+  }
+
+  /**
+   * Opens a WebSocket stream and hands each message to `onMessage` until the server closes it or `stop` is
+   * called; resolves with how it ended. A refusal before the upgrade is thrown like an HTTP failure.
+   */
+  stream(
+    path: string,
+    query: Record<string, string | number>,
+    onMessage: (message: unknown) => void,
+  ): { ended: Promise<StreamEnd>; stop: () => void } {
+    const wsUrl = new URL(this.url.replace(/^http/, 'ws') + path);
+    for (const [key, value] of Object.entries(query)) wsUrl.searchParams.set(key, String(value));
+    if (this.token) wsUrl.searchParams.set('token', this.token);
+    const ws = new WebSocket(wsUrl, { headers: CLIENT_HEADER });
+    const ended = new Promise<StreamEnd>((resolve, reject) => {
+      ws.on('message', (data) => {
+        try {
+          onMessage(JSON.parse(String(data)));
+        } catch {
+          // A message that is not JSON is not ours to show.
+        }
+      });
+      ws.on('unexpected-response', (_req, res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          let message = `the server refused the stream (${res.statusCode})`;
+          try {
+            message = (JSON.parse(Buffer.concat(chunks).toString()) as Envelope<unknown>).message;
+          } catch {
+            // keep the generic message
+          }
+          reject(failure(res.statusCode ?? 500, message, Boolean(this.token), null));
+          ws.terminate();
+        });
+      });
+      ws.on('error', (err) => (stopped ? resolve({ code: 1000, reason: '' }) : reject(unreachable(this.url, err))));
+      ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() }));
+    });
+    let stopped = false;
+    const stop = () => {
+      stopped = true;
+      ws.close(1000);
+    };
+    return { ended, stop };
+  }
+}
+
+function unreachable(url: string, err: unknown): CliError {
+  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+  const why = cause?.code ?? cause?.message ?? (err as Error).message;
+  return new CliError(EXIT.unreachable, `cannot reach tunnelward at ${url} (${why}): is the daemon running?`);
+}
+
+function failure(status: number, message: string, hadToken: boolean, retryAfter: string | null): CliError {
+  if (status === 401) {
+    const hint = hadToken ? 'log in again: tunnelward login' : 'log in first: tunnelward login';
+    return new CliError(EXIT.unauthorised, `${message} (${hint})`);
+  }
+  if (status === 403) return new CliError(EXIT.unauthorised, message);
+  if (status === 429 && retryAfter) return new CliError(EXIT.failed, `${message} (retry in ${retryAfter} s)`);
+  return new CliError(EXIT.failed, message);
+}

@@ -1,0 +1,592 @@
+import { readFile } from 'node:fs/promises';
+import { basename, extname } from 'node:path';
+import { writeFileAtomic } from '../fs/atomic.js';
+import { ApiClient, type StreamEnd } from './api.js';
+import { countFlag, flag, has, parseArgs, type FlagSpec, type Parsed } from './args.js';
+import { configDir, Credentials } from './credentials.js';
+import { CliError, EXIT, usageError, type ExitCode } from './errors.js';
+import { ask } from './prompt.js';
+import { LEVEL_COLOURS, STATE_COLOURS, paint, shortDuration, table } from './render.js';
+
+/** Where a command writes, so tests and scripts see exactly what a user would. */
+export interface Io {
+  out: (text: string) => void;
+  err: (text: string) => void;
+  env: NodeJS.ProcessEnv;
+  colour: boolean;
+}
+
+interface Context {
+  args: Parsed;
+  io: Io;
+  json: boolean;
+  credentials: Credentials;
+  url: string;
+  /** A client with the stored token of `url`; fails with exit 4 when there is none. */
+  client: () => Promise<ApiClient>;
+}
+
+interface Command {
+  usage: string;
+  summary: string;
+  flags?: FlagSpec[];
+  run: (ctx: Context) => Promise<ExitCode | void>;
+}
+
+/** An instance as the list shows it. */
+interface Listed {
+  instanceID: number;
+  name: string;
+  state: string;
+  pid: number | null;
+  uptimeSecs?: number;
+  restarts: number;
+  connected: boolean | null;
+  proxyStatus: Record<string, number>;
+}
+
+const print = (ctx: Context, value: unknown) => ctx.io.out(`${JSON.stringify(value, null, 2)}\n`);
+
+async function listInstances(client: ApiClient): Promise<Listed[]> {
+  return (await client.get<Listed[]>('/tunnelAct/instanceMgr/list')).data;
+}
+
+/** Names or ids to ids, from one read of the list. */
+async function resolveInstances(
+  client: ApiClient,
+  refs: string[],
+): Promise<{ ids: number[]; names: Map<number, string> }> {
+  const list = await listInstances(client);
+  const names = new Map(list.map((i) => [i.instanceID, i.name]));
+  const byName = new Map(list.map((i) => [i.name, i.instanceID]));
+  const ids = refs.map((ref) => {
+    const id = /^\d+$/.test(ref) ? Number(ref) : byName.get(ref);
+    if (id === undefined || !names.has(id)) throw new CliError(EXIT.failed, `no instance named or numbered ${ref}`);
+    return id;
+  });
+  return { ids, names };
+}
+
+async function oneInstance(ctx: Context, client: ApiClient): Promise<{ id: number; name: string }> {
+  const [ref, ...extra] = ctx.args.positional;
+  if (ref === undefined) throw usageError('name the instance (its name or id)');
+  if (extra.length > 0) throw usageError(`one instance only, not ${extra.join(' ')}`);
+  const { ids, names } = await resolveInstances(client, [ref]);
+  return { id: ids[0]!, name: names.get(ids[0]!)! };
+}
+
+function proxiesCell(i: Listed): string {
+  const counts = Object.values(i.proxyStatus ?? {});
+  if (counts.length === 0) return '-';
+  const total = counts.reduce((a, b) => a + b, 0);
+  return `${i.proxyStatus.running ?? 0}/${total}`;
+}
+
+function instanceTable(ctx: Context, list: Listed[]): string {
+  const rows = list.map((i) => [
+    String(i.instanceID),
+    i.name,
+    i.state,
+    i.pid === null ? '-' : String(i.pid),
+    i.uptimeSecs === undefined ? '-' : shortDuration(i.uptimeSecs),
+    String(i.restarts),
+    proxiesCell(i),
+  ]);
+  return table(
+    ['id', 'name', 'state', 'pid', 'uptime', 'restarts', 'proxies'],
+    rows,
+    (r, c) => (c === 2 ? STATE_COLOURS[list[r]!.state] : undefined),
+    ctx.io.colour,
+  );
+}
+
+const login: Command = {
+  usage: 'login [--url URL] [--user NAME]',
+  summary: 'log in and keep the token for this server (password from TUNNELWARD_PASSWORD or asked)',
+  flags: [{ name: 'user', short: 'u', value: true }],
+  async run(ctx) {
+    const username = flag(ctx.args, 'user') || ctx.io.env.TUNNELWARD_USER || (await ask('username: '));
+    const passwd = ctx.io.env.TUNNELWARD_PASSWORD ?? (await ask(`password for ${username}: `, true));
+    const client = new ApiClient(ctx.url);
+    const { data } = await client.post<{ token: string; username: string; type: string }>('/login', {
+      username,
+      passwd,
+    });
+    await ctx.credentials.save(ctx.url, {
+      token: data.token,
+      username: data.username,
+      type: data.type,
+      at: Date.now(),
+    });
+    if (ctx.json) print(ctx, { url: ctx.url, username: data.username, type: data.type });
+    else ctx.io.out(`logged in to ${ctx.url} as ${data.username} (${data.type})\n`);
+  },
+};
+
+const logout: Command = {
+  usage: 'logout',
+  summary: 'end the session and forget its token',
+  async run(ctx) {
+    const stored = await ctx.credentials.login(ctx.url);
+    if (!stored) throw new CliError(EXIT.failed, `not logged in to ${ctx.url}`);
+    let note = '';
+    try {
+      await new ApiClient(ctx.url, stored.token).get('/logout');
+    } catch (err) {
+      // The token is forgotten all the same: an expired one is already useless, an unreachable server ends it later.
+      if (!(err instanceof CliError) || err.exitCode === EXIT.failed) throw err;
+      note = ` (${err.message})`;
+    }
+    await ctx.credentials.forget(ctx.url);
+    if (ctx.json) print(ctx, { url: ctx.url, loggedOut: true });
+    else ctx.io.out(`logged out of ${ctx.url}${note}\n`);
+  },
+};
+
+const whoami: Command = {
+  usage: 'whoami',
+  summary: 'who the stored token belongs to, and until when it is valid',
+  async run(ctx) {
+    const client = await ctx.client();
+    const { data } = await client.get<{ userID: number; username: string; type: string; expireAt: string }>('/whoami');
+    if (ctx.json) print(ctx, { url: ctx.url, ...data });
+    else ctx.io.out(`${data.username} (${data.type}) at ${ctx.url}, session valid until ${data.expireAt}\n`);
+  },
+};
+
+const ls: Command = {
+  usage: 'ls',
+  summary: 'every instance: state, pid, uptime, restarts, proxies up/total',
+  async run(ctx) {
+    const list = await listInstances(await ctx.client());
+    if (ctx.json) print(ctx, list);
+    else if (list.length === 0) ctx.io.out('no instances\n');
+    else ctx.io.out(instanceTable(ctx, list));
+  },
+};
+
+const status: Command = {
+  usage: 'status [<name|id>...]',
+  summary: 'the list, or each named instance in detail',
+  async run(ctx) {
+    if (ctx.args.positional.length === 0) return ls.run(ctx);
+    const client = await ctx.client();
+    const { ids } = await resolveInstances(client, ctx.args.positional);
+    const infos = [];
+    for (const id of ids)
+      infos.push(
+        (await client.get<Record<string, unknown>>('/tunnelAct/instanceMgr/getInfo', { instanceID: id })).data,
+      );
+    if (ctx.json) return print(ctx, infos);
+    for (const info of infos) {
+      const shown = Object.entries(info).filter(([, v]) => v !== null && v !== undefined && v !== '');
+      const width = Math.max(...shown.map(([k]) => k.length));
+      ctx.io.out(
+        `${shown.map(([k, v]) => `${k.padEnd(width)}  ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`).join('\n')}\n\n`,
+      );
+    }
+  },
+};
+
+function lifecycle(command: 'start' | 'stop' | 'restart'): Command {
+  return {
+    usage: `${command} <name|id>... | --all`,
+    summary: `${command} instances (one request for all of them)`,
+    flags: [{ name: 'all' }],
+    async run(ctx) {
+      const client = await ctx.client();
+      const all = has(ctx.args, 'all');
+      if (all === ctx.args.positional.length > 0) throw usageError(`${command} needs instance names or ids, or --all`);
+      const names = new Map<number, string>();
+      let target: { all: true } | { instanceIDs: number[] };
+      if (all) target = { all: true };
+      else {
+        const resolved = await resolveInstances(client, ctx.args.positional);
+        resolved.names.forEach((name, id) => names.set(id, name));
+        target = { instanceIDs: resolved.ids };
+      }
+      const { message, data } = await client.post<{
+        ok: number;
+        failed: number;
+        results: Array<{ instanceID: number; name: string | null; ok: boolean; state: string | null; message: string }>;
+      }>(`/tunnelAct/instanceMgr/${command}`, target);
+      if (ctx.json) print(ctx, data);
+      else {
+        for (const r of data.results) {
+          const name = r.name ?? names.get(r.instanceID) ?? String(r.instanceID);
+          const line = `${name} (${r.instanceID}): ${r.message}${r.state && r.state !== r.message ? `, now ${r.state}` : ''}`;
+          ctx.io.out(`${paint(r.ok ? 'ok' : 'failed', r.ok ? 'green' : 'red', ctx.io.colour)}  ${line}\n`);
+        }
+        ctx.io.out(`${message}\n`);
+      }
+      return data.failed > 0 ? EXIT.failed : EXIT.ok;
+    },
+  };
+}
+
+interface LogEntry {
+  level: string | number;
+  content: string;
+  timestamp: string;
+}
+
+const SYSTEM_LEVELS = ['DEBUG', 'INFO', 'WARNING', 'ERROR', 'FATAL'];
+
+const logs: Command = {
+  usage: 'logs [-f] [-n N] <name|id> | --system',
+  summary: "an instance's log (the last N lines, then new ones with -f), or the daemon's own with --system",
+  flags: [{ name: 'follow', short: 'f' }, { name: 'lines', short: 'n', value: true }, { name: 'system' }],
+  async run(ctx) {
+    const client = await ctx.client();
+    const follow = has(ctx.args, 'follow');
+    const lines = countFlag(ctx.args, 'lines', 20);
+    let path = '/system/getLogs';
+    const query: Record<string, string | number> = { lines, follow: follow ? 1 : 0 };
+    if (has(ctx.args, 'system')) {
+      if (ctx.args.positional.length > 0) throw usageError('--system takes no instance');
+    } else {
+      path = '/tunnelAct/instanceMgr/logs';
+      query.instanceID = (await oneInstance(ctx, client)).id;
+    }
+    const stream = client.stream(path, query, (message) => {
+      const entry = message as LogEntry;
+      if (ctx.json) return ctx.io.out(`${JSON.stringify(entry)}\n`);
+      const level = typeof entry.level === 'number' ? (SYSTEM_LEVELS[entry.level] ?? String(entry.level)) : entry.level;
+      const { colour } = ctx.io;
+      ctx.io.out(
+        `${paint(entry.timestamp, 'grey', colour)} ${paint(level.padEnd(5), LEVEL_COLOURS[level], colour)} ${entry.content}\n`,
+      );
+    });
+    stopOnSignal(stream.stop);
+    const end = await stream.ended;
+    return endOfStream(ctx, end, follow);
+  },
+};
+
+/** Ctrl-C ends a followed stream cleanly. */
+function stopOnSignal(stop: () => void): void {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, stop);
+}
+
+function endOfStream(ctx: Context, end: StreamEnd, follow: boolean): ExitCode {
+  if (end.code === 1000 || end.code === 1005 || !follow) return EXIT.ok;
+  ctx.io.err(`stream ended: ${end.reason || `code ${end.code}`}\n`);
+  return end.code === 4401 || end.code === 4403 ? EXIT.unauthorised : EXIT.failed;
+}
+
+const events: Command = {
+  usage: 'events [--since SEQ]',
+  summary: 'follow instance state changes and other events as they happen',
+  flags: [{ name: 'since', value: true }],
+  async run(ctx) {
+    const client = await ctx.client();
+    const since = flag(ctx.args, 'since');
+    const stream = client.stream('/system/events', since === undefined ? {} : { since }, (message) => {
+      const e = message as Record<string, unknown>;
+      if (ctx.json) return ctx.io.out(`${JSON.stringify(e)}\n`);
+      if (e.event === 'events.start') {
+        if (e.lost) ctx.io.err('some events since then are no longer kept: read the list again (tunnelward ls)\n');
+        return;
+      }
+      const who = e.name !== undefined ? `${e.name} (${e.instanceID})` : '';
+      const what =
+        e.event === 'instance.state' ? `${e.from} -> ${e.to}` : typeof e.message === 'string' ? e.message : '';
+      const at = typeof e.at === 'string' ? e.at : new Date().toISOString();
+      ctx.io.out(`${paint(at, 'grey', ctx.io.colour)} #${e.seq} ${String(e.event)} ${who} ${what}`.trimEnd() + '\n');
+    });
+    stopOnSignal(stream.stop);
+    return endOfStream(ctx, await stream.ended, true);
+  },
+};
+
+const proxies: Command = {
+  usage: 'proxies <name|id>',
+  summary: "an instance's proxies with what frpc says of each",
+  async run(ctx) {
+    const client = await ctx.client();
+    const { id } = await oneInstance(ctx, client);
+    const { data } = await client.get<{ proxies: Array<Record<string, unknown>> }>('/tunnelAct/proxyMgr/list', {
+      instanceID: id,
+    });
+    if (ctx.json) return print(ctx, data.proxies);
+    if (data.proxies.length === 0) return ctx.io.out('no proxies\n');
+    const rows = data.proxies.map((p) => [
+      String(p.name),
+      String(p.type),
+      p.localPort ? `${p.localIP || '127.0.0.1'}:${p.localPort}` : '-',
+      p.remoteAddr ? String(p.remoteAddr) : p.remotePort ? `:${p.remotePort}` : '-',
+      p.enabled === false ? 'disabled' : String(p.status ?? '-'),
+    ]);
+    ctx.io.out(
+      table(
+        ['name', 'type', 'local', 'remote', 'status'],
+        rows,
+        (r, c) => {
+          if (c !== 4) return undefined;
+          const s = rows[r]![4];
+          return s === 'running' ? 'green' : s === 'disabled' || s === '-' ? 'grey' : 'red';
+        },
+        ctx.io.colour,
+      ),
+    );
+  },
+};
+
+/** `key=value`: the value as JSON when it reads as JSON (true, 7000, {"a":1}), else as text. */
+function keyValues(pairs: readonly string[], what: string): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const pair of pairs) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw usageError(`${what} must be key=value, not ${pair}`);
+    const raw = pair.slice(eq + 1);
+    let value: unknown = raw;
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      // text
+    }
+    out[pair.slice(0, eq)] = value;
+  }
+  return out;
+}
+
+const create: Command = {
+  usage: 'create <name> --server HOST:PORT [--auth-method token|oidc] [--set KEY=VALUE]... [--boot] [--run-user USER]',
+  summary: 'a new instance (config keys through --set, e.g. --set auth.token=...)',
+  flags: [
+    { name: 'server', value: true },
+    { name: 'auth-method', value: true },
+    { name: 'set', value: true, repeat: true },
+    { name: 'boot' },
+    { name: 'run-user', value: true },
+  ],
+  async run(ctx) {
+    const [name, ...extra] = ctx.args.positional;
+    if (!name || extra.length > 0) throw usageError('create takes one name');
+    const server = flag(ctx.args, 'server');
+    const match = server?.match(/^(.+):(\d{1,5})$/);
+    if (!match) throw usageError('--server HOST:PORT is required');
+    const client = await ctx.client();
+    const { message, data } = await client.post<{ instanceID: number }>('/tunnelAct/instanceMgr/create', {
+      instanceInfo: {
+        name,
+        serverAddr: match[1]!.replace(/^\[(.*)\]$/, '$1'),
+        serverPort: match[2]!,
+        auth_method: flag(ctx.args, 'auth-method') ?? 'token',
+      },
+      bootAtStart: has(ctx.args, 'boot'),
+      ...(flag(ctx.args, 'run-user') ? { runUser: flag(ctx.args, 'run-user') } : {}),
+      additionalProperties: keyValues(ctx.args.flags.get('set') ?? [], '--set'),
+    });
+    if (ctx.json) print(ctx, data);
+    else ctx.io.out(`${message} (id ${data.instanceID})\n`);
+  },
+};
+
+const rm: Command = {
+  usage: 'rm <name|id>...',
+  summary: 'delete instances: stop them, remove their files, logs and boot services',
+  async run(ctx) {
+    if (ctx.args.positional.length === 0) throw usageError('rm needs instance names or ids');
+    const client = await ctx.client();
+    const { ids } = await resolveInstances(client, ctx.args.positional);
+    const done = [];
+    for (const id of ids) {
+      const { message, data } = await client.post<{ instanceID: number; name: string }>(
+        '/tunnelAct/instanceMgr/delete',
+        { instanceID: String(id) },
+      );
+      done.push(data);
+      if (!ctx.json) ctx.io.out(`${message}\n`);
+    }
+    if (ctx.json) print(ctx, done);
+  },
+};
+
+const FORMATS: Record<string, string> = {
+  '.toml': 'toml',
+  '.ini': 'ini',
+  '.yaml': 'yaml',
+  '.yml': 'yaml',
+  '.json': 'json',
+};
+
+const importCommand: Command = {
+  usage: 'import <file> [--name NAME] [--format toml|ini|yaml|json] [--boot] [--run-user USER]',
+  summary: 'an existing frpc config file as a new instance (name from the file name unless given)',
+  flags: [
+    { name: 'name', value: true },
+    { name: 'format', value: true },
+    { name: 'boot' },
+    { name: 'run-user', value: true },
+  ],
+  async run(ctx) {
+    const [file, ...extra] = ctx.args.positional;
+    if (!file || extra.length > 0) throw usageError('import takes one file');
+    let content: string;
+    try {
+      content = await readFile(file, 'utf8');
+    } catch (err) {
+      throw new CliError(
+        EXIT.failed,
+        `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      );
+    }
+    const name = flag(ctx.args, 'name') ?? basename(file, extname(file));
+    const format = flag(ctx.args, 'format') ?? FORMATS[extname(file).toLowerCase()];
+    const client = await ctx.client();
+    const { message, data } = await client.post<Record<string, unknown>>('/tunnelAct/instanceMgr/import', {
+      name,
+      content,
+      ...(format ? { format } : {}),
+      ...(has(ctx.args, 'boot') ? { bootAtStart: true } : {}),
+      ...(flag(ctx.args, 'run-user') ? { runUser: flag(ctx.args, 'run-user') } : {}),
+    });
+    if (ctx.json) print(ctx, data);
+    else ctx.io.out(`${message}\n`);
+  },
+};
+
+const exportCommand: Command = {
+  usage: 'export <name|id> [-o FILE]',
+  summary: "an instance's config file in frpc's TOML (secrets masked unless you are a superuser)",
+  flags: [{ name: 'output', short: 'o', value: true }],
+  async run(ctx) {
+    const client = await ctx.client();
+    const { id } = await oneInstance(ctx, client);
+    const { data } = await client.get<{ content: string; masked: boolean }>('/tunnelAct/instanceMgr/export', {
+      instanceID: id,
+    });
+    const output = flag(ctx.args, 'output');
+    if (ctx.json) print(ctx, data);
+    else if (output) {
+      await writeFileAtomic(output, data.content, { mode: 0o600 });
+      ctx.io.err(`written to ${output}${data.masked ? ' (secrets masked: only a superuser exports them)' : ''}\n`);
+    } else ctx.io.out(data.content);
+  },
+};
+
+const users: Command = {
+  usage: 'users',
+  summary: 'every user (superuser)',
+  async run(ctx) {
+    const { data } = await (await ctx.client()).get<Array<Record<string, unknown>>>('/userMgr/list');
+    if (ctx.json) return print(ctx, data);
+    const rows = data.map((u) => [String(u.UserID), String(u.Username), String(u.Type), String(u.CreatedAt)]);
+    ctx.io.out(table(['id', 'username', 'type', 'created'], rows, () => undefined, ctx.io.colour));
+  },
+};
+
+/** A value for a setting, typed like its current value (the server checks it). */
+function settingValue(raw: string, current: unknown): unknown {
+  if (typeof current === 'string') return raw;
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return raw;
+  }
+}
+
+const settings: Command = {
+  usage: 'settings get [KEY] | settings set KEY=VALUE...',
+  summary: "the daemon's settings (admin)",
+  async run(ctx) {
+    const [action, ...rest] = ctx.args.positional;
+    const client = await ctx.client();
+    if (action === 'get') {
+      if (rest.length > 1) throw usageError('settings get takes one key at most');
+      const { data } = await client.get<Record<string, unknown>>('/settings/get', rest[0] ? { key: rest[0] } : {});
+      if (ctx.json) return print(ctx, data);
+      const entries = rest[0] ? [[String(data.key), data.value] as const] : Object.entries(data);
+      const rows = entries.map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]);
+      return ctx.io.out(rest[0] ? `${rows[0]![1]}\n` : table(['key', 'value'], rows, () => undefined, ctx.io.colour));
+    }
+    if (action === 'set') {
+      if (rest.length === 0) throw usageError('settings set needs KEY=VALUE');
+      const { data: current } = await client.get<Record<string, unknown>>('/settings/get');
+      const patch: Record<string, unknown> = {};
+      for (const pair of rest) {
+        const eq = pair.indexOf('=');
+        if (eq <= 0) throw usageError(`settings set takes KEY=VALUE, not ${pair}`);
+        const key = pair.slice(0, eq);
+        patch[key] = settingValue(pair.slice(eq + 1), current[key]);
+      }
+      const { message } = await client.post('/settings/set', patch);
+      if (ctx.json) print(ctx, { message });
+      else ctx.io.out(`${message}\n`);
+      return;
+    }
+    throw usageError('settings get [KEY] or settings set KEY=VALUE...');
+  },
+};
+
+export const CLIENT_COMMANDS: Record<string, Command> = {
+  login,
+  logout,
+  whoami,
+  ls,
+  list: ls,
+  status,
+  start: lifecycle('start'),
+  stop: lifecycle('stop'),
+  restart: lifecycle('restart'),
+  logs,
+  proxies,
+  events,
+  create,
+  rm,
+  import: importCommand,
+  export: exportCommand,
+  users,
+  settings,
+};
+
+/** The client commands' lines of the usage text. */
+export function clientUsage(): string {
+  const seen = new Set<Command>();
+  const lines: string[] = [];
+  for (const command of Object.values(CLIENT_COMMANDS)) {
+    if (seen.has(command)) continue;
+    seen.add(command);
+    lines.push(`  ${command.usage}\n      ${command.summary}`);
+  }
+  return lines.join('\n');
+}
+
+/** Runs one client command; resolves with its exit code, reporting a failure on stderr (and as JSON with --json). */
+export async function runClientCommand(name: string, argv: string[], io: Io): Promise<ExitCode> {
+  const command = CLIENT_COMMANDS[name]!;
+  let json = false;
+  try {
+    const args = parseArgs(argv, command.flags ?? []);
+    json = has(args, 'json');
+    const credentials = new Credentials(configDir(io.env));
+    let url: string;
+    try {
+      url = await credentials.serverUrl(flag(args, 'url'), io.env);
+    } catch (err) {
+      throw usageError((err as Error).message);
+    }
+    const ctx: Context = {
+      args,
+      io,
+      json,
+      credentials,
+      url,
+      client: async () => {
+        const stored = await credentials.login(url);
+        if (!stored)
+          throw new CliError(EXIT.unauthorised, `not logged in to ${url}: run tunnelward login --url ${url}`);
+        return new ApiClient(url, stored.token);
+      },
+    };
+    const code = await command.run(ctx);
+    return typeof code === 'number' ? code : EXIT.ok;
+  } catch (err) {
+    if (!(err instanceof CliError)) throw err;
+    if (json) io.out(`${JSON.stringify({ success: false, message: err.message, exitCode: err.exitCode })}\n`);
+    io.err(`tunnelward ${name}: ${err.message}\n`);
+    if (err.exitCode === EXIT.usage) io.err(`usage: tunnelward ${command.usage}\n`);
+    return err.exitCode;
+  }
+}
