@@ -188,38 +188,33 @@ const status: Command = {
   },
 };
 
+const WANTED = { start: 'running', stop: 'stopped', restart: undefined } as const;
+
 function lifecycle(command: 'start' | 'stop' | 'restart'): Command {
   return {
     usage: `${command} <name|id>... | --all`,
     summary: `${command} instances (one request for all of them)`,
     flags: [{ name: 'all' }],
     async run(ctx) {
-      const client = await ctx.client();
       const all = has(ctx.args, 'all');
       if (all === ctx.args.positional.length > 0) throw usageError(`${command} needs instance names or ids, or --all`);
-      const names = new Map<number, string>();
-      let target: { all: true } | { instanceIDs: number[] };
-      if (all) target = { all: true };
-      else {
-        const resolved = await resolveInstances(client, ctx.args.positional);
-        resolved.names.forEach((name, id) => names.set(id, name));
-        target = { instanceIDs: resolved.ids };
-      }
+      const client = await ctx.client();
+      const target = all ? { all: true } : { instanceIDs: (await resolveInstances(client, ctx.args.positional)).ids };
       const { message, data } = await client.post<{
-        ok: number;
-        failed: number;
         results: Array<{ instanceID: number; name: string | null; ok: boolean; state: string | null; message: string }>;
       }>(`/tunnelAct/instanceMgr/${command}`, target);
+      // Starting what already runs (stopping what is stopped) leaves it as asked: not a failure for a script.
+      const settled = (r: (typeof data.results)[number]) => r.ok || (r.state !== null && r.state === WANTED[command]);
       if (ctx.json) print(ctx, data);
       else {
         for (const r of data.results) {
-          const name = r.name ?? names.get(r.instanceID) ?? String(r.instanceID);
-          const line = `${name} (${r.instanceID}): ${r.message}${r.state && r.state !== r.message ? `, now ${r.state}` : ''}`;
-          ctx.io.out(`${paint(r.ok ? 'ok' : 'failed', r.ok ? 'green' : 'red', ctx.io.colour)}  ${line}\n`);
+          const line = `${r.name ?? r.instanceID} (${r.instanceID}): ${r.message}${r.state && r.state !== r.message ? `, now ${r.state}` : ''}`;
+          const ok = settled(r);
+          ctx.io.out(`${paint(ok ? 'ok' : 'failed', ok ? 'green' : 'red', ctx.io.colour)}  ${line}\n`);
         }
         ctx.io.out(`${message}\n`);
       }
-      return data.failed > 0 ? EXIT.failed : EXIT.ok;
+      return data.results.every(settled) ? EXIT.ok : EXIT.failed;
     },
   };
 }
