@@ -13,6 +13,7 @@ import type { RateLimiter } from './rate-limiter.js';
 import { accountRoutes } from './routes/accounts.js';
 import { instanceRoutes } from './routes/instances.js';
 import { metricsRoutes, type RequestCounts } from './routes/metrics.js';
+import { openApiRoutes } from './routes/openapi.js';
 import { proxyRoutes } from './routes/proxies.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { settingsRoutes } from './routes/settings.js';
@@ -113,6 +114,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     settingsRoutes,
     instanceRoutes,
     proxyRoutes,
+    openApiRoutes,
   ];
   const routers: ResourceRouter[] = [
     ...resources.map((routes) => routes(routeDeps)),

@@ -24,6 +24,14 @@ export const CLOSE = {
   shuttingDown: 1001,
 } as const;
 
+/** The paths the WebSocket streams are served on (upgrade requests only); each has its handler in `LogStreams`. */
+export const STREAM_PATHS = ['/system/getLogs', '/system/events', '/tunnelAct/instanceMgr/logs'] as const;
+export type StreamPath = (typeof STREAM_PATHS)[number];
+
+const isStreamPath = (path: string): path is StreamPath => (STREAM_PATHS as readonly string[]).includes(path);
+
+type StreamHandler = (url: URL, req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+
 export interface LogStreamOptions {
   /** Bytes a client may have waiting for longer than `slowGraceMs`; past that it is closed as too slow. */
   maxBufferedBytes: number;
@@ -201,14 +209,19 @@ export class LogStreams {
     return this.clients.size;
   }
 
+  /** One handler per path of `STREAM_PATHS`: the type keeps the list and the dispatch the same. */
+  private readonly handlers: Record<StreamPath, StreamHandler> = {
+    '/system/getLogs': (...args) => this.systemStream(...args),
+    '/system/events': (...args) => this.eventStream(...args),
+    '/tunnelAct/instanceMgr/logs': (...args) => this.instanceStream(...args),
+  };
+
   private onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', () => socket.destroy());
     const url = new URL(req.url ?? '/', 'http://localhost');
     try {
-      if (url.pathname === '/system/getLogs') this.systemStream(url, req, socket, head);
-      else if (url.pathname === '/system/events') this.eventStream(url, req, socket, head);
-      else if (url.pathname === '/tunnelAct/instanceMgr/logs') this.instanceStream(url, req, socket, head);
-      else throw new AppError(404, `no such stream: ${url.pathname}`);
+      if (!isStreamPath(url.pathname)) throw new AppError(404, `no such stream: ${url.pathname}`);
+      this.handlers[url.pathname](url, req, socket, head);
     } catch (err) {
       if (err instanceof AppError) refuse(socket, err.status, err.message);
       else {
