@@ -4,6 +4,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Subject } from 'rxjs';
 import type { User } from '../src/accounts/account-service.js';
+import { readConfigText, type ImportFormat } from '../src/config/import-formats.js';
 import { readTunnelConfig, TunnelConfig, writeTunnelConfig, type AdminEndpoint } from '../src/config/tunnel-config.js';
 import { AppError, badRequest, conflict, notFound } from '../src/errors.js';
 import { removeStaleTempFiles, writeFileAtomic } from '../src/fs/atomic.js';
@@ -27,6 +28,16 @@ export interface CreateInstance {
   bootAtStart: boolean;
   runUser: string;
   additional: Record<string, unknown>;
+}
+
+export interface ImportInstance {
+  name: string;
+  /** The text of an frpc client config file. */
+  content: string;
+  /** toml, ini, yaml or json; guessed from the content when left out. */
+  format?: string;
+  bootAtStart: boolean;
+  runUser: string;
 }
 
 export interface SystemConfigChange {
@@ -178,16 +189,63 @@ export class InstanceCatalogue {
   }
 
   async create(input: CreateInstance, owner: User): Promise<{ record: InstanceRecord; bootServiceError?: string }> {
-    checkInstanceName(input.name);
-    checkRunUser(input.runUser);
-    if (this.store.nameTaken(input.name)) throw conflict(`an instance named ${input.name} already exists`);
+    this.checkNewInstance(input);
     const config = TunnelConfig.create(
       { serverAddr: input.serverAddr, serverPort: input.serverPort, authMethod: input.authMethod },
       input.additional,
     );
+    return this.register(input, owner, config);
+  }
+
+  /**
+   * A new instance whose config file holds an existing frpc config file (TOML, INI, YAML or JSON), rewritten in
+   * frpc's current TOML format, every key checked as the API checks it. Refused whole, with nothing created, when
+   * any part of the file cannot be represented. Its own webServer gives way to tunnelward's admin endpoint.
+   */
+  async importConfig(
+    input: ImportInstance,
+    owner: User,
+  ): Promise<{
+    record: InstanceRecord;
+    format: ImportFormat;
+    proxyCount: number;
+    visitorCount: number;
+    notes: string[];
+    bootServiceError?: string;
+  }> {
+    this.checkNewInstance(input);
+    const { format, tree } = await readConfigText(input.content, input.format);
+    const { config, ...imported } = TunnelConfig.imported(tree);
+    const done = await this.register(input, owner, config);
+    this.log.info(
+      { instanceID: done.record.id, format, proxies: imported.proxyCount, visitors: imported.visitorCount },
+      'instance imported from a config file',
+    );
+    return { ...done, format, ...imported };
+  }
+
+  /** What a new instance's name and run user must be; a name in use is a 409. */
+  private checkNewInstance(input: { name: string; runUser: string }): void {
+    checkInstanceName(input.name);
+    checkRunUser(input.runUser);
+    if (this.store.nameTaken(input.name)) throw conflict(`an instance named ${input.name} already exists`);
+  }
+
+  /**
+   * Makes an instance of a checked config: its admin endpoint, its record (marked as a create in progress), its
+   * file, its boot service. What its proxies hold on their server must be free on that server first.
+   */
+  private async register(
+    input: { name: string; bootAtStart: boolean; runUser: string },
+    owner: User,
+    config: TunnelConfig,
+  ): Promise<{ record: InstanceRecord; bootServiceError?: string }> {
+    const claims = await this.checkClaims(config);
     config.setAdminEndpoint(await this.freeAdminPort(), ADMIN_USER, adminPassword());
     const endpoint = config.adminEndpoint()!;
     const instancePath = this.settings.value('InstancePath');
+    // Checked again with no wait before the insert: another create may have taken the name meanwhile.
+    if (this.store.nameTaken(input.name)) throw conflict(`an instance named ${input.name} already exists`);
     const record = this.store.insert({
       name: input.name,
       bootAtStart: input.bootAtStart,
@@ -222,6 +280,7 @@ export class InstanceCatalogue {
     }
     this.store.setPending(record.id, null);
     this.adminEndpoints?.set(record.id, endpoint);
+    this.claims?.set(record.id, claims);
     const created = this.store.get(record.id)!;
     await this.db.persist();
     this.version++;
@@ -306,10 +365,17 @@ export class InstanceCatalogue {
    * the same server (frps would refuse one of the two at run time): a conflict is a 409 naming the other instance.
    */
   private async write(record: InstanceRecord, config: TunnelConfig): Promise<void> {
+    const mine = await this.checkClaims(config, record.id);
+    await writeTunnelConfig(record.configPath, config);
+    this.claims?.set(record.id, mine);
+  }
+
+  /** What the config's proxies hold on their server, once no other instance on that server holds any of it. */
+  private async checkClaims(config: TunnelConfig, self?: number): Promise<ServerClaims> {
     const mine = config.serverClaims();
-    const all = await this.allClaims();
-    for (const [otherId, other] of all) {
-      if (otherId === record.id || other.server !== mine.server) continue;
+    if (mine.claims.size === 0) return mine; // a new instance without proxies need not read every other file
+    for (const [otherId, other] of await this.allClaims()) {
+      if (otherId === self || other.server !== mine.server) continue;
       for (const [claim, proxy] of mine.claims) {
         const holder = other.claims.get(claim);
         if (holder === undefined) continue;
@@ -319,8 +385,7 @@ export class InstanceCatalogue {
         );
       }
     }
-    await writeTunnelConfig(record.configPath, config);
-    all.set(record.id, mine);
+    return mine;
   }
 
   private async allClaims(): Promise<Map<number, ServerClaims>> {

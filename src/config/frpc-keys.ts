@@ -118,16 +118,41 @@ export const COMMON_KEYS: Readonly<Record<string, KeySpec>> = {
   'virtualNet.address': string,
 };
 
-/** Keys of a `[[visitors]]` block that need a type when read from an older file. */
-export const VISITOR_KEYS: Readonly<Record<string, KeySpec>> = {
+/** The visitor types frpc v0.70 knows: the client side of stcp, xtcp and sudp proxies. */
+export const VISITOR_TYPES = ['stcp', 'xtcp', 'sudp'] as const;
+
+/** What every visitor has (frpc's VisitorBaseConfig); its `plugin` (virtual_net, behind a feature gate) is left out. */
+const VISITOR_BASE_KEYS: Readonly<Record<string, KeySpec>> = {
+  name: string,
+  type: oneOf(...VISITOR_TYPES),
+  enabled: boolean,
+  'transport.useEncryption': boolean,
+  'transport.useCompression': boolean,
+  secretKey: secret,
+  serverUser: string,
+  serverName: string,
+  bindAddr: host,
   bindPort: integer, // may be negative: "only receive connections redirected from other visitors"
+};
+
+/** What only an xtcp visitor has (frpc's XTCPVisitorConfig). */
+const XTCP_VISITOR_KEYS: Readonly<Record<string, KeySpec>> = {
+  protocol: oneOf('quic', 'kcp'),
   keepTunnelOpen: boolean,
   maxRetriesAnHour: integer,
   minRetryInterval: integer,
+  fallbackTo: string,
   fallbackTimeoutMs: integer,
-  'transport.useEncryption': boolean,
-  'transport.useCompression': boolean,
+  'natTraversal.disableAssistedAddrs': boolean,
 };
+
+/** Every key a `[[visitors]]` block may hold, by dotted name: what older files are read against. */
+export const VISITOR_KEYS: Readonly<Record<string, KeySpec>> = { ...VISITOR_BASE_KEYS, ...XTCP_VISITOR_KEYS };
+
+/** The keys a visitor of this type may hold (frpc decodes each type into its own struct, strictly). */
+export function visitorKeyTable(type: string): Readonly<Record<string, KeySpec>> {
+  return type === 'xtcp' ? VISITOR_KEYS : VISITOR_BASE_KEYS;
+}
 
 /** Older top-level names (INI `[common]` era, and the API's `auth_method`) -> current dotted name. */
 export const LEGACY_COMMON_KEYS: Readonly<Record<string, string>> = {

@@ -7,9 +7,11 @@ import { envPlaceholders } from './go-template.js';
 import { normalizeDocument } from './legacy-shape.js';
 import { editProxy, readProxyChanges, type ProxyInput } from './proxy-edit.js';
 import { REMOTE_PORT_TYPES } from './proxy-keys.js';
-import { viewOf, type ProxyView } from './proxy-view.js';
+import { SECRET_MASK, viewOf, type ProxyView } from './proxy-view.js';
+import { maskSecrets } from './secret-mask.js';
 import { deletePath, getPath, isTable, setPath, text, type Table } from './toml-tree.js';
 import { checkEntryName, checkValue, messageOf, safeLabel } from './value-check.js';
+import { checkVisitor } from './visitor-check.js';
 
 export type { ProxyInput, ProxyView };
 
@@ -20,6 +22,17 @@ export interface AdminEndpoint {
   user: string;
   password: string;
 }
+
+/** What an import made: the config, what it holds, and what was changed on the way in. */
+export interface ImportedConfig {
+  config: TunnelConfig;
+  proxyCount: number;
+  visitorCount: number;
+  notes: string[];
+}
+
+/** Problems of an imported file named in one reply, at most. */
+const MAX_IMPORT_ERRORS = 20;
 
 /** Settings the instance cannot do without (the API shows them). */
 const NOT_REMOVABLE = new Set(['serverAddr', 'serverPort']);
@@ -33,17 +46,69 @@ export class TunnelConfig {
   /** Reads the current format and the older one (a `[common]` table, snake_case keys), mapped to current names. */
   static parse(text: string, path?: string): TunnelConfig {
     const what = path === undefined ? 'Config file' : `Config file ${path}`;
-    let raw: Table;
-    try {
-      // Older files may start with a byte-order mark; big integers in keys we don't own must survive.
-      raw = parse(text.replace(/^\uFEFF/, ''), { integersAsBigInt: 'asNeeded', unsafeKeyBehaviour: 'throw' });
-    } catch (err) {
-      if (err instanceof TomlError) {
-        throw badRequest(`${what} is not valid TOML (line ${err.line}, column ${err.column}: ${tomlReason(err)})`);
-      }
-      throw err;
+    return new TunnelConfig(useConsoleOutput(normalizeDocument(parseTomlDocument(text, what), what)));
+  }
+
+  /**
+   * A config file brought in from elsewhere (read by import-formats), for a new instance: every setting, proxy and
+   * visitor checked as the API checks them, every problem named in one 400. Its `webServer` is left out (the
+   * instance gets tunnelward's own) and a log file is put back on the console; `notes` says so.
+   */
+  static imported(raw: Table): ImportedConfig {
+    const { proxies = [], visitors = [], webServer, ...settings } = normalizeDocument(raw, 'The imported file');
+    const notes: string[] = [];
+    const errors: string[] = [];
+    if (webServer !== undefined) notes.push("its webServer was replaced by tunnelward's own admin endpoint");
+    if (settings.includes !== undefined) {
+      errors.push('includes: proxies of other files cannot come along; put them into this file');
+      delete settings.includes;
     }
-    return new TunnelConfig(useConsoleOutput(normalizeDocument(raw, what)));
+    const logTo = getPath(settings, ['log', 'to']);
+    if (logTo !== undefined && logTo !== 'console') {
+      setPath(settings, ['log', 'to'], 'console');
+      notes.push("its log file was replaced by the console: tunnelward keeps the tunnel's log");
+    }
+    const config = new TunnelConfig({});
+    try {
+      config.setCommon(settings);
+      const masked = Object.keys(COMMON_KEYS).filter(
+        (key) => COMMON_KEYS[key]!.secret && getPath(config.doc, key.split('.')) === SECRET_MASK,
+      );
+      for (const key of masked)
+        errors.push(`${key} is the mask an export shows in place of a secret; put the secret itself`);
+      if (config.doc.serverAddr === undefined) errors.push('serverAddr is required: the file names no server');
+    } catch (err) {
+      errors.push(messageOf(err));
+    }
+    const label = (kind: string, index: number, block: Table) =>
+      `${kind}[${index}]${typeof block.name === 'string' ? ` (${safeLabel(block.name)})` : ''}`;
+    (proxies as Table[]).forEach((block, index) => {
+      try {
+        config.addProxy(block);
+      } catch (err) {
+        errors.push(`${label('proxies', index, block)}: ${messageOf(err)}`);
+      }
+    });
+    const checked: Table[] = [];
+    (visitors as Table[]).forEach((block, index) => {
+      try {
+        const visitor = checkVisitor(block);
+        if (checked.some((other) => other.name === visitor.name)) throw badRequest('another visitor has this name');
+        checked.push(visitor);
+      } catch (err) {
+        errors.push(`${label('visitors', index, block)}: ${messageOf(err)}`);
+      }
+    });
+    if (errors.length > 0) {
+      const more = errors.length > MAX_IMPORT_ERRORS ? `; and ${errors.length - MAX_IMPORT_ERRORS} more` : '';
+      throw badRequest(`${errors.slice(0, MAX_IMPORT_ERRORS).join('; ')}${more}`);
+    }
+    // frpc's defaults made explicit where tunnelward reads them (the server's port), as create writes them.
+    config.doc.serverPort ??= 7000;
+    if (getPath(config.doc, ['log', 'disablePrintColor']) === undefined)
+      setPath(config.doc, ['log', 'disablePrintColor'], true);
+    if (checked.length > 0) config.doc.visitors = checked;
+    return { config, proxyCount: config.blocks().length, visitorCount: checked.length, notes };
   }
 
   /** A new file for an instance; sets `log.disablePrintColor` so frpc's console lines carry no colour codes. */
@@ -254,11 +319,16 @@ export class TunnelConfig {
 
   /** TOML in frpc's current format: settings first, then `[[proxies]]` and `[[visitors]]`. */
   toString(): string {
-    const { proxies, visitors, ...settings } = this.doc;
-    const ordered: Table = { ...settings };
-    if (proxies !== undefined) ordered.proxies = proxies;
-    if (visitors !== undefined) ordered.visitors = visitors;
-    return stringify(ordered);
+    return stringifyDocument(this.doc);
+  }
+
+  /**
+   * The file as it may leave tunnelward: without the admin endpoint (tunnelward's, with its password), and with
+   * every secret masked unless `masked` is false.
+   */
+  exportText(masked: boolean): string {
+    const { webServer: _ours, ...doc } = this.doc;
+    return stringifyDocument(masked ? maskSecrets(doc) : doc);
   }
 
   /** The environment variables the file's `{{ .Envs.NAME }}` placeholders read; frpc renders a missing one as ''. */
@@ -331,6 +401,27 @@ export class TunnelConfig {
     const start = this.doc.start;
     if (Array.isArray(start)) this.doc.start = start.map((entry) => (entry === from ? to : entry));
   }
+}
+
+/** A TOML document as parsed, unchanged; a syntax error is a 400 that names `what` and never quotes the text. */
+export function parseTomlDocument(text: string, what: string): Table {
+  try {
+    // Older files may start with a byte-order mark; big integers in keys we don't own must survive.
+    return parse(text.replace(/^\uFEFF/, ''), { integersAsBigInt: 'asNeeded', unsafeKeyBehaviour: 'throw' });
+  } catch (err) {
+    if (err instanceof TomlError) {
+      throw badRequest(`${what} is not valid TOML (line ${err.line}, column ${err.column}: ${tomlReason(err)})`);
+    }
+    throw err;
+  }
+}
+
+function stringifyDocument(doc: Table): string {
+  const { proxies, visitors, ...settings } = doc;
+  const ordered: Table = { ...settings };
+  if (proxies !== undefined) ordered.proxies = proxies;
+  if (visitors !== undefined) ordered.visitors = visitors;
+  return stringify(ordered);
 }
 
 export async function readTunnelConfig(path: string): Promise<TunnelConfig> {

@@ -92,6 +92,53 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
     );
   });
 
+  // An existing frpc config file (TOML, INI, YAML or JSON) as a new instance, rewritten in frpc's current TOML.
+  router.post('/import', 'admin', async (ctx) => {
+    const fields = body(ctx);
+    const done = await supervisor.catalogue.importConfig(
+      {
+        name: requiredString(fields, 'name'),
+        content: requiredString(fields, 'content'),
+        format: optionalString(fields, 'format'),
+        bootAtStart: optionalBool(fields, 'bootAtStart') ?? false,
+        runUser: optionalString(fields, 'runUser') || 'root',
+      },
+      ctx.state.auth.user,
+    );
+    const { record, bootServiceError } = done;
+    const notes = [...done.notes, ...(bootServiceError ? ['its boot service could not be set up'] : [])];
+    reply(
+      ctx,
+      `instance ${record.name} imported from ${done.format}: ${done.proxyCount} proxies, ${done.visitorCount} visitors` +
+        (notes.length > 0 ? `; ${notes.join('; ')}` : ''),
+      {
+        instanceID: record.id,
+        name: record.name,
+        configPath: record.configPath,
+        format: done.format,
+        proxyCount: done.proxyCount,
+        visitorCount: done.visitorCount,
+        bootAtStart: record.bootAtStart,
+        ...(bootServiceError ? { bootServiceError, instanceName: record.name } : {}),
+      },
+    );
+  });
+
+  // The config file as it may leave tunnelward: current TOML, without tunnelward's own admin endpoint, secrets
+  // masked for everyone but a superuser.
+  router.get('/export', 'visitor', async (ctx) => {
+    const record = supervisor.catalogue.record(instanceIdParam(ctx));
+    const masked = ctx.state.auth.user.type !== 'superuser';
+    const content = (await supervisor.catalogue.readConfig(record.id)).exportText(masked);
+    reply(ctx, `config file of instance ${record.name}${masked ? ', secrets masked' : ''}`, {
+      instanceID: record.id,
+      name: record.name,
+      format: 'toml',
+      content,
+      masked,
+    });
+  });
+
   router.post('/delete', 'admin', async (ctx) => {
     const record = await supervisor.catalogue.remove(requiredId(body(ctx), 'instanceID'));
     reply(ctx, `instance ${record.name} deleted`, { instanceID: record.id, name: record.name });

@@ -1,0 +1,30 @@
+import { COMMON_KEYS, visitorKeyTable, type KeySpec } from './frpc-keys.js';
+import { proxyKeyTable } from './proxy-keys.js';
+import { pluginTypeOf, SECRET_MASK } from './proxy-view.js';
+import { isTable, text, type Table } from './toml-tree.js';
+
+/**
+ * A config document as it may be shown to someone who must not read its secrets: the value of every key marked
+ * secret (auth.token, a proxy's or visitor's secretKey, http and plugin passwords, ...) is replaced by the mask, and
+ * so is every value of a key tunnelward does not know, which could be one.
+ */
+export function maskSecrets(doc: Table): Table {
+  const { proxies, visitors, ...settings } = doc;
+  const out = maskTable(settings, COMMON_KEYS);
+  const blocks = (value: unknown, specsOf: (block: Table) => Readonly<Record<string, KeySpec>>) =>
+    Array.isArray(value) ? value.map((block) => (isTable(block) ? maskTable(block, specsOf(block)) : SECRET_MASK)) : [];
+  if (proxies !== undefined) out.proxies = blocks(proxies, (b) => proxyKeyTable(text(b.type), pluginTypeOf(b)));
+  if (visitors !== undefined) out.visitors = blocks(visitors, (b) => visitorKeyTable(text(b.type)));
+  return out;
+}
+
+function maskTable(table: Table, specs: Readonly<Record<string, KeySpec>>, prefix = ''): Table {
+  const out: Table = {};
+  for (const [key, value] of Object.entries(table)) {
+    const name = prefix + key;
+    if (Object.hasOwn(specs, name)) out[key] = specs[name]!.secret ? SECRET_MASK : value;
+    else if (isTable(value)) out[key] = maskTable(value, specs, `${name}.`);
+    else out[key] = SECRET_MASK;
+  }
+  return out;
+}
