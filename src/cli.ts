@@ -18,6 +18,8 @@ flags of serve (each overrides its environment variable, which overrides setting
   --data-dir DIR   data directory, created if missing (TUNNELWARD_DATA_DIR, default ./data)
   --host HOST      address to listen on (TUNNELWARD_HOST, default 127.0.0.1)
   --port PORT      port to listen on, 0 for a free one (TUNNELWARD_PORT, default 7600)
+  --tls-cert FILE  serve HTTPS and WSS with this certificate (TUNNELWARD_TLS_CERT, TLS.CertFile); SIGHUP re-reads it
+  --tls-key FILE   and this key (TUNNELWARD_TLS_KEY, TLS.KeyFile)
 `;
 
 const CLIENT_USAGE_HEAD = `
@@ -33,7 +35,13 @@ async function usage(): Promise<string> {
 
 class UsageError extends Error {}
 
-const FLAGS: Record<string, keyof ServeFlags> = { '--data-dir': 'dataDir', '--host': 'host', '--port': 'port' };
+const FLAGS: Record<string, keyof ServeFlags> = {
+  '--data-dir': 'dataDir',
+  '--host': 'host',
+  '--port': 'port',
+  '--tls-cert': 'tlsCert',
+  '--tls-key': 'tlsKey',
+};
 
 function parseServeFlags(args: string[]): ServeFlags {
   const flags: ServeFlags = {};
@@ -64,6 +72,7 @@ async function serve(args: string[]): Promise<void> {
       () => process.exit(1),
     );
   };
+  process.on('SIGHUP', () => void daemon.reload('SIGHUP'));
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('uncaughtException', (err) => {

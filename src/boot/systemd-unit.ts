@@ -176,6 +176,8 @@ export function tunnelwardUnit(options: TunnelwardUnitOptions): string {
         ['Type', 'simple'],
         ...(user === undefined ? [] : [['User', user] as [string, string]]),
         ['ExecStart', [nodePath, ...NODE_FLAGS, cliPath, 'serve', '--data-dir', dataDir].join(' ')],
+        // `systemctl reload tunnelward` (an ACME client's deploy hook) re-reads the TLS certificate.
+        ['ExecReload', '/bin/kill -HUP $MAINPID'],
         ['Environment', 'TUNNELWARD_SUPERVISED=systemd'],
         // Fewer malloc arenas: less memory held by a process that is mostly idle.
         ['Environment', 'MALLOC_ARENA_MAX=2'],

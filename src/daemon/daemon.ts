@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -34,6 +35,10 @@ import { prepareDataDir } from './data-dir.js';
 import { handOver } from './restart.js';
 import { InitialPasswordFile } from './initial-password.js';
 import { resolveDataDir, resolveOptions, type DaemonOptions, type ServeFlags } from './options.js';
+import { readTlsMaterial, tlsPaths } from './tls.js';
+import { Exposure } from '../http/exposure.js';
+import { TrustedProxies } from '../http/client-address.js';
+import { AuditTrail } from '../audit/audit-trail.js';
 
 export interface RunningDaemon {
   url: string;
@@ -41,6 +46,8 @@ export interface RunningDaemon {
   log: Logger;
   /** Closes connections, flushes the database, releases the data dir. Safe to call more than once. */
   stop(reason: string): Promise<void>;
+  /** Reads the TLS certificate and key again (SIGHUP): a renewed certificate is served without a restart. */
+  reload(reason: string): Promise<void>;
 }
 
 /** Starts everything and listens; resolves once the URL is printed. Throws with a clear message when it cannot. */
@@ -123,6 +130,29 @@ async function startLocked(
     register: new RateLimiter(() => settings.value('RateLimit.Register'), window),
     perToken: new RateLimiter(() => settings.value('RateLimit.PerToken'), window),
   };
+  // TLS from the start or not at all: a certificate that cannot be read stops the start with the reason.
+  const tlsAt = () => tlsPaths(flags, env, settings.get());
+  const tlsAtStart = tlsAt();
+  const served = tlsAtStart ? await readTlsMaterial(tlsAtStart) : undefined;
+  let tlsFault: string | undefined;
+  const exposure = new Exposure(
+    options.host,
+    () => settings.get(),
+    () => served !== undefined,
+  );
+
+  const audit = new AuditTrail(db, log.child({ component: 'audit' }), () => ({
+    retentionDays: settings.value('Audit.RetentionDays'),
+    maxEntries: settings.value('Audit.MaxEntries'),
+  }));
+  await audit.prune();
+  // A tighter retention applies at once, not at the next sweep.
+  const auditSub = settings.changes$.subscribe(({ changed }) => {
+    if (changed.some((key) => key.startsWith('Audit.')))
+      audit.prune().catch((err) => log.error({ err }, 'pruning the audit trail failed'));
+  });
+  cleanups.push(() => auditSub.unsubscribe());
+
   let restartRequested = false;
   const app = createApp({
     accounts,
@@ -141,7 +171,12 @@ async function startLocked(
         logs
           .failing()
           .map(({ instanceID, fault }) => `instance ${instanceID}: ${fault.reason}, ${fault.lostBytes} bytes dropped`),
+      tls: () => tlsFault,
+      openDoors: () => exposure.openDoors(),
     },
+    exposure,
+    trustedProxies: new TrustedProxies(() => settings.value('TrustedProxies')),
+    audit,
     webhookStats: () => notifier.stats,
     logTotals: () => logs.totals,
     restart: () => {
@@ -151,20 +186,42 @@ async function startLocked(
     },
   });
 
-  const server = createServer(app.callback());
+  const server: Server | HttpsServer = served
+    ? createHttpsServer(served, app.callback())
+    : createServer(app.callback());
+  const reloadTls = async (reason: string) => {
+    const paths = tlsAt();
+    if (!served || !paths) {
+      if (paths || served) log.warn({ reason }, 'turning TLS on or off takes effect at the next start');
+      return;
+    }
+    try {
+      (server as HttpsServer).setSecureContext(await readTlsMaterial(paths));
+      tlsFault = undefined;
+      log.info({ reason, cert: paths.cert }, 'TLS certificate reloaded');
+    } catch (err) {
+      tlsFault = (err as Error).message;
+      log.error({ reason, problem: tlsFault }, 'TLS certificate not reloaded; the previous one is still served');
+    }
+  };
+  const tlsSub = settings.changes$.subscribe(({ changed }) => {
+    if (changed.includes('TLS.CertFile') || changed.includes('TLS.KeyFile')) void reloadTls('settings changed');
+  });
+  cleanups.push(() => tlsSub.unsubscribe());
   server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);
-  const streams = new LogStreams(server, { accounts, supervisor, systemLog, events, log });
+  const streams = new LogStreams(server, { accounts, supervisor, systemLog, events, log, exposure });
   await listen(server, options.port, options.host);
   cleanups.push(() => closeServer(server));
   // Cleanups run in reverse: streams close before the server waits for its connections.
   cleanups.push(() => streams.close());
   const { port } = server.address() as AddressInfo;
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
-  const url = `http://${host}:${port}`;
+  const url = `${served ? 'https' : 'http'}://${host}:${port}`;
 
   const sweep = setInterval(() => {
     accounts.sweepExpiredSessions().catch((err) => log.error({ err }, 'sweeping expired sessions failed'));
+    audit.prune().catch((err) => log.error({ err }, 'pruning the audit trail failed'));
     for (const limiter of Object.values(limits)) limiter.sweep();
   }, DEFAULTS.sweepIntervalMs);
   sweep.unref();
@@ -190,6 +247,7 @@ async function startLocked(
       })();
       return stopping;
     },
+    reload: reloadTls,
   };
   cleanups.push(async () => {
     events.publish(serviceEvent('service.stopping'));
@@ -197,6 +255,7 @@ async function startLocked(
   });
   events.publish(serviceEvent('service.started'));
   log.info({ url, dataDir }, 'listening');
+  for (const door of exposure.openDoors()) log.warn({ listen: options.host }, `open door: ${door}`);
   process.stdout.write(`tunnelward listening on ${url}\n`);
   return daemon;
 }

@@ -21,6 +21,8 @@ export interface ServeFlags {
   dataDir?: string;
   host?: string;
   port?: string;
+  tlsCert?: string;
+  tlsKey?: string;
 }
 
 export function parsePort(value: string, from: string): number {

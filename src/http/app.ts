@@ -7,7 +7,11 @@ import { AppError } from '../errors.js';
 import type { SettingsStore } from '../settings/settings-store.js';
 import type { RuntimeFaults } from '../system/self-check.js';
 import type { SoftwareInfo } from '../system/software-info.js';
+import type { AuditTrail } from '../audit/audit-trail.js';
+import { auditRequests } from './audit.js';
+import { clientAddress, type TrustedProxies } from './client-address.js';
 import { envelope } from './envelope.js';
+import type { Exposure } from './exposure.js';
 import { checkJsonBody } from './json-body-check.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { accountRoutes } from './routes/accounts.js';
@@ -49,6 +53,12 @@ export interface AppDeps {
   /** For the metrics: webhook outcomes and tunnel output so far. */
   webhookStats: () => { published: number; delivered: number; failed: number; dropped: number };
   logTotals: () => { lines: number; bytes: number };
+  /** What is open given where the daemon listens. */
+  exposure: Exposure;
+  /** Whose X-Forwarded-For is believed. */
+  trustedProxies: TrustedProxies;
+  /** Where each state-changing request is recorded. */
+  audit: AuditTrail;
 }
 
 /** What every route module receives: the app's dependencies and the checks behind each access level. */
@@ -83,6 +93,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
 
   const requests: RequestCounts = new Map();
   let known = new Set<string>();
+  app.use(clientAddress(deps.trustedProxies));
   app.use(async (ctx, next) => {
     ctx.state.receivedAt = now();
     const started = performance.now();
@@ -95,11 +106,18 @@ export function createApp(deps: AppDeps): Koa<AppState> {
       requests.set(key, (requests.get(key) ?? 0) + 1);
       // The path only: a query string may carry a token.
       httpLog.debug(
-        { method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) },
+        {
+          method: ctx.method,
+          path: ctx.path,
+          status: ctx.status,
+          ip: ctx.ip,
+          ms: Math.round(performance.now() - started),
+        },
         'request',
       );
     }
   });
+  app.use(auditRequests(deps.audit, now));
   app.use(envelope());
 
   const routeDeps: RouteDeps = {

@@ -11,6 +11,7 @@ import { DEFAULTS } from '../settings/defaults.js';
 import type { Logger } from '../log/logger.js';
 import type { SystemLog } from '../log/system-log.js';
 import { rawFailure } from './envelope.js';
+import type { Exposure } from './exposure.js';
 
 /** Earlier lines of an instance log a client may ask for (`?lines=`): read from the files at connect. */
 const MAX_REPLAY_LINES = 1000;
@@ -65,6 +66,7 @@ interface Deps {
   systemLog: SystemLog;
   events: EventHub;
   log: Logger;
+  exposure: Exposure;
 }
 
 /** A connected client: a bounded send buffer, and the subscriptions and timers to drop when it goes. */
@@ -232,8 +234,10 @@ export class LogStreams {
   }
 
   private systemStream(url: URL, req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    const token = url.searchParams.get('token');
-    const auth = token ? this.deps.accounts.authenticate(token) : undefined;
+    // Off loopback the daemon's log is not for whoever reaches the port (SystemLog.RequireToken).
+    const auth = this.deps.exposure.systemLogNeedsToken
+      ? this.requiredToken(url)
+      : optionalToken(this.deps.accounts, url);
     const { lines, follow } = replayParams(url, this.deps.systemLog.capacity, this.deps.systemLog.capacity);
     this.accept(req, socket, head, auth, undefined, (client) => {
       for (const entry of this.deps.systemLog.recent().slice(-lines || Infinity)) client.send(toBuffer(entry));
@@ -366,6 +370,11 @@ export class LogStreams {
     for (const client of this.clients) client.close(CLOSE.shuttingDown, 'tunnelward is stopping');
     this.wss.close();
   }
+}
+
+function optionalToken(accounts: AccountService, url: URL): Authenticated | undefined {
+  const token = url.searchParams.get('token');
+  return token ? accounts.authenticate(token) : undefined;
 }
 
 /**

@@ -103,8 +103,30 @@ const SETTINGS: Record<string, Json> = {
   'RateLimit.Login': intFrom(1, 1_000_000, '/login requests per minute per IP'),
   'RateLimit.PerToken': intFrom(1, 1_000_000, 'requests per minute per token'),
   'RateLimit.Register': intFrom(1, 1_000_000, '/register requests per minute per IP'),
-  'Register.Enabled': bool('whether /register is open'),
+  'Register.Enabled': autoOrBool('whether /register is open'),
+  'SystemLog.RequireToken': autoOrBool('whether /system/getLogs needs a token', 'needed off loopback only'),
+  'Visitor.ShowDetails': autoOrBool(
+    'whether visitors see local addresses and ports, config paths and run-as users, and may export config files',
+  ),
+  'TLS.CertFile': str(
+    `the certificate (PEM, chain after it) HTTPS and WSS are served with; '' for plain HTTP; ${ABSOLUTE_PATH}; re-read on SIGHUP and on a change`,
+  ),
+  'TLS.KeyFile': str(`its private key; '' for plain HTTP; ${ABSOLUTE_PATH}`),
+  TrustedProxies: arrayOf(
+    str('an IP address or a CIDR'),
+    "reverse proxies whose X-Forwarded-For is believed (for rate limits, logs and the audit trail); nobody else's is",
+  ),
+  'Audit.RetentionDays': intFrom(1, 3650, 'audit entries older than this many days are removed'),
+  'Audit.MaxEntries': intFrom(100, 10_000_000, 'the oldest audit entries past this count are removed'),
 };
+
+/** A door the contract opens: "auto" keeps it open on loopback and closes it on any other listen address. */
+function autoOrBool(what: string, auto = 'open on loopback, closed off loopback'): Json {
+  return {
+    description: `${what}: true, false, or "auto" (${auto})`,
+    oneOf: [bool(), str(undefined, { const: 'auto' })],
+  };
+}
 
 const ID_INPUT = {
   description: 'An id: an integer, or a string holding one (the contract sends ids as strings).',
@@ -249,8 +271,8 @@ const SCHEMAS: Record<string, Json> = {
         isRunning: bool(),
         auth_method: str('auth.method of the config file'),
         bootAtStart: bool(),
-        runUser: str(),
-        configPath: str(),
+        'runUser?': str('left out for a visitor while Visitor.ShowDetails hides details'),
+        'configPath?': str('left out for a visitor while Visitor.ShowDetails hides details'),
         'serverAddr?': str('admin and superuser only'),
         'serverPort?': str('admin and superuser only'),
         'environment?': mapOf(
@@ -440,7 +462,44 @@ const SCHEMAS: Record<string, Json> = {
       ),
     ],
   },
-  ProxyList: obj({ instanceID: int(), proxyCount: int(), proxies: arrayOf(schema('ListedProxy')) }),
+  ProxyList: obj({
+    instanceID: int(),
+    proxyCount: int(),
+    proxies: arrayOf({ oneOf: [schema('ListedProxy'), schema('GuestProxy')] }),
+  }),
+  GuestProxy: obj(
+    {
+      name: str(),
+      type: str(),
+      enabled: bool(),
+      status: { type: ['string', 'null'] },
+      err: str(),
+      statusSince: { type: ['string', 'null'], format: 'date-time' },
+    },
+    { description: 'What a visitor sees of a proxy while Visitor.ShowDetails hides details: no address, no port.' },
+  ),
+  AuditEntry: obj({
+    id: int('pages back with before=<id>'),
+    at: dateTime(),
+    userID: { type: ['integer', 'null'] },
+    username: str("who: the session's user, or the name a login or registration was tried with"),
+    ip: str('from where: the client, as TrustedProxies lets it be known'),
+    action: str('what: instance.create, instance.start, proxy.modify, settings.set, user.create, login, ...'),
+    targetType: { type: ['string', 'null'], description: 'instance, proxy, user, session, settings or service' },
+    targetID: { type: ['string', 'null'] },
+    targetName: { type: ['string', 'null'] },
+    detail: {
+      type: ['object', 'null'],
+      description: 'facts safe to keep: the keys changed (never their values), the kind of modification',
+    },
+    status: int('the HTTP status of the reply'),
+    outcome: str(undefined, { enum: ['ok', 'failed'] }),
+    message: str("the reply's message"),
+  }),
+  AuditPage: obj({
+    entries: arrayOf(schema('AuditEntry'), 'newest first'),
+    nextBefore: { type: ['integer', 'null'], description: 'before= for the next (older) page; null on the last' },
+  }),
   ProxyInfo: obj(
     {
       'name?': str(),
@@ -711,6 +770,34 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
   ],
   [
     'get',
+    '/system/audit',
+    {
+      tag: 'system',
+      summary: 'The audit trail',
+      description:
+        'Every state-changing request (who, from where, what, which object, outcome, when), newest first. Refusals that name nobody (a missing or invalid token, a rate limit) are not recorded; failed logins are. Bounded by Audit.RetentionDays and Audit.MaxEntries.',
+      access: 'superuser',
+      query: [
+        auditParam('user', 'the username'),
+        auditParam('action', 'an action, or a prefix ending in a dot (instance.)'),
+        auditParam('instanceID', 'entries about this instance', { pattern: '^[0-9]{1,15}$' }),
+        auditParam('targetType', 'instance, proxy, user, session, settings or service'),
+        auditParam('targetID', 'the id of the object'),
+        auditParam('outcome', 'ok or failed', { enum: ['ok', 'failed'] }),
+        auditParam('ip', 'the client address'),
+        auditParam('since', 'from this time on: Unix ms or ISO 8601'),
+        auditParam('until', 'up to this time: Unix ms or ISO 8601'),
+        auditParam('before', 'entries older than this id (nextBefore of the previous page)', {
+          pattern: '^[0-9]{1,15}$',
+        }),
+        auditParam('limit', 'entries per page, 1-1000 (100 when omitted)', { pattern: '^[0-9]{1,4}$' }),
+      ],
+      ok: ok('A page of entries', schema('AuditPage')),
+      errors: { 400: 'A filter or paging parameter is malformed.' },
+    },
+  ],
+  [
+    'get',
     '/metrics',
     {
       tag: 'system',
@@ -752,7 +839,7 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
       ok: ok('Registered', schema('Account')),
       errors: {
         400: 'A missing field, a username or password that breaks the rules, or an unknown type.',
-        403: 'Self-registration is closed (Register.Enabled is false).',
+        403: 'Self-registration is closed (Register.Enabled; closed by default off loopback).',
         409: 'The username is taken.',
         429: 'Too many registrations from this address, or too many password hashes at once.',
       },
@@ -1053,11 +1140,16 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
     {
       tag: 'instances',
       summary: "An instance's config file, as TOML",
-      description: 'Secrets are shown as ******** unless the caller is a superuser (masked says which).',
+      description:
+        'Secrets are shown as ******** unless the caller is a superuser (masked says which). A visitor may export only while Visitor.ShowDetails shows details.',
       access: 'visitor',
       query: [instanceIdParam],
       ok: ok('The config file', schema('InstanceExport')),
-      errors: { 400: BAD_ID, 404: `${NO_INSTANCE} Or its config file is missing.` },
+      errors: {
+        400: BAD_ID,
+        403: 'A visitor, while Visitor.ShowDetails hides details.',
+        404: `${NO_INSTANCE} Or its config file is missing.`,
+      },
     },
   ],
 
@@ -1198,6 +1290,10 @@ function streamOperation(path: string, stream: Stream): Json {
   };
 }
 
+function auditParam(name: string, description: string, more: Json = {}): Json {
+  return { name, in: 'query', required: false, description, schema: str(undefined, more) };
+}
+
 /** `?lines=` and `?follow=` of the log streams. */
 function replayQuery(fallback: string, max: number): Json[] {
   return [
@@ -1224,15 +1320,15 @@ const STREAMS: Array<[string, Stream]> = [
     {
       summary: "The daemon's own log",
       description:
-        'Sends the latest entries first (the last 100 are kept), then each new one. DEBUG entries exist only while Debug is on. The token is optional; an invalid one is refused.',
+        'Sends the latest entries first (the last 100 are kept), then each new one. DEBUG entries exist only while Debug is on. The token is optional on loopback and required on any other listen address (SystemLog.RequireToken); an invalid one is refused.',
       access: 'public',
-      who: 'anyone; a token (?token=) is optional, and checked when given',
+      who: 'anyone on loopback (a token in ?token= is optional, and checked when given); off loopback, a logged-in user',
       tokenRequired: false,
       query: replayQuery('all those kept', 100),
       messages: schema('SystemLogEntry'),
       refusals: {
         400: 'lines or follow malformed.',
-        401: 'Invalid token: the reason, or User not found.',
+        401: 'Token is required (off loopback); Invalid token: the reason, or User not found.',
       },
     },
   ],

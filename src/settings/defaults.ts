@@ -98,8 +98,23 @@ export function defaultSettings(dataDir: string) {
     'RateLimit.PerToken': 100,
     /** Self-registrations per minute per IP: its own limit, so that onboarding a few users never meets the login limit. */
     'RateLimit.Register': 30,
-    /** Whether anyone may create a visitor account through /register. */
-    'Register.Enabled': true,
+    /**
+     * The doors the contract opens, kept open on loopback and closed when the daemon listens on any other address
+     * ("auto"), unless set to true or false: self-registration through /register, ...
+     */
+    'Register.Enabled': 'auto' as boolean | 'auto',
+    /** ... the system log stream without a token, ... */
+    'SystemLog.RequireToken': 'auto' as boolean | 'auto',
+    /** ... and a visitor's sight of local addresses and ports, config paths and run-as users. */
+    'Visitor.ShowDetails': 'auto' as boolean | 'auto',
+    /** HTTPS and WSS with this certificate (PEM, the chain after it) and key; both empty: plain HTTP. */
+    'TLS.CertFile': '',
+    'TLS.KeyFile': '',
+    /** Addresses or CIDRs of reverse proxies whose X-Forwarded-For is believed; nobody else's is. */
+    TrustedProxies: [] as string[],
+    /** Audit entries older than this are removed, and the oldest past Audit.MaxEntries. */
+    'Audit.RetentionDays': 90,
+    'Audit.MaxEntries': 20000,
   };
 }
 

@@ -76,6 +76,28 @@ const exitCodes: Check = (v) =>
     ? undefined
     : 'must be a list of exit codes from 0 to 255';
 const object: Check = (v) => (isTable(v) ? undefined : 'must be an object');
+const autoOrBoolean: Check = (v) =>
+  typeof v === 'boolean' || v === 'auto' ? undefined : 'must be true, false or "auto"';
+/** Empty, or an absolute path (certificate files live where an ACME client puts them). */
+const optionalPath: Check = (v) => (v === '' ? undefined : absolutePath(v));
+const cidrs: Check = (v) => {
+  if (!Array.isArray(v) || v.length > 256) return 'must be a list of IP addresses or CIDRs (at most 256)';
+  const bad = v.find((entry) => parseCidr(entry) === undefined);
+  return bad === undefined ? undefined : `has ${JSON.stringify(bad)}, which is neither an IP address nor a CIDR`;
+};
+
+/** `10.0.0.1`, `10.0.0.0/8`, `::1`, `fd00::/8`: the address, its family and prefix length; undefined when invalid. */
+export function parseCidr(value: unknown): { address: string; family: 'ipv4' | 'ipv6'; prefix: number } | undefined {
+  if (typeof value !== 'string') return undefined;
+  const [address = '', bits, ...rest] = value.split('/');
+  const version = isIP(address);
+  if (version === 0 || rest.length > 0) return undefined;
+  const max = version === 4 ? 32 : 128;
+  if (bits !== undefined && !/^\d{1,3}$/.test(bits)) return undefined;
+  const prefix = bits === undefined ? max : Number(bits);
+  if (prefix > max) return undefined;
+  return { address, family: version === 4 ? 'ipv4' : 'ipv6', prefix };
+}
 
 /** The type check of every known setting. */
 const CHECKS: Record<SettingKey, Check> = {
@@ -117,7 +139,14 @@ const CHECKS: Record<SettingKey, Check> = {
   'RateLimit.Login': intRange(1, 1_000_000),
   'RateLimit.PerToken': intRange(1, 1_000_000),
   'RateLimit.Register': intRange(1, 1_000_000),
-  'Register.Enabled': boolean,
+  'Register.Enabled': autoOrBoolean,
+  'SystemLog.RequireToken': autoOrBoolean,
+  'Visitor.ShowDetails': autoOrBoolean,
+  'TLS.CertFile': optionalPath,
+  'TLS.KeyFile': optionalPath,
+  TrustedProxies: cidrs,
+  'Audit.RetentionDays': intRange(1, 3650),
+  'Audit.MaxEntries': intRange(100, 10_000_000),
 };
 
 /** Settings that only take effect when the daemon next starts. */

@@ -55,4 +55,23 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (instance_id, name)
   );
   `,
+  // 5: the audit trail: who changed what, from where, with what outcome (never a secret)
+  `
+  CREATE TABLE audit (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    at          INTEGER NOT NULL,
+    user_id     INTEGER,
+    username    TEXT    NOT NULL,
+    ip          TEXT    NOT NULL,
+    action      TEXT    NOT NULL,
+    target_type TEXT,
+    target_id   TEXT,
+    target_name TEXT,
+    detail      TEXT,
+    status      INTEGER NOT NULL,
+    outcome     TEXT    NOT NULL CHECK (outcome IN ('ok', 'failed')),
+    message     TEXT    NOT NULL
+  );
+  CREATE INDEX audit_at ON audit(at);
+  `,
 ];

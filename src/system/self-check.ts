@@ -59,6 +59,10 @@ export interface RuntimeFaults {
   database(): string | undefined;
   /** Instance log files that cannot be written. */
   instanceLogs(): string[];
+  /** Why the last reload of the TLS certificate failed (the previous one is still served), if it did. */
+  tls(): string | undefined;
+  /** What is open to whoever reaches the port when the daemon listens beyond loopback; empty on loopback. */
+  openDoors(): string[];
 }
 
 /**
@@ -89,6 +93,16 @@ export async function selfCheck(
       if (failing.length > 0)
         throw new Error(`log files that cannot be written (output dropped): ${failing.join('; ')}`);
       return 'every instance log file is writable';
+    }),
+    check('tls', async () => {
+      const reason = faults.tls();
+      if (reason) throw new Error(`${reason}; the previous certificate is still served`);
+      return 'no certificate reload has failed';
+    }),
+    check('exposure', async () => {
+      const doors = faults.openDoors();
+      if (doors.length > 0) throw new Error(`open to whoever reaches the port: ${doors.join('; ')}`);
+      return 'nothing is open beyond what the settings chose (or the daemon listens on loopback only)';
     }),
   ]);
   const binary = results[3]!.ok ? tunnelPath : undefined;

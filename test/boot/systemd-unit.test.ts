@@ -138,6 +138,7 @@ test('tunnelward unit has exactly the expected keys, with and without a user', (
       'ExecStart',
       '/usr/bin/node --max-semi-space-size=1 /opt/tunnelward/dist/src/cli.js serve --data-dir /var/lib/tunnelward',
     ],
+    ['ExecReload', '/bin/kill -HUP $MAINPID'],
     ['Environment', 'TUNNELWARD_SUPERVISED=systemd'],
     ['Environment', 'MALLOC_ARENA_MAX=2'],
     ['Restart', 'always'],

@@ -5,6 +5,9 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { AccountService } from '../../src/accounts/account-service.js';
 import { PasswordHasher } from '../../src/accounts/password-hasher.js';
+import { AuditTrail } from '../../src/audit/audit-trail.js';
+import { TrustedProxies } from '../../src/http/client-address.js';
+import { Exposure } from '../../src/http/exposure.js';
 import { createApp } from '../../src/http/app.js';
 import { RateLimiter } from '../../src/http/rate-limiter.js';
 import { DEFAULTS } from '../../src/settings/defaults.js';
@@ -66,7 +69,14 @@ export async function inProcessApp(
     jsonLimit: DEFAULTS.jsonLimit,
     jsonMaxDepth: DEFAULTS.jsonMaxDepth,
     log: pino({ enabled: false }),
-    faults: { database: () => undefined, instanceLogs: () => [] },
+    faults: { database: () => undefined, instanceLogs: () => [], tls: () => undefined, openDoors: () => [] },
+    exposure: new Exposure(
+      '127.0.0.1',
+      () => settings.get(),
+      () => false,
+    ),
+    trustedProxies: new TrustedProxies(() => settings.value('TrustedProxies')),
+    audit: new AuditTrail(db, pino({ enabled: false }), () => ({ retentionDays: 90, maxEntries: 20000 })),
     webhookStats: () => ({ published: 0, delivered: 0, failed: 0, dropped: 0 }),
     logTotals: () => ({ lines: 0, bytes: 0 }),
     restart: () => {},

@@ -199,12 +199,13 @@ export async function startDaemon(options: StartOptions = {}): Promise<Daemon> {
   );
   const daemon = new Daemon(proc, dataDir);
   collectLines(proc, daemon.output);
-  const started = daemon.waitForOutput(/tunnelward listening on (http:\/\/\S+)/, 20_000);
+  const started = daemon.waitForOutput(/tunnelward listening on (https?:\/\/\S+)/, 20_000);
   const failed = daemon.exited.then(({ code }) => {
     throw new Error(`daemon exited (${code}) before listening:\n${daemon.output.join('\n')}`);
   });
   const match = await Promise.race([started, failed]);
-  daemon.url = match[1]!;
+  // A daemon listening on every address is reached through loopback.
+  daemon.url = match[1]!.replace('//0.0.0.0:', '//127.0.0.1:').replace('//[::]:', '//[::1]:');
   return daemon;
 }
 

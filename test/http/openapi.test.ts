@@ -1,11 +1,8 @@
 import test from 'ava';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import pino from 'pino';
-import { createApp, listRoutes, type AppDeps } from '../../src/http/app.js';
 import { STREAM_PATHS } from '../../src/http/log-streams.js';
 import { openApiDocument } from '../../src/http/openapi.js';
-import type { RouteInfo } from '../../src/http/resource-router.js';
-import { DEFAULTS } from '../../src/settings/defaults.js';
+import { appRoutes } from '../helpers/routes.js';
 import { SETTING_KEYS } from '../../src/settings/schema.js';
 import { dispose, startDaemon } from '../helpers/daemon.js';
 
@@ -21,31 +18,6 @@ function operations(doc: Document): Array<{ key: string; path: string; op: any }
   return Object.entries(doc.paths).flatMap(([path, item]) =>
     Object.entries(item).map(([method, op]) => ({ key: `${method.toUpperCase()} ${path}`, path, op })),
   );
-}
-
-/**
- * The routes an app holds. Building the routers calls none of the services they use, so none is given: the deps are
- * partial so that this stays true to `createApp` as its dependencies grow.
- */
-function appRoutes(): RouteInfo[] {
-  const inert = {} as never;
-  const deps: Partial<AppDeps> = {
-    accounts: inert,
-    supervisor: inert,
-    settings: inert,
-    limits: { login: inert, register: inert, perToken: inert },
-    info: inert,
-    dataDir: '',
-    timestampWindowMs: DEFAULTS.timestampWindowMs,
-    jsonLimit: DEFAULTS.jsonLimit,
-    jsonMaxDepth: DEFAULTS.jsonMaxDepth,
-    log: pino({ enabled: false }),
-    faults: inert,
-    restart: () => {},
-    webhookStats: inert,
-    logTotals: inert,
-  };
-  return listRoutes(createApp(deps as AppDeps));
 }
 
 const sorted = (items: Iterable<string>) => [...items].sort();

@@ -1,36 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import pino from 'pino';
 import { parse } from 'smol-toml';
-import { createApp, listRoutes, type AppDeps } from '../../src/http/app.js';
 import type { Access } from '../../src/http/auth.js';
-import type { RouteInfo } from '../../src/http/resource-router.js';
+import { STREAM_PATHS } from '../../src/http/log-streams.js';
+import { appRoutes } from '../helpers/routes.js';
 import { ADMIN, dispose, startDaemon, type Daemon, type Response } from '../helpers/daemon.js';
 import { createInstance, instanceSettings } from '../helpers/instances.js';
 import { openStream, wsUrl } from '../helpers/streams.js';
-
-/** The app's routes as its routers hold them; building the routers calls none of the services they use. */
-function appRoutes(): RouteInfo[] {
-  const inert = {} as never;
-  const deps: AppDeps = {
-    accounts: inert,
-    supervisor: inert,
-    settings: inert,
-    limits: { login: inert, register: inert, perToken: inert },
-    info: inert,
-    dataDir: '',
-    timestampWindowMs: 3000,
-    jsonLimit: '256kb',
-    jsonMaxDepth: 64,
-    log: pino({ enabled: false }),
-    faults: inert,
-    restart: () => {},
-    webhookStats: inert,
-    logTotals: inert,
-  };
-  return listRoutes(createApp(deps));
-}
 
 /** Who may call each route: the contract's Endpoints and Authentication sections, and DESIGN.md where it shows nothing. */
 const CONTRACT: Record<string, Access> = {
@@ -65,10 +42,12 @@ const CONTRACT: Record<string, Access> = {
   'GET /system/selfCheck': 'admin',
   'POST /tunnelAct/proxyMgr/setStatus': 'admin',
   'GET /metrics': 'admin',
+  'GET /whoami': 'visitor',
+  'POST /tunnelAct/instanceMgr/import': 'admin',
+  'GET /tunnelAct/instanceMgr/export': 'visitor',
+  'GET /openapi.json': 'public',
+  'GET /system/audit': 'superuser',
 };
-
-/** Served by the log streams on the same server, not by the routers: an HTTP request there has no route. */
-const STREAM_PATHS = ['/system/getLogs', '/tunnelAct/instanceMgr/logs'];
 
 type Identity = 'none' | 'visitor' | 'admin' | 'superuser';
 const IDENTITIES: Identity[] = ['none', 'visitor', 'admin', 'superuser'];
@@ -263,9 +242,11 @@ function expectAnswer(
   res: Response,
 ) {
   const what = `${route.method} ${route.path} as ${who}: ${res.status} ${res.body?.message}`;
-  // Every answer is the envelope, but for the Prometheus text that /metrics serves to those allowed.
+  // Every answer is the envelope, but for the Prometheus text that /metrics serves to those allowed and the
+  // OpenAPI document.
   const metrics = route.path === '/metrics' && res.status === 200;
-  t.is(metrics ? typeof res.body : typeof res.body?.success, metrics ? 'string' : 'boolean', what);
+  if (route.path === '/openapi.json') t.is((res.body as { openapi?: string } | undefined)?.openapi, '3.1.0', what);
+  else t.is(metrics ? typeof res.body : typeof res.body?.success, metrics ? 'string' : 'boolean', what);
   if (route.access === 'public') {
     t.is(res.status, 200, what);
   } else if (route.access === 'timestamp') {

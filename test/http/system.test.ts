@@ -15,9 +15,11 @@ test('selfCheck reports each check; admins only', async (t) => {
   t.deepEqual(Object.keys(byName).sort(), [
     'dataDir',
     'database',
+    'exposure',
     'instanceLogs',
     'instancePath',
     'settings',
+    'tls',
     'tunnelPath',
     'tunnelVersion',
   ]);

@@ -8,12 +8,15 @@ import { ResourceRouter } from '../resource-router.js';
 import { formatIso } from '../../util/time.js';
 
 /** /register, /login, /whoami and /logout. */
-export function accountRoutes({ accounts, limits, settings, guards }: RouteDeps): ResourceRouter {
+export function accountRoutes({ accounts, limits, exposure, guards }: RouteDeps): ResourceRouter {
   const router = new ResourceRouter('', guards);
 
   router.post('/register', 'timestamp', limitByIp(limits.register, 'registration'), async (ctx) => {
-    if (!settings.value('Register.Enabled'))
-      throw forbidden('self-registration is closed on this server (Register.Enabled)');
+    if (!exposure.registerOpen) {
+      throw forbidden(
+        `self-registration is closed on this server (Register.Enabled${exposure.exposed ? ': closed by default off loopback' : ''})`,
+      );
+    }
     const fields = body(ctx);
     const username = requiredString(fields, 'username');
     const passwd = requiredString(fields, 'passwd');

@@ -8,7 +8,8 @@ import {
 import { serviceNameOf } from '../../../actors/boot-services.js';
 import type { Command } from '../../../machines/instance.machine.js';
 import { hasRole } from '../../accounts/rules.js';
-import { AppError, badRequest, conflict } from '../../errors.js';
+import { AppError, badRequest, conflict, forbidden } from '../../errors.js';
+import { seesOnlyGuestView } from '../exposure.js';
 import { reply } from '../envelope.js';
 import {
   body,
@@ -61,7 +62,7 @@ async function commandOutcome(supervisor: InstanceSupervisor, id: number, comman
 }
 
 /** /tunnelAct/instanceMgr/*: changes need an admin, reading any authenticated user. */
-export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
+export function instanceRoutes({ supervisor, guards, exposure }: RouteDeps): ResourceRouter {
   const router = new ResourceRouter('/tunnelAct/instanceMgr', guards);
 
   router.post('/create', 'admin', async (ctx) => {
@@ -128,6 +129,9 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
   // masked for everyone but a superuser.
   router.get('/export', 'visitor', async (ctx) => {
     const record = supervisor.catalogue.record(instanceIdParam(ctx));
+    if (seesOnlyGuestView(exposure, ctx.state.auth.user.type)) {
+      throw forbidden('a visitor cannot export config files on this server (Visitor.ShowDetails)');
+    }
     const masked = ctx.state.auth.user.type !== 'superuser';
     const content = (await supervisor.catalogue.readConfig(record.id)).exportText(masked);
     reply(ctx, `config file of instance ${record.name}${masked ? ', secrets masked' : ''}`, {
@@ -231,6 +235,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
     const view = supervisor.view(instanceIdParam(ctx));
     const config = await supervisor.catalogue.readConfig(view.record.id);
     const privileged = hasRole(ctx.state.auth.user.type, 'admin');
+    const guest = seesOnlyGuestView(exposure, ctx.state.auth.user.type);
     reply(ctx, `instance ${view.record.name}`, {
       instanceID: view.record.id,
       name: view.record.name,
@@ -240,8 +245,8 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
       isRunning: isRunning(view),
       auth_method: config.authMethod,
       bootAtStart: view.record.bootAtStart,
-      runUser: view.record.runUser,
-      configPath: view.record.configPath,
+      // A guest is not shown which local account runs it or where its file is.
+      ...(guest ? {} : { runUser: view.record.runUser, configPath: view.record.configPath }),
       state: view.state,
       ...processFields(view),
       ...supervisor.statusFields(view.record.id),

@@ -5,6 +5,7 @@ import { reply } from '../envelope.js';
 import { body, optionalString, requiredId, requiredString, type Fields } from '../params.js';
 import type { RouteDeps } from '../app.js';
 import { ResourceRouter } from '../resource-router.js';
+import { guestProxyView, seesOnlyGuestView } from '../exposure.js';
 import { instanceIdParam } from './instances.js';
 
 function proxyInfo(fields: Fields): ProxyInput & Fields {
@@ -15,7 +16,7 @@ function proxyInfo(fields: Fields): ProxyInput & Fields {
 }
 
 /** /tunnelAct/proxyMgr/*: edits the instance's config file; a running tunnel applies it by frpc's reload. */
-export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
+export function proxyRoutes({ supervisor, guards, exposure }: RouteDeps): ResourceRouter {
   const router = new ResourceRouter('/tunnelAct/proxyMgr', guards);
 
   const edited = (id: number, configPath: string, proxyName: string, applied: Applied) => ({
@@ -98,7 +99,12 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
         statusSince: seen ? new Date(seen.since).toISOString() : null,
       };
     });
-    reply(ctx, `${proxies.length} proxies`, { instanceID: id, proxyCount: proxies.length, proxies });
+    const guest = seesOnlyGuestView(exposure, ctx.state.auth.user.type);
+    reply(ctx, `${proxies.length} proxies`, {
+      instanceID: id,
+      proxyCount: proxies.length,
+      proxies: guest ? proxies.map(guestProxyView) : proxies,
+    });
   });
 
   return router;
