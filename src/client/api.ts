@@ -124,9 +124,19 @@ export class ApiClient {
   }
 }
 
+/** What Node says when a server's certificate is not one it trusts. */
+const UNTRUSTED_CERTIFICATE =
+  /^(DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|CERT_HAS_EXPIRED|ERR_TLS_CERT_ALTNAME_INVALID)$/;
+
 function unreachable(url: string, err: unknown): CliError {
-  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-  const why = cause?.code ?? cause?.message ?? (err as Error).message;
+  const cause = (err as { cause?: { code?: string; message?: string } }).cause ?? (err as { code?: string });
+  const why = cause?.code ?? (cause as { message?: string })?.message ?? (err as Error).message;
+  if (UNTRUSTED_CERTIFICATE.test(why)) {
+    return new CliError(
+      EXIT.unreachable,
+      `the TLS certificate of ${url} is not trusted (${why}): give its CA in NODE_EXTRA_CA_CERTS=/path/to/ca.pem`,
+    );
+  }
   return new CliError(EXIT.unreachable, `cannot reach tunnelward at ${url} (${why}): is the daemon running?`);
 }
 
