@@ -10,6 +10,7 @@ import type { SoftwareInfo } from '../system/software-info.js';
 import type { AuditTrail } from '../audit/audit-trail.js';
 import { auditRequests } from './audit.js';
 import { clientAddress, type TrustedProxies } from './client-address.js';
+import { consoleAssets } from './console-assets.js';
 import { envelope } from './envelope.js';
 import type { Exposure } from './exposure.js';
 import { checkJsonBody } from './json-body-check.js';
@@ -59,6 +60,8 @@ export interface AppDeps {
   trustedProxies: TrustedProxies;
   /** Where each state-changing request is recorded. */
   audit: AuditTrail;
+  /** The built web console served at `/` (default: dist/console); none is served when it does not exist. */
+  consoleDir?: string;
 }
 
 /** What every route module receives: the app's dependencies and the checks behind each access level. */
@@ -119,6 +122,8 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   });
   app.use(auditRequests(deps.audit, now));
   app.use(envelope());
+  // The web console's static files, before the gate that answers 404 for every path no API route serves.
+  app.use(consoleAssets(deps.consoleDir));
 
   const routeDeps: RouteDeps = {
     ...deps,
