@@ -1,4 +1,5 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import { NODE_FLAGS } from '../src/system/node-flags.js';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../src/log/logger.js';
 
@@ -61,7 +62,7 @@ export class Spawner {
   constructor(
     private readonly orphaned: Orphaned,
     private readonly log: Logger,
-    private readonly nodeArgs: readonly string[] = ['--max-semi-space-size=1'],
+    private readonly nodeArgs: readonly string[] = NODE_FLAGS,
   ) {}
 
   spawn(order: SpawnOrder): Promise<Spawned> {

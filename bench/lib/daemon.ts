@@ -3,7 +3,7 @@ import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { NODE_FLAGS } from '../../src/boot/systemd-unit.js';
+import { NODE_FLAGS } from '../../src/system/node-flags.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { enteredChild } from '../../test/helpers/systemd-host.js';
 

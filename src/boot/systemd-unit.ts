@@ -1,3 +1,4 @@
+import { NODE_FLAGS } from '../system/node-flags.js';
 // systemd unit files for a tunnel instance and for tunnelward itself. Pure text: installing them is someone else's job.
 import { checkDescription, checkPath, checkRunUser, checkServiceName } from './names.js';
 
@@ -151,9 +152,6 @@ export function tunnelUnit(options: TunnelUnitOptions): string {
     ['Install', [['WantedBy', 'multi-user.target']]],
   ]);
 }
-
-/** Node options tunnelward runs with (see package.json "start"): a small young generation keeps its memory low. */
-export const NODE_FLAGS = ['--max-semi-space-size=1'];
 
 /** The unit `tunnelward.service` that runs tunnelward itself (`tunnelward service install`). */
 export function tunnelwardUnit(options: TunnelwardUnitOptions): string {

@@ -1,3 +1,4 @@
+import { NODE_FLAGS } from '../../src/system/node-flags.js';
 import test, { type ExecutionContext } from 'ava';
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -136,7 +137,7 @@ test('tunnelward unit has exactly the expected keys, with and without a user', (
     ['Type', 'simple'],
     [
       'ExecStart',
-      '/usr/bin/node --max-semi-space-size=1 /opt/tunnelward/dist/src/cli.js serve --data-dir /var/lib/tunnelward',
+      `/usr/bin/node ${NODE_FLAGS.join(' ')} /opt/tunnelward/dist/src/cli.js serve --data-dir /var/lib/tunnelward`,
     ],
     ['ExecReload', '/bin/kill -HUP $MAINPID'],
     ['Environment', 'TUNNELWARD_SUPERVISED=systemd'],

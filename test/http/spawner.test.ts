@@ -1,3 +1,4 @@
+import { NODE_FLAGS } from '../../src/system/node-flags.js';
 // Tunnels are started by the spawner, a small process of the daemon's: it is their parent (exit codes known),
 // and losing it loses no tunnel.
 import test from 'ava';
@@ -39,8 +40,9 @@ test("the spawner is the tunnels' parent; when it dies they run on, are watched,
   t.is(await parentOf(pidB!), spawner);
   t.false((await childrenOf(daemon.pid)).includes(pidA!), 'not a child of the daemon');
   t.deepEqual(
-    (await cmdline(spawner)).split('\0').filter((arg) => arg === '--max-semi-space-size=1'),
-    ['--max-semi-space-size=1'],
+    (await cmdline(spawner)).split('\0').filter((arg) => NODE_FLAGS.includes(arg)),
+    NODE_FLAGS,
+    "the spawner runs with the daemon's Node options",
   );
 
   process.kill(spawner, 'SIGKILL');
