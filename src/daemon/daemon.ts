@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import type { Server as HttpsServer } from 'node:https';
 import { rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -186,8 +186,9 @@ async function startLocked(
     },
   });
 
+  // node:https (and OpenSSL's contexts) only for a daemon that serves TLS.
   const server: Server | HttpsServer = served
-    ? createHttpsServer(served, app.callback())
+    ? (await import('node:https')).createServer(served, app.callback())
     : createServer(app.callback());
   const reloadTls = async (reason: string) => {
     const paths = tlsAt();

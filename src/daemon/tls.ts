@@ -1,5 +1,4 @@
 import { readFile } from 'node:fs/promises';
-import { createSecureContext } from 'node:tls';
 
 export interface TlsPaths {
   cert: string;
@@ -27,6 +26,7 @@ export async function readTlsMaterial(paths: TlsPaths): Promise<TlsMaterial> {
     }
   };
   const material = { cert: await read('certificate', paths.cert), key: await read('key', paths.key) };
+  const { createSecureContext } = await import('node:tls');
   try {
     createSecureContext(material);
   } catch (err) {
