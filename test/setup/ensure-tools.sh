@@ -2,7 +2,8 @@
 # Tools the tests use from Debian's packages: systemd-analyze (package systemd) checks generated units,
 # start-stop-daemon (dpkg) runs the init.d scripts, mkfifo (coreutils) makes the tunnels' output pipes.
 # A throwaway systemd for the systemd-mode tests (test/systemd/host.sh) needs systemd, nsenter/unshare (util-linux)
-# and pgrep (procps). openssl makes the self-signed certificates of the TLS tests.
+# and pgrep (procps). openssl makes the self-signed certificates of the TLS tests. The web console's tests drive
+# Debian's Chromium (/usr/bin/chromium) through playwright-core.
 # Installs what is missing when it can (root with apt-get); otherwise says what to install.
 missing=""
 command -v systemd-analyze >/dev/null 2>&1 || missing="$missing systemd"
@@ -11,6 +12,7 @@ command -v mkfifo >/dev/null 2>&1 || missing="$missing coreutils"
 command -v pgrep >/dev/null 2>&1 || missing="$missing procps"
 command -v nsenter >/dev/null 2>&1 || missing="$missing util-linux"
 command -v openssl >/dev/null 2>&1 || missing="$missing openssl"
+[ -x /usr/bin/chromium ] || missing="$missing chromium"
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing for the tests:$missing" >&2

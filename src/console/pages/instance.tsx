@@ -138,6 +138,24 @@ export function InstancePage({ id }: { id: number }) {
     if (mayExport) void loadConfig();
   }, [mayExport, loadConfig]);
 
+  // After a reload frpc reports its proxies again only after a moment, and no event says so when nothing changed:
+  // while a running instance has an enabled proxy of unknown status, read the list again a few times.
+  const settling = useRef(0);
+  const running = info?.state === 'running';
+  useEffect(() => {
+    if (!running || !proxies) return;
+    if (!proxies.some((p) => p.enabled && !p.status)) {
+      settling.current = 0;
+      return;
+    }
+    if (settling.current >= 5) return;
+    const timer = window.setTimeout(() => {
+      settling.current++;
+      refreshProxies.current.request();
+    }, 2000);
+    return () => window.clearTimeout(timer);
+  }, [running, proxies]);
+
   usePollWhileDown(events, () => {
     void loadInfo();
     void loadProxies();
@@ -152,11 +170,15 @@ export function InstancePage({ id }: { id: number }) {
 
   const setEnabled = async (proxy: Proxy, enabled: boolean) => {
     setSettingStatus(proxy.name);
+    // The switch shows the new position at once, and goes back if the daemon refuses.
+    const show = (on: boolean) =>
+      setProxies((list) => list?.map((p) => (p.name === proxy.name ? { ...p, enabled: on } : p)) ?? list);
+    show(enabled);
     try {
       const reply = await post('/tunnelAct/proxyMgr/setStatus', { instanceID: id, proxyName: proxy.name, enabled });
       notify(reply.message);
-      setProxies((list) => list?.map((p) => (p.name === proxy.name ? { ...p, enabled } : p)) ?? list);
     } catch (err) {
+      show(!enabled);
       notify(explain(err), 'error');
     } finally {
       setSettingStatus(null);

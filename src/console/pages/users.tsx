@@ -92,8 +92,10 @@ export function Users() {
                     {u.UserID}
                   </td>
                   <th scope="row" data-label="Username">
-                    {u.Username}
-                    {u.UserID === me.userID && <span class="muted"> (you)</span>}
+                    <span>
+                      {u.Username}
+                      {u.UserID === me.userID && <span class="muted"> (you)</span>}
+                    </span>
                   </th>
                   <td data-label="Role">
                     <select
