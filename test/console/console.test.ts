@@ -1,4 +1,5 @@
 import { mkdir, readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -68,6 +69,18 @@ async function login(page: Page, username = ADMIN.username, passwd = ADMIN.passw
   await page.getByLabel('Password').fill(passwd);
   await page.getByRole('button', { name: 'Log in' }).click();
   await page.getByRole('heading', { name: 'Instances', exact: true }).waitFor();
+}
+
+/** axe-core's rules for WCAG 2 A and AA: what an automated check can say of labels, contrast, roles and names. */
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+async function accessibilityViolations(page: Page): Promise<string[]> {
+  // Evaluated by the browser's debugger protocol, which the page's Content-Security-Policy does not govern.
+  await page.evaluate(await readFile(AXE, 'utf8'));
+  const found = (await page.evaluate(
+    `axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } })
+      .then((r) => r.violations.map((v) => v.id + ' (' + v.impact + '): ' + v.nodes.map((n) => n.target.join(' ')).join(', ')))`,
+  )) as string[];
+  return found;
 }
 
 const shot = (page: Page, name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`) });
@@ -359,10 +372,12 @@ test.serial('every main page at desktop and phone width', async (t) => {
     const page = await open(t, viewport);
     await page.getByRole('button', { name: 'Log in' }).waitFor();
     await shot(page, `login-${suffix}`);
+    t.deepEqual(await accessibilityViolations(page), [], `login at ${viewport.width} px`);
     await login(page);
     await page.locator('tr[data-instance="web"] .proxies-cell', { hasText: 'running' }).waitFor();
     await page.locator('tr[data-instance="branch"] .badge', { hasText: 'stopped' }).waitFor();
     await shot(page, `instances-${suffix}`);
+    t.deepEqual(await accessibilityViolations(page), [], `instances at ${viewport.width} px`);
     const pages: Array<[string, string, string]> = [
       ['instance', 'web', 'tr[data-proxy="ssh"] .pstatus-ok'],
       ['settings', 'Settings', 'fieldset.group'],
@@ -376,6 +391,7 @@ test.serial('every main page at desktop and phone width', async (t) => {
       await page.locator(ready).first().waitFor();
       if (name === 'instance') await page.locator('.log .line').first().waitFor();
       await shot(page, `${name}-${suffix}`);
+      t.deepEqual(await accessibilityViolations(page), [], `${name} at ${viewport.width} px`);
       const overflow = (await page.evaluate('document.documentElement.scrollWidth')) as number;
       t.true(overflow <= viewport.width, `${name} fits ${viewport.width} px (${overflow})`);
     }
