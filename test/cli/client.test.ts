@@ -3,7 +3,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import { parse } from 'smol-toml';
-import { ADMIN, CLI, dispose, startDaemon, tempDir, type Daemon } from '../helpers/daemon.js';
+import { ADMIN, CLI, disposeWithTunnels, startWithRoot, tempDir, type Daemon } from '../helpers/daemon.js';
 import { createInstance, instanceSettings, waitFor } from '../helpers/instances.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 
@@ -12,13 +12,9 @@ const CONFIGS = join(PACKAGE_ROOT, 'test', 'fixtures', 'configs');
 let daemon: Daemon;
 let root: string;
 test.before(async () => {
-  daemon = await startDaemon({ settingsToml: instanceSettings() });
-  root = await daemon.login();
+  ({ daemon, root } = await startWithRoot({ settingsToml: instanceSettings() }));
 });
-test.after.always(async () => {
-  await daemon.post('/tunnelAct/instanceMgr/stop', { all: true }, { token: root });
-  await dispose(daemon);
-});
+test.after.always(() => disposeWithTunnels(daemon, root));
 
 interface Run {
   code: number | null;

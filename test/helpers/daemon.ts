@@ -236,8 +236,7 @@ export async function startWithRoot(options: StartOptions = {}): Promise<{ daemo
 /** Stops every instance the daemon runs (so no tunnel outlives the test), then the daemon, and removes its data. */
 export async function disposeWithTunnels(daemon: Daemon | undefined, token: string): Promise<void> {
   if (!daemon) return;
-  const list = await daemon.get('/tunnelAct/instanceMgr/list', { token }).catch(() => undefined);
-  for (const i of list?.body.data ?? [])
-    await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: String(i.instanceID) }, { token });
+  // One request stops them all.
+  await daemon.post('/tunnelAct/instanceMgr/stop', { all: true }, { token }).catch(() => undefined);
   await dispose(daemon);
 }

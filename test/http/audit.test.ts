@@ -1,19 +1,15 @@
 import test from 'ava';
 import { AUDITED } from '../../src/http/audit.js';
-import { dispose, startDaemon, type Daemon } from '../helpers/daemon.js';
+import { disposeWithTunnels, startWithRoot, type Daemon } from '../helpers/daemon.js';
 import { appRoutes } from '../helpers/routes.js';
 import { createInstance, instanceSettings, tcpProxy } from '../helpers/instances.js';
 
 let daemon: Daemon;
 let root: string;
 test.before(async () => {
-  daemon = await startDaemon({ settingsToml: instanceSettings() });
-  root = await daemon.login();
+  ({ daemon, root } = await startWithRoot({ settingsToml: instanceSettings() }));
 });
-test.after.always(async () => {
-  await daemon.post('/tunnelAct/instanceMgr/stop', { all: true }, { token: root });
-  await dispose(daemon);
-});
+test.after.always(() => disposeWithTunnels(daemon, root));
 
 const audit = async (query = '', token = root) => {
   const res = await daemon.get(`/system/audit${query}`, { token });
