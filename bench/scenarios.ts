@@ -6,6 +6,7 @@ import { load, percentile } from './lib/load.js';
 import { descendantsOf, processesByConfig } from './lib/procs.js';
 import { inParallel, LIFTED, sleep, START_CLIENTS, STAND_IN_MARKER, standIn } from './lib/tunnels.js';
 import { status } from './status-scenario.js';
+import { memory } from './memory-scenario.js';
 import { soak } from './soak-scenario.js';
 import { systemd } from './systemd-scenario.js';
 import type { Row } from './run.js';
@@ -598,5 +599,5 @@ const startup: Scenario = {
   },
 };
 
-export const scenarios: Scenario[] = [http, fixtureInstances, scale, systemd, status, logs, startup, soak];
+export const scenarios: Scenario[] = [http, fixtureInstances, scale, systemd, status, logs, startup, memory, soak];
 export { ADMIN };
