@@ -157,9 +157,12 @@ export function Dialog(props: { title: string; onClose: () => void; children: Co
   const titleId = useId();
   useEffect(() => {
     const dialog = ref.current;
+    // Where the keyboard was: it goes back there when the dialog closes (the button that opened it).
+    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
     if (dialog && !dialog.open) dialog.showModal();
     return () => {
       if (dialog?.open) dialog.close();
+      if (opener?.isConnected) opener.focus();
     };
   }, []);
   return (

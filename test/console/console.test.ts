@@ -20,7 +20,7 @@ const PHONE = { width: 390, height: 844 };
 let browser: Browser;
 let daemon: Daemon;
 let root: string;
-/** A daemon whose tokens live 5 s and that allows few logins: expiry and the login rate limit. */
+/** A daemon whose tokens live 8 s and that allows few logins: expiry and the login rate limit. */
 let shortLived: Daemon;
 
 test.before(async () => {
@@ -33,7 +33,7 @@ test.before(async () => {
     startDaemon({ settingsToml: instanceSettings() }),
     startDaemon({
       settingsToml: instanceSettings({ 'RateLimit.Login': 4 }),
-      env: { TUNNELWARD_TOKEN_TTL_MS: '5000' },
+      env: { TUNNELWARD_TOKEN_TTL_MS: '8000' },
     }),
   ]);
   root = await daemon.login();
@@ -221,6 +221,14 @@ test.serial('one instance: log lines arrive live, pause and filter, a proxy disa
   );
   await page.getByLabel('Filter').fill('');
 
+  await page.getByRole('button', { name: 'Edit ssh', exact: true }).click();
+  const edit = page.getByRole('dialog', { name: 'Edit proxy ssh' });
+  t.is(await edit.getByLabel('Remote port').inputValue(), '6022');
+  await edit.getByLabel('Remote port').fill('6023');
+  await edit.getByRole('button', { name: 'Save proxy' }).click();
+  await edit.waitFor({ state: 'detached' });
+  await page.locator('tr[data-proxy="ssh"] td[data-label="Remote"]', { hasText: '6023' }).waitFor();
+
   await page.locator('tr[data-proxy="site"] .pstatus', { hasText: 'running' }).waitFor();
   await page.getByRole('switch', { name: 'Enabled: site' }).uncheck();
   await page.locator('tr[data-proxy="site"] .pstatus', { hasText: 'disabled' }).waitFor();
@@ -353,6 +361,45 @@ test.serial('users and sessions: a superuser creates a user; the password rules 
   noProblems(t, page);
 });
 
+test.serial('keyboard only: log in, open a dialog and close it, focus always visible', async (t) => {
+  const page = await open(t);
+  const focusVisible = () =>
+    page.evaluate(
+      `(() => { const el = document.activeElement; const s = getComputedStyle(el);
+        return { tag: el.tagName, label: el.getAttribute('aria-label') || el.textContent.trim(), outline: s.outlineStyle, width: s.outlineWidth }; })()`,
+    ) as Promise<{ tag: string; label: string; outline: string; width: string }>;
+  // The username field has the focus on arrival.
+  await waitFor(focusVisible, (focused) => focused.tag === 'INPUT');
+  await page.keyboard.type(ADMIN.username);
+  await page.keyboard.press('Tab');
+  await page.keyboard.type(ADMIN.passwd);
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { name: 'Instances', exact: true }).waitFor();
+  // The first Tab reaches the skip link, the next ones the navigation.
+  await page.keyboard.press('Tab');
+  t.like(await focusVisible(), { label: 'Skip to content', outline: 'solid' });
+  await page.keyboard.press('Tab');
+  await page.keyboard.press('Tab');
+  t.like(await focusVisible(), { tag: 'A', label: 'Instances', outline: 'solid', width: '3px' });
+
+  const button = page.getByRole('button', { name: 'New instance' });
+  await button.focus();
+  await page.keyboard.press('Enter');
+  const dialog = page.getByRole('dialog', { name: 'New instance' });
+  await dialog.waitFor();
+  t.like(await focusVisible(), { tag: 'INPUT' });
+  t.true(
+    await dialog
+      .getByLabel('Name', { exact: true })
+      .evaluate((el) => el === (el.ownerDocument.activeElement as unknown)),
+  );
+  await page.keyboard.press('Escape');
+  await dialog.waitFor({ state: 'detached' });
+  const back = await waitFor(focusVisible, (focused) => focused.label === 'New instance', 3000);
+  t.is(back.outline, 'solid', 'back on the button that opened it');
+  noProblems(t, page);
+});
+
 test.serial('logout ends the session and says so', async (t) => {
   const page = await open(t);
   await login(page);
@@ -421,7 +468,7 @@ test.serial('an expired token sends the user back to the login page; the streams
   await page.getByRole('log', { name: 'Instance log' }).waitFor();
   await page.locator('.log-status', { hasText: 'Live' }).waitFor();
   const notice = page.getByRole('alert').filter({ hasText: 'Your session expired. Log in again to continue.' });
-  await notice.waitFor({ timeout: 8000 });
+  await notice.waitFor({ timeout: 15_000 });
   t.regex((await notice.getAttribute('data-detail')) ?? '', /4401 token expired/);
   t.is(await storedToken(page), null);
   await page.getByRole('button', { name: 'Log in' }).waitFor();

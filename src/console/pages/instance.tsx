@@ -138,10 +138,26 @@ export function InstancePage({ id }: { id: number }) {
     if (mayExport) void loadConfig();
   }, [mayExport, loadConfig]);
 
-  // After a reload frpc reports its proxies again only after a moment, and no event says so when nothing changed:
-  // while a running instance has an enabled proxy of unknown status, read the list again a few times.
+  // After a reload frpc reports its proxies again only after a moment, and no event says so when nothing changed
+  // (a proxy back up within Alerts.DebounceSecs is not announced): after an edit of a running instance, and while an
+  // enabled proxy's status is unknown, read the list again a few times.
   const settling = useRef(0);
   const running = info?.state === 'running';
+  const runningRef = useRef(running);
+  runningRef.current = running;
+  const rereads = useRef<number[]>([]);
+  useEffect(() => () => rereads.current.forEach((timer) => window.clearTimeout(timer)), []);
+  const proxiesEdited = () => {
+    refreshProxies.current.request();
+    if (!runningRef.current) return;
+    for (const ms of [2000, 5000]) {
+      const reread = () => {
+        refreshProxies.current.request();
+        refreshInfo.current.request();
+      };
+      rereads.current.push(window.setTimeout(reread, ms));
+    }
+  };
   useEffect(() => {
     if (!running || !proxies) return;
     if (!proxies.some((p) => p.enabled && !p.status)) {
@@ -152,6 +168,7 @@ export function InstancePage({ id }: { id: number }) {
     const timer = window.setTimeout(() => {
       settling.current++;
       refreshProxies.current.request();
+      refreshInfo.current.request();
     }, 2000);
     return () => window.clearTimeout(timer);
   }, [running, proxies]);
@@ -182,7 +199,7 @@ export function InstancePage({ id }: { id: number }) {
       notify(explain(err), 'error');
     } finally {
       setSettingStatus(null);
-      refreshProxies.current.request();
+      proxiesEdited();
     }
   };
 
@@ -386,7 +403,7 @@ export function InstancePage({ id }: { id: number }) {
           onClose={() => setDialog(null)}
           onSaved={(message) => {
             notify(message);
-            void loadProxies();
+            proxiesEdited();
           }}
         />
       )}
@@ -398,7 +415,7 @@ export function InstancePage({ id }: { id: number }) {
           onConfirm={async () => {
             const reply = await post('/tunnelAct/proxyMgr/delete', { instanceID: id, proxyName: dialog.proxy.name });
             notify(reply.message);
-            void loadProxies();
+            proxiesEdited();
           }}
         >
           <p>It is removed from the config file; a running tunnel drops it.</p>
@@ -427,8 +444,11 @@ function local(p: Proxy): string {
 
 function remote(p: Proxy): string {
   const domains = Array.isArray(p.customDomains) ? (p.customDomains as string[]) : [];
+  // frpc's address (the server's host, the port it gave) while it matches the file; the file's port otherwise.
+  const configured = p.remotePort && p.remotePort !== '0' ? p.remotePort : '';
+  const reported = p.remoteAddr && (!configured || p.remoteAddr.endsWith(`:${configured}`)) ? p.remoteAddr : '';
   const parts = [
-    p.remoteAddr || (p.remotePort ? `:${p.remotePort}` : ''),
+    reported || (configured ? `:${configured}` : ''),
     ...domains,
     typeof p.subdomain === 'string' ? `${p.subdomain}.*` : '',
   ].filter(Boolean);

@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, explain, get, post, setToken, type Me } from '../api';
 import { Field, useTitle } from '../ui';
 
@@ -29,6 +29,8 @@ export function Login(props: { notice: LoginNotice | null; onLoggedIn: (me: Me) 
   const [passwd, setPasswd] = useState('');
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
+  const first = useRef<HTMLInputElement>(null);
+  useEffect(() => first.current?.focus(), []);
 
   const submit = async (e: Event) => {
     e.preventDefault();
@@ -76,8 +78,8 @@ export function Login(props: { notice: LoginNotice | null; onLoggedIn: (me: Me) 
             <input
               id={id}
               name="username"
+              ref={first}
               autocomplete="username"
-              autoFocus
               value={username}
               onInput={(e) => setUsername(e.currentTarget.value)}
             />
