@@ -99,6 +99,8 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.use(clientAddress(deps.trustedProxies));
   app.use(async (ctx, next) => {
     ctx.state.receivedAt = now();
+    // Every answer is JSON (or the console's files, typed exactly): never to be sniffed into something else.
+    ctx.set('X-Content-Type-Options', 'nosniff');
     const started = performance.now();
     try {
       await next();
