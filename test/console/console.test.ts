@@ -30,7 +30,8 @@ test.before(async () => {
       executablePath: CHROMIUM,
       args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
     }),
-    startDaemon({ settingsToml: instanceSettings() }),
+    // Proxy and connection alerts after a second, not five: the live list is what these tests watch.
+    startDaemon({ settingsToml: instanceSettings({ 'Alerts.DebounceSecs': 1 }) }),
     startDaemon({
       settingsToml: instanceSettings({ 'RateLimit.Login': 4 }),
       env: { TUNNELWARD_TOKEN_TTL_MS: '8000' },
@@ -171,8 +172,9 @@ test.serial('an admin creates an instance with two proxies and starts it; the li
 
   await page.getByRole('button', { name: 'Start web', exact: true }).click();
   await row.locator('.badge', { hasText: 'running' }).waitFor();
-  await row.locator('.proxies-cell', { hasText: '2 running' }).waitFor();
-  await row.locator('.connected-cell', { hasText: 'yes' }).waitFor();
+  // frpc reports its proxies a moment after it runs; a loaded machine may take a while longer.
+  await row.locator('.proxies-cell', { hasText: '2 running' }).waitFor({ timeout: 20_000 });
+  await row.locator('.connected-cell', { hasText: 'yes' }).waitFor({ timeout: 20_000 });
   t.not(await row.locator('td[data-label="PID"]').textContent(), '—');
   t.true(await page.evaluate('window.__sameDocument === true'), 'no reload');
   // Several events came (states, proxies up, connected): the list was read again at most about once a second.
