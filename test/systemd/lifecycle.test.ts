@@ -97,7 +97,7 @@ test('create, start, status, the journal on the log stream, a crash restarted by
   const second = await nextMainPid(host, id, first);
   const running = await waitFor(
     () => statusOf(daemon, token, id),
-    (st) => st.isRunning,
+    (st) => st.isRunning && st.pid === second,
     15_000,
   );
   t.true(running.isRunning);
@@ -109,9 +109,10 @@ test('create, start, status, the journal on the log stream, a crash restarted by
   // ...and its crash is seen like the first one.
   await host.run('kill', '-KILL', String(second));
   const third = await nextMainPid(host, id, second);
+  // Running again as tunnelward sees it: the new process's pid, not a state read before the crash was heard of.
   await waitFor(
     () => statusOf(daemon, token, id),
-    (st) => st.isRunning,
+    (st) => st.isRunning && st.pid === third,
     15_000,
   );
   t.is(Number((await host.show(unitOf(id), 'NRestarts')).NRestarts), 2);
