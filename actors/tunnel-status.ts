@@ -50,6 +50,14 @@ export class TunnelStatus {
   private readonly announced = new Map<string, string>();
   private readonly pending = new Map<string, { timer: NodeJS.Timeout; alert: StatusAlert }>();
   private changes = 0;
+  /** Instances whose live status changed since the last flush; flushed together a moment later. */
+  private readonly dirty = new Set<number>();
+  private flushTimer: NodeJS.Timeout | undefined;
+  /**
+   * An instance whose live status (connection, any proxy's status) changed, at most once per instance per 200 ms:
+   * what a UI re-reads on, undebounced (first sights too, which the alerts leave out).
+   */
+  readonly changed$ = new Subject<number>();
   private readonly log: Logger;
 
   constructor(
@@ -103,7 +111,7 @@ export class TunnelStatus {
       clearTimeout(tracked.hint);
       tracked.logs.unsubscribe();
       this.tracked.delete(id);
-      this.changes++;
+      this.touched(id);
     }
     if (!forget) return;
     for (const [key, { timer }] of this.pending) {
@@ -155,7 +163,7 @@ export class TunnelStatus {
     if (now.size === 0) {
       if (tracked.proxies.size > 0) {
         tracked.proxies.clear();
-        this.changes++;
+        this.touched(id);
       }
       return;
     }
@@ -164,7 +172,7 @@ export class TunnelStatus {
     for (const name of tracked.proxies.keys()) {
       if (!now.has(name)) {
         tracked.proxies.delete(name);
-        this.changes++;
+        this.touched(id);
         this.forgetProxy(id, name);
       }
     }
@@ -174,7 +182,7 @@ export class TunnelStatus {
         continue;
       const since = known && known.status === seen.status && known.err === seen.err ? known.since : at;
       tracked.proxies.set(name, { ...seen, since });
-      this.changes++;
+      this.touched(id);
       if (!known || known.status !== seen.status) {
         const up = isUp(seen.status);
         // Transitional states (new, wait start) announce nothing by themselves; they settle within a moment.
@@ -196,7 +204,7 @@ export class TunnelStatus {
     if (!tracked || tracked.connected === connected) return;
     const from = tracked.connected;
     tracked.connected = connected;
-    this.changes++;
+    this.touched(id);
     if (!connected && tracked.proxies.size > 0) tracked.proxies.clear();
     this.announce(String(id), {
       event: connected ? 'instance.connected' : 'instance.disconnected',
@@ -235,8 +243,21 @@ export class TunnelStatus {
     this.announced.delete(key);
   }
 
+  private touched(id: number): void {
+    this.changes++;
+    this.dirty.add(id);
+    this.flushTimer ??= setTimeout(() => {
+      this.flushTimer = undefined;
+      const ids = [...this.dirty];
+      this.dirty.clear();
+      for (const changed of ids) this.changed$.next(changed);
+    }, 200);
+  }
+
   close(): void {
     for (const id of [...this.tracked.keys()]) this.unfollow(id);
+    clearTimeout(this.flushTimer);
     this.alerts$.complete();
+    this.changed$.complete();
   }
 }

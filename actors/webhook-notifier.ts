@@ -25,7 +25,9 @@ export type NotificationKind =
   | 'proxy.up'
   | 'proxy.down'
   | 'instance.connected'
-  | 'instance.disconnected';
+  | 'instance.disconnected'
+  /** The live status as frpc reports it changed (first sights included, not debounced): for UIs to re-read. */
+  | 'instance.status';
 
 /** What webhooks are sent: what an instance's life means, not each step of it, and not the catalogue's edits. */
 const WEBHOOK_KINDS: ReadonlySet<NotificationKind> = new Set<NotificationKind>([
@@ -60,6 +62,9 @@ export interface NotificationEvent {
   delayMs?: number;
   /** For instance.bootServiceError, instance.logFailed, instance.logRecovered and instance.modified: what happened. */
   message?: string;
+  /** For instance.status: logged in to its server (null: not known), and how many proxies in each status. */
+  connected?: boolean | null;
+  proxyStatus?: Record<string, number>;
   /** For proxy.up and proxy.down: which proxy, and frpc's error. */
   proxy?: string;
   err?: string;

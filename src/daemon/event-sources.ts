@@ -8,8 +8,8 @@ const NO_PROCESS = { from: null, to: null, exitCode: null, signal: null } as con
 
 /**
  * What becomes an event: every change of an instance's state (`instance.state`, and what it means: started,
- * crashed, restarting, failed, stopped), creates, modifications and deletes, boot-service errors, and log file
- * faults. Returns the subscription that feeds them all to the hub.
+ * crashed, restarting, failed, stopped), creates, modifications and deletes, what frpc reports (alerts, debounced,
+ * and `instance.status` for UIs), boot-service errors, and log file faults. Returns the subscription that feeds them all to the hub.
  */
 export function publishEvents(hub: EventHub, supervisor: InstanceSupervisor, logs: InstanceLogs): Subscription {
   const subscription = supervisor.lifecycle.changes$.subscribe((change) => {
@@ -36,6 +36,20 @@ export function publishEvents(hub: EventHub, supervisor: InstanceSupervisor, log
         ...(err !== undefined ? { err } : {}),
       }),
     ),
+  );
+  subscription.add(
+    supervisor.status.changed$.subscribe((instanceID) => {
+      const name = supervisor.catalogue.nameOf(instanceID);
+      // Gone meanwhile: its deletion says enough.
+      if (name === '') return;
+      hub.publish({
+        event: 'instance.status',
+        instanceID,
+        name,
+        ...NO_PROCESS,
+        ...supervisor.statusFields(instanceID),
+      });
+    }),
   );
   subscription.add(
     supervisor.catalogue.bootErrors$.subscribe(({ instanceID, name, message }) =>

@@ -65,8 +65,12 @@ test('creates, state changes, edits and deletes arrive in order, numbered withou
   await stream.waitFor(() => about(stream, id).some((e) => e.event === 'instance.deleted'));
 
   const mine = about(stream, id);
+  // What frpc reports arrives when it reports it (instance.status): in order among the rest, but not at a fixed place.
+  const lifecycle = mine.filter((e) => e.event !== 'instance.status');
+  const live = mine.filter((e) => e.event === 'instance.status');
+  t.like(live.at(-1), { connected: null, proxyStatus: {} }, 'the live status ends with the run');
   t.deepEqual(
-    mine.map((e) => (e.event === 'instance.state' ? `${e.from}->${e.to}` : e.event)),
+    lifecycle.map((e) => (e.event === 'instance.state' ? `${e.from}->${e.to}` : e.event)),
     [
       'instance.created',
       'stopped->starting',
@@ -152,4 +156,23 @@ test('logging out closes the event stream', async (t) => {
   await daemon.get('/logout', { token });
   const closed = await stream.closed;
   t.is(closed.code, 4401);
+});
+
+test('instance.status says at once when frpc first reports a tunnel logged in and its proxies running', async (t) => {
+  const stream = await events();
+  const { id } = await createInstance(daemon, root, 'ev_live');
+  const proxy = { name: 'web1', type: 'tcp', localIP: '127.0.0.1', localPort: '80', remotePort: '6080' };
+  t.true((await post('/tunnelAct/proxyMgr/create', { instanceID: id, proxyInfo: proxy })).body.success);
+  t.true((await post('/tunnelAct/instanceMgr/start', { instanceID: id })).body.success);
+  // A first sight of good news is no alert (proxy.up, instance.connected are for changes); a UI still hears of it.
+  await stream.waitFor(() =>
+    about(stream, id).some((e) => e.event === 'instance.status' && e.connected === true && e.proxyStatus.running === 1),
+  );
+  const live = about(stream, id).filter((e) => e.event === 'instance.status');
+  t.true(live.every((e) => e.name === 'ev_live'));
+  t.false(
+    about(stream, id).some((e) => e.event === 'proxy.up'),
+    'no alert for a first sight',
+  );
+  t.true((await post('/tunnelAct/instanceMgr/stop', { instanceID: id })).body.success);
 });

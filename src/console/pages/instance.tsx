@@ -121,7 +121,7 @@ export function InstancePage({ id }: { id: number }) {
         proxies$.request();
         info$.request();
       }
-      if (event.event === 'instance.modified') {
+      if (event.event === 'instance.modified' || event.event === 'instance.status') {
         proxies$.request();
         if (exportable.current) config$.request();
       }
