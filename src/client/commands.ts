@@ -269,6 +269,14 @@ function endOfStream(ctx: Context, end: StreamEnd, follow: boolean): ExitCode {
   return end.code === 4401 || end.code === 4403 ? EXIT.unauthorised : EXIT.failed;
 }
 
+/** What frpc reports of an instance, in a few words: `connected, proxies 2/3 running`. */
+function statusText(connected: boolean | null, proxyStatus: Record<string, number> = {}): string {
+  const counts = Object.values(proxyStatus);
+  const total = counts.reduce((a, b) => a + b, 0);
+  const link = connected === null ? 'not known' : connected ? 'connected' : 'disconnected';
+  return total > 0 ? `${link}, proxies ${proxyStatus.running ?? 0}/${total} running` : link;
+}
+
 const events: Command = {
   usage: 'events [--since SEQ]',
   summary: 'follow instance state changes and other events as they happen',
@@ -285,7 +293,13 @@ const events: Command = {
       }
       const who = e.name !== undefined ? `${e.name} (${e.instanceID})` : '';
       const what =
-        e.event === 'instance.state' ? `${e.from} -> ${e.to}` : typeof e.message === 'string' ? e.message : '';
+        e.event === 'instance.state'
+          ? `${e.from} -> ${e.to}`
+          : e.event === 'instance.status'
+            ? statusText(e.connected as boolean | null, e.proxyStatus as Record<string, number>)
+            : typeof e.message === 'string'
+              ? e.message
+              : '';
       const at = typeof e.at === 'string' ? e.at : new Date().toISOString();
       ctx.io.out(`${paint(at, 'grey', ctx.io.colour)} #${e.seq} ${String(e.event)} ${who} ${what}`.trimEnd() + '\n');
     });
