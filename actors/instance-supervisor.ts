@@ -74,8 +74,10 @@ export function processFields({ record, state, run }: InstanceView, now = Date.n
 export class InstanceSupervisor {
   readonly lifecycle: InstanceLifecycle;
   readonly catalogue: InstanceCatalogue;
-  /** The list as the API serves it, built once per change of what it shows. */
-  private listed: { version: string; json: string; count: number } | undefined;
+  /** The list's entries as JSON without their uptimes, built once per change of what they show. */
+  private entries: { version: string; parts: Array<{ open: string; started: number | null }> } | undefined;
+  /** The list as the API serves it, uptimes included: built at most once a second. */
+  private listed: { second: number; json: string; count: number } | undefined;
   private readonly settingsSub: { unsubscribe(): void };
   private readonly statusSub: { unsubscribe(): void };
   /** What frpc says of each running tunnel: its connection and its proxies. */
@@ -212,21 +214,38 @@ export class InstanceSupervisor {
    * or was created, renamed or deleted, and served as it is until then.
    */
   listJson(): { json: string; count: number } {
-    // Uptimes change by the second: a list polled many times a second is still built at most once per second.
+    // Uptimes change by the second: the entries are built when something they show changes, and only the uptimes
+    // are put in again, at most once a second, so a list polled every second makes one string, not a thousand
+    // objects and their JSON.
     const now = Date.now();
-    const version = `${this.lifecycle.stateVersion}.${this.catalogue.catalogueVersion}.${this.status.version}.${Math.floor(now / 1000)}`;
-    if (this.listed?.version !== version) {
-      const list = this.views().map((view) => ({
-        instanceID: view.record.id,
-        name: view.record.name,
-        createdAt: createdAtOf(view.record),
-        createdBy: view.record.createdBy,
-        isRunning: view.state === 'running',
-        state: view.state,
-        ...processFields(view, now),
-        ...this.statusFields(view.record.id),
-      }));
-      this.listed = { version, json: JSON.stringify(list), count: list.length };
+    const version = `${this.lifecycle.stateVersion}.${this.catalogue.catalogueVersion}.${this.status.version}`;
+    if (this.entries?.version !== version) {
+      this.entries = {
+        version,
+        parts: this.views().map((view) => {
+          const { uptimeSecs: _, ...fields } = processFields(view, now);
+          const entry = JSON.stringify({
+            instanceID: view.record.id,
+            name: view.record.name,
+            createdAt: createdAtOf(view.record),
+            createdBy: view.record.createdBy,
+            isRunning: view.state === 'running',
+            state: view.state,
+            ...fields,
+            ...this.statusFields(view.record.id),
+          });
+          const started = fields.startedAt === undefined ? null : Date.parse(fields.startedAt);
+          return { open: entry.slice(0, -1), started };
+        }),
+      };
+      this.listed = undefined;
+    }
+    const second = Math.floor(now / 1000);
+    if (this.listed?.second !== second) {
+      const items = this.entries.parts.map(({ open, started }) =>
+        started === null ? `${open}}` : `${open},"uptimeSecs":${Math.max(0, Math.floor((now - started) / 1000))}}`,
+      );
+      this.listed = { second, json: `[${items.join(',')}]`, count: items.length };
     }
     return this.listed;
   }
