@@ -6,8 +6,9 @@ import test from 'ava';
 import initSqlJs from 'sql.js';
 import { collectLines, Daemon, dispose, spawnCli, startDaemon, tempDir } from './helpers/daemon.js';
 
+// 'close', not 'exit': the process may have exited before its last output has been read.
 const exitOf = (proc: ReturnType<typeof spawnCli>) =>
-  new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  new Promise<number | null>((resolve) => proc.once('close', (code) => resolve(code)));
 
 async function freePort(): Promise<number> {
   const server = createServer();
