@@ -177,12 +177,14 @@ const SCHEMAS: Record<string, Json> = {
     userID: int(),
     username: str(),
     type: schema('UserType'),
+    expireAt: dateTime('when the token expires (ISO 8601)'),
   }),
   WhoAmI: obj({
     userID: int(),
     username: str(),
     type: schema('UserType'),
     expireAt: dateTime('when the token stops working'),
+    sessionID: str('the session the token belongs to (as /sessionMgr/list shows it)'),
   }),
   User: obj({
     UserID: int(),

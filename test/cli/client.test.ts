@@ -69,7 +69,13 @@ test('login keeps the token in a 0600 file under XDG_CONFIG_HOME; whoami and log
   // No --url: the last server logged in to.
   const who = await cli(['whoami', '--json'], env);
   t.is(who.code, 0, who.stderr);
-  t.like(JSON.parse(who.stdout), { username: 'admin', type: 'superuser', url: daemon.url });
+  const me = JSON.parse(who.stdout);
+  t.like(me, { username: 'admin', type: 'superuser', url: daemon.url });
+  const sessions = (await daemon.get('/sessionMgr/list', { token: root })).body.data as any[];
+  t.true(
+    sessions.some((s) => s.ID === me.sessionID && s.ExpireAt === me.expireAt),
+    'its own session, as listed',
+  );
 
   const out = await cli(['logout'], env);
   t.is(out.code, 0, out.stderr);

@@ -90,6 +90,9 @@ test('login returns a token; wrong password and unknown user fail alike', async 
   t.is(ok.status, 200);
   t.like(ok.body, { success: true, data: { username: 'admin', type: 'superuser', userID: 1 } });
   t.true(ok.body.data.token.length >= 43);
+  // When it expires, so that a client need not ask: an hour from now.
+  const expiresIn = Date.parse(ok.body.data.expireAt) - Date.now();
+  t.true(expiresIn > 59 * 60_000 && expiresIn <= 60 * 60_000, ok.body.data.expireAt);
   const wrong = await daemon.post('/login', { username: 'admin', passwd: 'Wrong123!x' });
   const nobody = await daemon.post('/login', { username: 'nobody_here', passwd: 'Wrong123!x' });
   t.is(wrong.status, 401);

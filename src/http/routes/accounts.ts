@@ -34,8 +34,14 @@ export function accountRoutes({ accounts, limits, exposure, guards }: RouteDeps)
     const fields = body(ctx);
     const username = requiredString(fields, 'username');
     const passwd = requiredString(fields, 'passwd');
-    const { token, user } = await accounts.login(username, passwd);
-    reply(ctx, 'logged in', { token, userID: user.id, username: user.username, type: user.type });
+    const { token, user, session } = await accounts.login(username, passwd);
+    reply(ctx, 'logged in', {
+      token,
+      userID: user.id,
+      username: user.username,
+      type: user.type,
+      expireAt: formatIso(session.expireAt),
+    });
   });
 
   // Who the token belongs to and until when: what a client shows after a restart without asking for the password.
@@ -46,6 +52,7 @@ export function accountRoutes({ accounts, limits, exposure, guards }: RouteDeps)
       username: user.username,
       type: user.type,
       expireAt: formatIso(session.expireAt),
+      sessionID: session.id,
     });
   });
 
