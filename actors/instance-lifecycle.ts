@@ -267,17 +267,21 @@ export class InstanceLifecycle {
     actors: {
       spawnTunnel: fromPromise(async ({ input }) => this.spawn(input.instanceId)),
       watchTunnel: fromCallback<EventObject, { instanceId: number; pid: number }>(({ sendBack, input }) => {
-        let live = true;
-        void this.runner.exitOf(input.pid).then(async (exit) => {
+        // Dropped when the watch ends: the exit it waits for may be far off, and what waits for it must not keep
+        // a stopped actor (one per start of every running tunnel) alive until then.
+        let send: typeof sendBack | undefined = sendBack;
+        const { instanceId, pid } = input;
+        void this.runner.exitOf(pid).then(async (exit) => {
+          if (!send) return;
           // The last lines only explain the exit: a failure to get them must not hide the exit itself.
           const tail = await this.logs
-            .channel(input.instanceId)
+            .channel(instanceId)
             .exitTail()
             .catch((err: Error) => [`(the last log lines could not be read: ${err.message})`]);
-          if (live) sendBack({ type: 'EXITED', exit: { ...exit, tail } });
+          send?.({ type: 'EXITED', exit: { ...exit, tail } });
         });
         return () => {
-          live = false;
+          send = undefined;
         };
       }),
     },
