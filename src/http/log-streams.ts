@@ -235,9 +235,7 @@ export class LogStreams {
 
   private systemStream(url: URL, req: IncomingMessage, socket: Duplex, head: Buffer): void {
     // Off loopback the daemon's log is not for whoever reaches the port (SystemLog.RequireToken).
-    const auth = this.deps.exposure.systemLogNeedsToken
-      ? this.requiredToken(url)
-      : optionalToken(this.deps.accounts, url);
+    const auth = this.deps.exposure.systemLogNeedsToken ? this.requiredToken(url) : this.optionalToken(url);
     const { lines, follow } = replayParams(url, this.deps.systemLog.capacity, this.deps.systemLog.capacity);
     this.accept(req, socket, head, auth, undefined, (client) => {
       for (const entry of this.deps.systemLog.recent().slice(-lines || Infinity)) client.send(toBuffer(entry));
@@ -248,9 +246,15 @@ export class LogStreams {
 
   /** A token is required, as for an instance log; whoever may list the instances may follow their events. */
   private requiredToken(url: URL): Authenticated {
+    const auth = this.optionalToken(url);
+    if (!auth) throw new AppError(401, 'Token is required');
+    return auth;
+  }
+
+  /** `?token=`, checked when given. */
+  private optionalToken(url: URL): Authenticated | undefined {
     const token = url.searchParams.get('token');
-    if (!token) throw new AppError(401, 'Token is required');
-    return this.deps.accounts.authenticate(token);
+    return token ? this.deps.accounts.authenticate(token) : undefined;
   }
 
   /**
@@ -370,11 +374,6 @@ export class LogStreams {
     for (const client of this.clients) client.close(CLOSE.shuttingDown, 'tunnelward is stopping');
     this.wss.close();
   }
-}
-
-function optionalToken(accounts: AccountService, url: URL): Authenticated | undefined {
-  const token = url.searchParams.get('token');
-  return token ? accounts.authenticate(token) : undefined;
 }
 
 /**
