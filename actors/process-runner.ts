@@ -143,7 +143,7 @@ export class ProcessRunner implements TunnelRunner {
         void this.adopted.watch(pid, procStat(pid)?.startTicks ?? null).then(ended);
         this.orphaned$.next(pid);
       },
-      log.child({ component: 'spawner' }),
+      log.child({ part: 'spawner' }),
     );
   }
 

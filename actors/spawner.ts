@@ -87,7 +87,7 @@ export class Spawner {
     child.on('message', (m: SpawnerMessage) => this.onMessage(m));
     child.on('error', (err) => this.log.error({ err }, 'spawner error'));
     child.once('exit', (code, signal) => this.onExit(child, code, signal));
-    this.log.info({ pid: child.pid }, 'spawner started');
+    this.log.info({ spawnerPid: child.pid }, 'spawner started');
     return child;
   }
 

@@ -2,20 +2,28 @@ import pino, { type Logger } from 'pino';
 
 export type { Logger } from 'pino';
 
-/** Field paths that may hold a secret; pino replaces their values before anything is written. */
-const REDACT = [
-  'passwd',
-  'password',
-  'token',
-  'auth.token',
-  '"auth.token"',
-  '*.passwd',
-  '*.password',
-  '*.token',
-  '*["auth.token"]',
-  'headers',
-  '*.headers',
-];
+/** Keys whose value is a secret, at the top of an entry or one level down (`{ user: { passwd } }`). */
+const SECRET_KEYS = new Set(['passwd', 'password', 'token', 'auth.token', 'headers']);
+const CENSOR = '[redacted]';
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
+
+/** The same fields with every secret's value replaced; the fields themselves (no copy) when there is none. */
+function withoutSecrets(fields: Record<string, unknown>, depth = 0): Record<string, unknown> {
+  let copy: Record<string, unknown> | undefined;
+  for (const key in fields) {
+    const value = fields[key];
+    let replaced: unknown = value;
+    if (SECRET_KEYS.has(key)) replaced = CENSOR;
+    else if (depth === 0 && isRecord(value)) replaced = withoutSecrets(value, 1);
+    if (replaced !== value) {
+      copy ??= { ...fields };
+      copy[key] = replaced;
+    }
+  }
+  return copy ?? fields;
+}
 
 export interface LoggerOptions {
   debug: boolean;
@@ -27,21 +35,23 @@ export interface LoggerOptions {
 
 /** The root logger: JSON lines on standard output, secrets redacted, DEBUG only while `Debug` is on. */
 export function createLogger({ debug, onEntry, fd = 1 }: LoggerOptions): Logger {
-  const out = pino.destination({ dest: fd, sync: false });
-  const destination = onEntry
-    ? {
-        write(line: string) {
-          out.write(line);
-          onEntry(line);
-        },
-        flushSync: () => out.flushSync(),
-      }
-    : out;
+  // Lines are handed over as bytes: buffered as text, each line would copy all that waits before it.
+  const out = pino.destination({ dest: fd, sync: false, contentMode: 'buffer' });
+  const destination = {
+    write(line: string) {
+      out.write(Buffer.from(line) as unknown as string);
+      onEntry?.(line);
+    },
+    flush: (cb: (err?: Error) => void) => out.flush(cb),
+    flushSync: () => out.flushSync(),
+  };
   return pino(
     {
       base: { pid: process.pid },
       level: debug ? 'debug' : 'info',
-      redact: { paths: REDACT, censor: '[redacted]' },
+      // Checked here rather than by pino's path redaction, which copies every entry: an entry is copied only
+      // when it holds a secret. (A child logger's bindings name a component or an instance, never a secret.)
+      formatters: { log: withoutSecrets },
     },
     destination,
   );

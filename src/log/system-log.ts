@@ -3,24 +3,25 @@ import { systemEntryFromPino, type SystemLogEntry } from './log-entries.js';
 
 /**
  * The daemon's own log as a stream: every pino entry also enters `entries$`, and the latest `capacity` are kept
- * for replay to each new client (nothing older is kept in memory).
+ * for replay to each new client (nothing older is kept in memory). Lines are kept as pino wrote them and become
+ * entries only when someone reads them: a daemon nobody watches does not parse its own output back.
  */
 export class SystemLog {
   readonly entries$ = new Subject<SystemLogEntry>();
-  private readonly ring: SystemLogEntry[] = [];
+  private readonly ring: string[] = [];
 
   constructor(readonly capacity = 100) {}
 
   /** pino's tee: receives each serialized line. */
   readonly onLine = (line: string): void => {
-    const entry = systemEntryFromPino(line);
-    if (!entry) return;
-    this.ring.push(entry);
+    this.ring.push(line);
     if (this.ring.length > this.capacity) this.ring.shift();
-    this.entries$.next(entry);
+    if (!this.entries$.observed) return;
+    const entry = systemEntryFromPino(line);
+    if (entry) this.entries$.next(entry);
   };
 
   recent(): SystemLogEntry[] {
-    return [...this.ring];
+    return this.ring.flatMap((line) => systemEntryFromPino(line) ?? []);
   }
 }

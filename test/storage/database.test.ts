@@ -4,6 +4,7 @@ import test from 'ava';
 import initSqlJs from 'sql.js';
 import { Database } from '../../src/storage/database.js';
 import { MIGRATIONS } from '../../src/storage/migrations.js';
+import { getMeta, PersistentCounter } from '../../src/storage/meta.js';
 import { tempDir } from '../helpers/daemon.js';
 
 async function fresh(t: { teardown: (fn: () => Promise<void>) => void }) {
@@ -102,4 +103,20 @@ test('a database from a newer tunnelward is refused', async (t) => {
   db.close();
   const err = await t.throwsAsync(Database.open(path));
   t.regex(err!.message, /newer than this tunnelward knows/);
+});
+
+test('a persistent counter never repeats a number across reopenings, and writes once per block of numbers', async (t) => {
+  const path = await fresh(t);
+  let db = await Database.open(path);
+  let counter = new PersistentCounter(db, 'test_seq');
+  const first = Array.from({ length: 1500 }, () => counter.next());
+  t.deepEqual(first.slice(0, 3), [1, 2, 3]);
+  t.is(counter.current, 1500);
+  t.is(Number(getMeta(db, 'test_seq')), 2000, 'two blocks set aside for 1500 numbers');
+  await db.close();
+  db = await Database.open(path);
+  counter = new PersistentCounter(db, 'test_seq');
+  t.is(counter.current, 2000, 'after a reopening it stands past every number that may have been handed out');
+  t.is(counter.next(), 2001);
+  await db.close();
 });
