@@ -11,7 +11,9 @@ export type Since = { events: NotificationEvent[] } | { lost: true; oldest: numb
  */
 export class EventHub {
   readonly events$ = new Subject<NotificationEvent>();
+  /** The latest events, oldest first from `start`: a ring, so keeping one more does not move the others. */
   private readonly history: NotificationEvent[] = [];
+  private start = 0;
   private last: number;
 
   constructor(
@@ -30,8 +32,11 @@ export class EventHub {
   publish(draft: Draft): NotificationEvent {
     const event: NotificationEvent = { ...draft, at: new Date().toISOString(), seq: this.nextSeq() };
     this.last = event.seq;
-    this.history.push(event);
-    if (this.history.length > this.capacity) this.history.shift();
+    if (this.history.length < this.capacity) this.history.push(event);
+    else {
+      this.history[this.start] = event;
+      this.start = (this.start + 1) % this.capacity;
+    }
     this.events$.next(event);
     return event;
   }
@@ -39,10 +44,11 @@ export class EventHub {
   /** The events after `seq`, in order, if every one of them is still kept. */
   since(seq: number): Since {
     if (seq === this.last) return { events: [] };
-    const oldest = this.history[0]?.seq ?? null;
+    const oldest = this.history[this.start]?.seq ?? null;
     // Numbers from the future (a database restored from a backup) or from before what is kept: a gap.
     if (seq > this.last || oldest === null || seq < oldest - 1) return { lost: true, oldest };
-    return { events: this.history.filter((e) => e.seq > seq) };
+    const ordered = [...this.history.slice(this.start), ...this.history.slice(0, this.start)];
+    return { events: ordered.filter((e) => e.seq > seq) };
   }
 
   close(): void {

@@ -21,3 +21,14 @@ test('events are numbered once, kept up to the capacity, and given again after a
   t.deepEqual(hub.since(45), { lost: true, oldest: 42 }, 'a number never handed out');
   t.deepEqual(hub.since(44), { events: [] });
 });
+
+test('the history stays in order after it has wrapped round many times', (t) => {
+  let seq = 0;
+  const hub = new EventHub(() => ++seq, 0, 5);
+  for (let i = 0; i < 23; i++) hub.publish(draft(`e${i}`));
+  const all = hub.since(18);
+  t.deepEqual('events' in all ? all.events.map((e) => e.seq) : all, [19, 20, 21, 22, 23]);
+  const some = hub.since(21);
+  t.deepEqual('events' in some ? some.events.map((e) => e.name) : some, ['e21', 'e22']);
+  t.deepEqual(hub.since(17), { lost: true, oldest: 19 });
+});
