@@ -3,7 +3,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
 import { PACKAGE_ROOT } from '../src/paths.js';
-import { NODE_FLAGS } from '../src/system/node-flags.js';
+import { MALLOC_ENVIRONMENT, NODE_FLAGS } from '../src/system/node-flags.js';
 import { BenchDaemon } from './lib/daemon.js';
 import { inParallel, LIFTED, sleep, standIn } from './lib/tunnels.js';
 import type { Scenario } from './scenarios.js';
@@ -38,7 +38,7 @@ async function nodeWith(modules: string[]): Promise<Memory> {
   const code = `${modules.map((m) => `await import(${JSON.stringify(m)});`).join('')} process.stdout.write('ready\\n'); setInterval(() => {}, 1000);`;
   const proc = spawn(process.execPath, [...NODE_FLAGS, '--input-type=module', '-e', code], {
     cwd: PACKAGE_ROOT,
-    env: { ...process.env, MALLOC_ARENA_MAX: '2' },
+    env: { ...process.env, ...MALLOC_ENVIRONMENT },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   await new Promise((resolve) => proc.stdout!.once('data', resolve));

@@ -3,7 +3,7 @@ import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { NODE_FLAGS } from '../../src/system/node-flags.js';
+import { MALLOC_ENVIRONMENT, NODE_FLAGS } from '../../src/system/node-flags.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { enteredChild } from '../../test/helpers/systemd-host.js';
 
@@ -52,7 +52,7 @@ export class BenchDaemon {
         // As `npm start` and tunnelward's own unit run it.
         env: {
           ...process.env,
-          MALLOC_ARENA_MAX: '2',
+          ...MALLOC_ENVIRONMENT,
           TUNNELWARD_ADMIN_USER: ADMIN.username,
           TUNNELWARD_ADMIN_PASSWORD: ADMIN.passwd,
           ...options.env,

@@ -1,4 +1,4 @@
-import { NODE_FLAGS } from '../system/node-flags.js';
+import { MALLOC_ENVIRONMENT, NODE_FLAGS } from '../system/node-flags.js';
 // systemd unit files for a tunnel instance and for tunnelward itself. Pure text: installing them is someone else's job.
 import { checkDescription, checkPath, checkRunUser, checkServiceName } from './names.js';
 
@@ -177,8 +177,11 @@ export function tunnelwardUnit(options: TunnelwardUnitOptions): string {
         // `systemctl reload tunnelward` (an ACME client's deploy hook) re-reads the TLS certificate.
         ['ExecReload', '/bin/kill -HUP $MAINPID'],
         ['Environment', 'TUNNELWARD_SUPERVISED=systemd'],
-        // Fewer malloc arenas: less memory held by a process that is mostly idle.
-        ['Environment', 'MALLOC_ARENA_MAX=2'],
+        // The allocator set as `npm start` sets it: less memory held by a process that is mostly idle.
+        ...Object.entries(MALLOC_ENVIRONMENT).map(([name, value]): [string, string] => [
+          'Environment',
+          `${name}=${value}`,
+        ]),
         ['Restart', 'always'],
         ['RestartSec', '2'],
         // Tunnels run in process mode are tunnelward's children and share its cgroup: the default (control-group)

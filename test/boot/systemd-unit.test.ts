@@ -1,4 +1,4 @@
-import { NODE_FLAGS } from '../../src/system/node-flags.js';
+import { MALLOC_ENVIRONMENT, NODE_FLAGS } from '../../src/system/node-flags.js';
 import test, { type ExecutionContext } from 'ava';
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -142,6 +142,7 @@ test('tunnelward unit has exactly the expected keys, with and without a user', (
     ['ExecReload', '/bin/kill -HUP $MAINPID'],
     ['Environment', 'TUNNELWARD_SUPERVISED=systemd'],
     ['Environment', 'MALLOC_ARENA_MAX=2'],
+    ['Environment', `GLIBC_TUNABLES=${MALLOC_ENVIRONMENT.GLIBC_TUNABLES}`],
     ['Restart', 'always'],
     ['RestartSec', '2'],
     ['KillMode', 'process'],
