@@ -1,14 +1,22 @@
 import { execFile } from 'node:child_process';
 import { constants, mkdirSync, openSync, readSync, closeSync, fstatSync, rmSync, statSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { Socket } from 'node:net';
+import { Socket, type OnReadOpts, type SocketConstructorOpts } from 'node:net';
 import { join } from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 import { promisify } from 'node:util';
 import { map, share, Subject } from 'rxjs';
 import { parseFrpcLine, stripAnsi, type InstanceLogEntry } from '../src/log/log-entries.js';
 import type { Logger } from '../src/log/logger.js';
 import { LogFileWriter, type LogFault, type RotationPolicy } from './log-file-writer.js';
 import type { LogSource, LogSourceFactory } from './log-sources.js';
+
+/**
+ * The one buffer every tunnel's pipe is read into. Each read is decoded before the next can happen, so no read
+ * holds memory of its own: a read into a fresh 64 KiB block, shrunk to the few bytes that came, would leave a
+ * thousand running tunnels' first lines scattered across the allocator's heap.
+ */
+const PIPE_READS = Buffer.allocUnsafe(64 * 1024);
 
 export type { RotationPolicy } from './log-file-writer.js';
 
@@ -116,11 +124,20 @@ export class LogChannel {
     }
     const mode = onWriterGone ? constants.O_RDONLY : constants.O_RDWR;
     const fd = openSync(this.pipePath, mode | constants.O_NONBLOCK);
-    const reader = new Socket({ fd, readable: true, writable: false });
-    reader.setEncoding('utf8');
-    reader.on('data', (chunk: string) => this.onData(chunk));
+    const decoder = new StringDecoder('utf8');
+    const onread: OnReadOpts = {
+      buffer: PIPE_READS,
+      callback: (length, buffer) => {
+        this.onData(decoder.write(buffer.subarray(0, length)));
+        return true;
+      },
+    };
+    // Node takes `onread` in the constructor too (its typings list it for connect() only).
+    const reader = new Socket({ fd, readable: true, writable: false, onread } as SocketConstructorOpts);
     if (onWriterGone) {
       reader.on('end', () => {
+        const rest = decoder.end();
+        if (rest) this.onData(rest);
         this.flushPartial();
         if (this.reader === reader) this.reader = undefined;
         reader.destroy();
