@@ -59,7 +59,14 @@ export class Daemon {
 
   async request<T = any>(method: string, path: string, options: RequestOptions = {}): Promise<Response<T>> {
     const { headers, body } = requestParts(options);
-    const res = await fetch(this.url + path, { method, headers, body });
+    const res = await fetch(this.url + path, { method, headers, body }).catch((err: Error) => {
+      // fetch says only "fetch failed": say why, and whether the daemon is still there.
+      const cause = (err.cause as Error | undefined)?.message ?? err.message;
+      const state = this.proc.exitCode ?? this.proc.signalCode ?? 'still running';
+      throw new Error(
+        `${method} ${path}: ${cause} (daemon ${state}; its last lines: ${this.output.slice(-3).join(' | ')})`,
+      );
+    });
     return { status: res.status, headers: res.headers, body: (await res.json()) as Response<T>['body'] };
   }
 
