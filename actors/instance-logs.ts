@@ -5,7 +5,7 @@ import { Socket, type OnReadOpts, type SocketConstructorOpts } from 'node:net';
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { promisify } from 'node:util';
-import { map, share, Subject } from 'rxjs';
+import { map, share, Subject, type Observable } from 'rxjs';
 import { parseFrpcLine, stripAnsi, type InstanceLogEntry } from '../src/log/log-entries.js';
 import type { Logger } from '../src/log/logger.js';
 import { LogFileWriter, type LogFault, type RotationPolicy } from './log-file-writer.js';
@@ -51,11 +51,17 @@ const MAX_LINE = 64 * 1024;
 export class LogChannel {
   /** The entries of each chunk of output, together: a client gets them in one write of several messages. */
   readonly entries$ = new Subject<InstanceLogEntry[]>();
-  /** Each entry as the JSON a client receives, serialized once however many clients follow. */
-  readonly serialized$ = this.entries$.pipe(
-    map((entries) => entries.map((entry) => Buffer.from(JSON.stringify(entry)))),
-    share(),
-  );
+  private serialized: Observable<Buffer[]> | undefined;
+  /**
+   * Each entry as the JSON a client receives, serialized once however many clients follow. Built when first
+   * followed: most instances are never watched, and a thousand of them need not carry the pipeline.
+   */
+  get serialized$(): Observable<Buffer[]> {
+    return (this.serialized ??= this.entries$.pipe(
+      map((entries) => entries.map((entry) => Buffer.from(JSON.stringify(entry)))),
+      share(),
+    ));
+  }
   private reader: Socket | LogSource | undefined;
   private partial = '';
   private lastData = 0;
