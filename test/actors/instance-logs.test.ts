@@ -1,8 +1,8 @@
 import { closeSync, constants, openSync, write, writeSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import test from 'ava';
+import pino from 'pino';
 import { InstanceLogs } from '../../actors/instance-logs.js';
-import { createLogger } from '../../src/log/logger.js';
 import type { InstanceLogEntry } from '../../src/log/log-entries.js';
 import { tempDir } from '../helpers/daemon.js';
 
@@ -11,8 +11,7 @@ const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 test('pipes read side by side keep their own text, a character split between two writes included', async (t) => {
   const dir = await tempDir('tunnelward-logs-');
   t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const log = createLogger({ debug: false, fd: openSync('/dev/null', 'w') });
-  const logs = new InstanceLogs(dir, () => ({ maxBytes: 1 << 20, files: 1 }), log);
+  const logs = new InstanceLogs(dir, () => ({ maxBytes: 1 << 20, files: 1 }), pino({ enabled: false }));
   const seen = new Map<number, InstanceLogEntry[]>();
   const writers = new Map<number, number>();
   for (const id of [1, 2]) {
