@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { Subject } from 'rxjs';
-import { createActor, fromCallback, fromPromise, type Actor, type EventObject } from 'xstate';
+import { createActor, fromPromise, type Actor } from 'xstate';
 import {
   backoffDelay,
   instanceMachine,
@@ -266,26 +266,9 @@ export class InstanceLifecycle {
   private readonly machine = instanceMachine.provide({
     actors: {
       spawnTunnel: fromPromise(async ({ input }) => this.spawn(input.instanceId)),
-      watchTunnel: fromCallback<EventObject, { instanceId: number; pid: number }>(({ sendBack, input }) => {
-        // Dropped when the watch ends: the exit it waits for may be far off, and what waits for it must not keep
-        // a stopped actor (one per start of every running tunnel) alive until then.
-        let send: typeof sendBack | undefined = sendBack;
-        const { instanceId, pid } = input;
-        void this.runner.exitOf(pid).then(async (exit) => {
-          if (!send) return;
-          // The last lines only explain the exit: a failure to get them must not hide the exit itself.
-          const tail = await this.logs
-            .channel(instanceId)
-            .exitTail()
-            .catch((err: Error) => [`(the last log lines could not be read: ${err.message})`]);
-          send?.({ type: 'EXITED', exit: { ...exit, tail } });
-        });
-        return () => {
-          send = undefined;
-        };
-      }),
     },
     actions: {
+      watch: (_, { instanceId, pid }) => this.watch(instanceId, pid),
       terminate: (_, { instanceId, pid }) => {
         if (pid !== null) this.withRequest(instanceId, (r) => this.runner.terminate(r, pid));
         crashPoint('stop:signalled', { id: instanceId });
@@ -300,6 +283,21 @@ export class InstanceLifecycle {
       stateEntered: (_, { state, context }) => this.stateEntered(state, context),
     },
   });
+
+  /**
+   * Follows the instance's process until it exits and tells its actor, with the last lines of the run. The actor is
+   * looked up then, not held: the exit may be far off, and a deleted instance's actor must not be kept until it.
+   */
+  private watch(id: number, pid: number): void {
+    void this.runner.exitOf(pid).then(async (exit) => {
+      // The last lines only explain the exit: a failure to get them must not hide the exit itself.
+      const tail = await this.logs
+        .channel(id)
+        .exitTail()
+        .catch((err: Error) => [`(the last log lines could not be read: ${err.message})`]);
+      this.actors.get(id)?.send({ type: 'EXITED', pid, exit: { ...exit, tail } });
+    });
+  }
 
   private createActor(record: InstanceRecord): InstanceActor {
     const settings = this.settings.get();

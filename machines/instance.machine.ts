@@ -1,4 +1,4 @@
-import { and, assign, emit, fromCallback, fromPromise, setup, type EventObject } from 'xstate';
+import { and, assign, emit, fromPromise, setup } from 'xstate';
 
 /** How a tunnel process ended: exit code or signal, and the last lines of its log. */
 export interface ExitInfo {
@@ -79,7 +79,8 @@ export type InstanceEvent =
   | CommandEvent
   /** A process found running at start-up is taken over as it is. */
   | { type: 'ADOPT'; pid: number }
-  | { type: 'EXITED'; exit: ExitInfo }
+  /** The process `pid` ended (sent by the watch that `watch` began on it). */
+  | { type: 'EXITED'; pid: number; exit: ExitInfo }
   /** The init system started the tunnel again on its own after a crash. */
   | { type: 'RESPAWNED'; pid: number }
   /** The init system stopped restarting the tunnel (its start limit). */
@@ -132,6 +133,18 @@ const endProcess = {
   params: ({ context }: { context: InstanceContext }) => ({ instanceId: context.instanceId, pid: context.pid ?? -1 }),
 } as const;
 
+/** After the pid is recorded: the process is watched until it exits (one watch per process, whatever its states). */
+const watchProcess = {
+  type: 'watch',
+  params: ({ context }: { context: InstanceContext }) => ({ instanceId: context.instanceId, pid: context.pid ?? -1 }),
+} as const;
+
+/**
+ * An exit of a process that is no longer the instance's (one given up on after SIGKILL, then started afresh) is
+ * taken and ignored: it must not end the new process's run.
+ */
+const staleExit = { guard: 'staleExit' } as const;
+
 /**
  * Calls off an init system's restart that is pending (the exit says one follows, or backoff waits for one): where
  * the machine is the restarter nothing is pending and nothing is done.
@@ -174,11 +187,10 @@ export const instanceMachine = setup({
     spawnTunnel: fromPromise<Spawned, { instanceId: number }>(async () => {
       throw new Error('spawnTunnel is provided by a runner');
     }),
-    watchTunnel: fromCallback<EventObject, { instanceId: number; pid: number }>(() => {
-      throw new Error('watchTunnel is provided by a runner');
-    }),
   },
   actions: {
+    /** Watches the process until it exits, which comes back as `EXITED` with its pid. */
+    watch: (_, _params: { instanceId: number; pid: number }) => {},
     /** SIGTERM to the process group. */
     terminate: (_, _params: { instanceId: number; pid: number | null }) => {},
     /** SIGKILL to the process group. */
@@ -243,6 +255,7 @@ export const instanceMachine = setup({
   guards: {
     hasCommand: ({ context }) => context.command !== null,
     idle: ({ context }) => context.command === null,
+    staleExit: ({ context, event }) => event.type === 'EXITED' && event.pid !== context.pid,
     noRetryExit: ({ context, event }) =>
       event.type === 'EXITED' && event.exit.code !== null && context.timing.noRetryExitCodes.includes(event.exit.code),
     commandIs: ({ context }, params: { command: Command }) => context.command === params.command,
@@ -301,7 +314,7 @@ export const instanceMachine = setup({
             'clearCommand',
           ],
         },
-        ADOPT: { target: 'running', actions: assign({ pid: ({ event }) => event.pid }) },
+        ADOPT: { target: 'running', actions: [assign({ pid: ({ event }) => event.pid }), watchProcess] },
         RESUME: [
           {
             guard: ({ event }) => event.state === 'backoff',
@@ -329,9 +342,12 @@ export const instanceMachine = setup({
               {
                 guard: { type: 'commandIs', params: { command: 'stop' } },
                 target: '#instance.stopping',
-                actions: assign({ pid: ({ event }) => event.output.pid, lastError: null }),
+                actions: [assign({ pid: ({ event }) => event.output.pid, lastError: null }), watchProcess],
               },
-              { target: 'confirming', actions: assign({ pid: ({ event }) => event.output.pid, lastError: null }) },
+              {
+                target: 'confirming',
+                actions: [assign({ pid: ({ event }) => event.output.pid, lastError: null }), watchProcess],
+              },
             ],
             onError: [
               {
@@ -357,10 +373,6 @@ export const instanceMachine = setup({
           },
         },
         confirming: {
-          invoke: {
-            src: 'watchTunnel',
-            input: ({ context }) => ({ instanceId: context.instanceId, pid: context.pid! }),
-          },
           after: {
             startSecs: [
               {
@@ -373,6 +385,7 @@ export const instanceMachine = setup({
           },
           on: {
             EXITED: [
+              staleExit,
               {
                 guard: and(['noRetryExit', 'hasCommand']),
                 target: '#instance.failed',
@@ -409,15 +422,12 @@ export const instanceMachine = setup({
 
     running: {
       entry: { type: 'stateEntered', params: ({ context }) => ({ state: 'running' as const, context }) },
-      invoke: {
-        src: 'watchTunnel',
-        input: ({ context }) => ({ instanceId: context.instanceId, pid: context.pid! }),
-      },
       after: {
         stableAfter: { actions: 'resetCrashes' },
       },
       on: {
         EXITED: [
+          staleExit,
           ...initSystemExits,
           { guard: 'watchdogOff', target: 'stopped', actions: [endProcess, 'recordExit'] },
           { guard: 'crashLimitReached', target: 'failed', actions: [endProcess, 'recordExit', 'countCrash'] },
@@ -437,10 +447,6 @@ export const instanceMachine = setup({
 
     stopping: {
       entry: { type: 'stateEntered', params: ({ context }) => ({ state: 'stopping' as const, context }) },
-      invoke: {
-        src: 'watchTunnel',
-        input: ({ context }) => ({ instanceId: context.instanceId, pid: context.pid! }),
-      },
       initial: 'terminating',
       states: {
         terminating: {
@@ -464,6 +470,7 @@ export const instanceMachine = setup({
       },
       on: {
         EXITED: [
+          staleExit,
           {
             guard: { type: 'commandIs', params: { command: 'restart' } },
             target: 'starting',
@@ -485,7 +492,7 @@ export const instanceMachine = setup({
         RESPAWNED: {
           guard: 'awaitingRespawn',
           target: '#instance.starting.confirming',
-          actions: assign({ pid: ({ event }) => event.pid, lastError: null }),
+          actions: [assign({ pid: ({ event }) => event.pid, lastError: null }), watchProcess],
         },
         GAVE_UP: { guard: 'awaitingRespawn', target: 'failed' },
         // A stop always wins over the pending restart.

@@ -1,4 +1,4 @@
-import { createActor, fromCallback, fromPromise, SimulatedClock, type EventObject } from 'xstate';
+import { createActor, fromPromise, SimulatedClock } from 'xstate';
 import {
   instanceMachine,
   type CommandDone,
@@ -25,6 +25,8 @@ export function harness(options: Options = {}) {
   /** Each call off of an init system's restart: whether one was pending. */
   const cancels: boolean[] = [];
   const watchers = new Map<number, (exit: ExitInfo) => void>();
+  /** Each pid a watch was begun on, in order. */
+  const watched: number[] = [];
   let nextPid = 100;
   let spawnError = options.spawnError;
   let holding = options.holdSpawns ?? false;
@@ -42,12 +44,16 @@ export function harness(options: Options = {}) {
         spawned.push(pid);
         return { pid };
       }),
-      watchTunnel: fromCallback<EventObject, { instanceId: number; pid: number }>(({ sendBack, input }) => {
-        watchers.set(input.pid, (info) => sendBack({ type: 'EXITED', exit: info }));
-        return () => watchers.delete(input.pid);
-      }),
     },
     actions: {
+      // One watch per process, as the lifecycle keeps: an exit is reported once, to whatever state the actor is in.
+      watch: (_, { pid }) => {
+        watched.push(pid);
+        watchers.set(pid, (info) => {
+          watchers.delete(pid);
+          actor.send({ type: 'EXITED', pid, exit: info });
+        });
+      },
       terminate: (_, params) => {
         signals.push(['SIGTERM', params.pid]);
         if (options.onTerm !== 'ignore' && params.pid !== null) {
@@ -77,6 +83,7 @@ export function harness(options: Options = {}) {
     spawned,
     signals,
     cancels,
+    watched,
     replies,
     exit,
     settle,

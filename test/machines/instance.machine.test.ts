@@ -168,6 +168,41 @@ test('stop: a process that survives SIGKILL is given up after the kill timeout',
   t.like(h.replies.at(-1), { command: 'stop', ok: false, message: 'the process did not exit after SIGKILL' });
 });
 
+test('one watch per process: begun when its pid is taken, whatever states it then passes through', async (t) => {
+  const h = harness({ onTerm: 'ignore' });
+  await h.send({ type: 'START' });
+  t.deepEqual(h.watched, [100], 'watched from the spawn on');
+  await h.advance(startMs);
+  await h.send({ type: 'STOP' });
+  t.deepEqual(h.state(), { stopping: 'terminating' });
+  t.deepEqual(h.watched, [100], 'confirming, running and stopping share the one watch');
+  await h.crash(100, { signal: 'SIGTERM' });
+  t.is(h.state(), 'stopped');
+  await h.send({ type: 'ADOPT', pid: 555 });
+  t.deepEqual(h.watched, [100, 555], 'an adopted process is watched too');
+});
+
+test('the late exit of a process given up after SIGKILL does not end the next run', async (t) => {
+  const h = harness({ onTerm: 'ignore', onKill: 'ignore' });
+  await h.send({ type: 'START' });
+  await h.advance(startMs);
+  await h.send({ type: 'STOP' });
+  await h.advance(stopTimeoutMs);
+  await h.advance(killTimeoutMs);
+  t.is(h.state(), 'stopped');
+  await h.send({ type: 'START' });
+  t.deepEqual(h.state(), { starting: 'confirming' });
+  await h.crash(100, { signal: 'SIGKILL' });
+  t.deepEqual(h.state(), { starting: 'confirming' }, 'the old process ended: not this start');
+  await h.advance(startMs);
+  t.is(h.state(), 'running');
+  await h.crash(100, { code: 0 });
+  t.is(h.state(), 'running');
+  await h.crash(101, { code: 2 });
+  t.is(h.state(), 'backoff', 'its own process still ends the run');
+  t.like(h.actor.getSnapshot().context, { attempt: 1, lastExit: { code: 2 } });
+});
+
 test('restart: stop then start, one reply', async (t) => {
   const h = harness();
   await h.send({ type: 'START' });
