@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { Subject } from 'rxjs';
-import { createActor, fromPromise, type Actor } from 'xstate';
+import { createActor, fromCallback, fromPromise, type Actor, type EventObject } from 'xstate';
 import {
   backoffDelay,
   instanceMachine,
@@ -299,10 +299,28 @@ export class InstanceLifecycle {
     });
   }
 
+  /**
+   * The parent of every instance's actor: they share its actor system (clock, scheduler, registry) instead of
+   * having one each. It hears what a child reports: an error inside a machine is left uncaught, as it would be in
+   * an actor of its own, and stops tunnelward (the next one takes the tunnels over).
+   */
+  private readonly root = createActor(
+    fromCallback<EventObject>(({ receive }) =>
+      receive((event) => {
+        if (!event.type.startsWith('xstate.error.actor')) return;
+        const { error } = event as EventObject & { error?: unknown };
+        setTimeout(() => {
+          throw error;
+        });
+      }),
+    ),
+  ).start();
+
   private createActor(record: InstanceRecord): InstanceActor {
     const settings = this.settings.get();
     this.states.set(record.id, 'stopped');
     const actor = createActor(this.machine, {
+      parent: this.root,
       input: { instanceId: record.id, watchdog: settings['Watchdog.Enabled'], timing: timingFrom(settings) },
     });
     this.actors.set(record.id, actor);
@@ -504,7 +522,7 @@ export class InstanceLifecycle {
       const result = await this.outcome(actor, 'STOP');
       if (!result.ok) return result.message;
     }
-    actor?.stop();
+    actor?.send({ type: 'RETIRE' });
     this.actors.delete(id);
     this.states.delete(id);
     this.runs.delete(id);
@@ -528,8 +546,9 @@ export class InstanceLifecycle {
     this.settingsSub?.unsubscribe();
     this.initSub?.unsubscribe();
     this.orphanSub?.unsubscribe();
-    for (const actor of this.actors.values()) actor.stop();
+    for (const actor of this.actors.values()) actor.send({ type: 'RETIRE' });
     this.actors.clear();
+    this.root.stop();
     this.runner.close();
     this.changes$.complete();
   }

@@ -88,7 +88,12 @@ export type InstanceEvent =
   /** Found at start-up in the middle of the init system's restart, or given up by it while we were away. */
   | { type: 'RESUME'; state: 'backoff' | 'failed' }
   /** New settings: the watchdog switch and the timings. */
-  | { type: 'CONFIGURE'; watchdog: boolean; timing?: Partial<Timing> };
+  | { type: 'CONFIGURE'; watchdog: boolean; timing?: Partial<Timing> }
+  /**
+   * The actor ends, wherever it is (the instance is deleted, or tunnelward is closing): its timers and a spawn
+   * under way are called off; a process, if any, is left as it is for the next tunnelward to take over.
+   */
+  | { type: 'RETIRE' };
 
 /** The reply to an operator's command, emitted once its outcome is known. */
 export interface CommandDone {
@@ -293,6 +298,7 @@ export const instanceMachine = setup({
   }),
   initial: 'stopped',
   on: {
+    RETIRE: '.retired',
     CONFIGURE: { actions: 'configure' },
     // Reached only when the active state does not take the command: another one is waiting for its outcome.
     START: { actions: 'replyBusy' },
@@ -529,6 +535,8 @@ export const instanceMachine = setup({
         },
       },
     },
+
+    retired: { type: 'final' },
   },
 });
 

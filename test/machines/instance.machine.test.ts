@@ -203,6 +203,24 @@ test('the late exit of a process given up after SIGKILL does not end the next ru
   t.like(h.actor.getSnapshot().context, { attempt: 1, lastExit: { code: 2 } });
 });
 
+test('retire ends the actor wherever it is: its timers are called off and the process is left alone', async (t) => {
+  const h = harness({ onTerm: 'ignore' });
+  await h.send({ type: 'START' });
+  await h.advance(startMs);
+  await h.send({ type: 'STOP' });
+  t.deepEqual(h.state(), { stopping: 'terminating' });
+  await h.send({ type: 'RETIRE' });
+  t.is(h.actor.getSnapshot().status, 'done');
+  await h.advance(stopTimeoutMs + killTimeoutMs + stableMs);
+  t.deepEqual(
+    h.signals.map((s) => s[0]),
+    ['SIGTERM'],
+    'no SIGKILL after it is retired',
+  );
+  await h.crash(100, { signal: 'SIGTERM' });
+  t.is(h.state(), 'retired');
+});
+
 test('restart: stop then start, one reply', async (t) => {
   const h = harness();
   await h.send({ type: 'START' });
