@@ -252,8 +252,7 @@ export class InstanceSupervisor {
 
   private async followStatus(id: number): Promise<void> {
     const endpoint = await this.catalogue.adminEndpoint(id).catch(() => undefined);
-    if (endpoint && this.lifecycle.stateOf(id) === 'running')
-      this.status.follow(id, endpoint, this.logs.channel(id).entries$);
+    if (endpoint && this.lifecycle.stateOf(id) === 'running') this.status.follow(id, endpoint, this.logs.channel(id));
   }
 
   async close(): Promise<void> {

@@ -1,4 +1,4 @@
-import { Subject, type Observable, type Subscription } from 'rxjs';
+import { Subject } from 'rxjs';
 import { isUp, parseStatus, readLogLine, type ProxyStatus } from '../src/config/proxy-status.js';
 import type { AdminEndpoint } from '../src/config/tunnel-config.js';
 import type { InstanceLogEntry } from '../src/log/log-entries.js';
@@ -25,16 +25,25 @@ export interface TunnelStatusView {
 
 /** After a hint from the log, wait this long for the lines that usually follow, then look once. */
 const HINT_DELAY_MS = 150;
+/** How often the polls that are due are made (one timer for every tunnel followed). */
+const TICK_MS = 1000;
+
+/** A tunnel's log, as the status reads it: one listener slot, not a subscription per tunnel. */
+export interface HintSource {
+  hints: ((entries: InstanceLogEntry[]) => void) | undefined;
+}
 
 interface Tracked {
   endpoint: AdminEndpoint;
   connected: boolean | null;
   proxies: Map<string, ProxyStatus>;
-  poll: NodeJS.Timeout;
+  /** When the next poll is due (ms since the epoch). */
+  due: number;
   hint: NodeJS.Timeout | undefined;
   busy: boolean;
   again: boolean;
-  logs: Subscription;
+  log: HintSource;
+  onEntries: (entries: InstanceLogEntry[]) => void;
 }
 
 /**
@@ -53,6 +62,8 @@ export class TunnelStatus {
   /** Instances whose live status changed since the last flush; flushed together a moment later. */
   private readonly dirty = new Set<number>();
   private flushTimer: NodeJS.Timeout | undefined;
+  /** Makes the polls that are due; runs while any tunnel is followed. */
+  private ticker: NodeJS.Timeout | undefined;
   /**
    * An instance whose live status (connection, any proxy's status) changed, at most once per instance per 200 ms:
    * what a UI re-reads on, undebounced (first sights too, which the alerts leave out).
@@ -77,41 +88,65 @@ export class TunnelStatus {
   }
 
   /** Starts following a tunnel that runs: its admin endpoint, and its log for hints. */
-  follow(id: number, endpoint: AdminEndpoint, entries$: Observable<InstanceLogEntry[]>): void {
+  follow(id: number, endpoint: AdminEndpoint, log: HintSource): void {
     this.unfollow(id, false);
-    const pollMs = this.settings()['Status.PollSecs'] * 1000;
-    // Spread over the period: a thousand tunnels started together are not all read in the same second.
-    const poll = setInterval(() => this.look(id), pollMs);
-    poll.unref();
+    const onEntries = (entries: InstanceLogEntry[]) => {
+      for (const { content } of entries) {
+        const said = readLogLine(content);
+        if (said.connected !== undefined) this.setConnected(id, said.connected);
+        if (said.lookAgain) this.hint(id);
+      }
+    };
+    // Each tunnel's polls fall a period after its own start: a thousand started together are read over a
+    // period as they were started, not all in the same second.
+    const due = Date.now() + this.pollMs();
     const tracked: Tracked = {
       endpoint,
       connected: null,
       proxies: new Map(),
-      poll,
+      due,
       hint: undefined,
       busy: false,
       again: false,
-      logs: entries$.subscribe((entries) => {
-        for (const { content } of entries) {
-          const said = readLogLine(content);
-          if (said.connected !== undefined) this.setConnected(id, said.connected);
-          if (said.lookAgain) this.hint(id);
-        }
-      }),
+      log,
+      onEntries,
     };
+    log.hints = onEntries;
     this.tracked.set(id, tracked);
+    if (!this.ticker) {
+      this.ticker = setInterval(() => this.pollDue(), TICK_MS);
+      this.ticker.unref();
+    }
     this.hint(id);
+  }
+
+  private pollMs(): number {
+    return this.settings()['Status.PollSecs'] * 1000;
+  }
+
+  private pollDue(): void {
+    const now = Date.now();
+    const pollMs = this.pollMs();
+    for (const [id, tracked] of this.tracked) {
+      if (tracked.due > now) continue;
+      // A period from now: a longer one set meanwhile applies at once, and a late tick does not bunch polls.
+      tracked.due = now + pollMs;
+      this.look(id);
+    }
   }
 
   /** Stops following (the tunnel stopped or crashed): its status is no longer known, and nothing is announced. */
   unfollow(id: number, forget = true): void {
     const tracked = this.tracked.get(id);
     if (tracked) {
-      clearInterval(tracked.poll);
       clearTimeout(tracked.hint);
-      tracked.logs.unsubscribe();
+      if (tracked.log.hints === tracked.onEntries) tracked.log.hints = undefined;
       this.tracked.delete(id);
       this.touched(id);
+      if (this.tracked.size === 0) {
+        clearInterval(this.ticker);
+        this.ticker = undefined;
+      }
     }
     if (!forget) return;
     for (const [key, { timer }] of this.pending) {

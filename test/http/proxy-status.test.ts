@@ -100,3 +100,32 @@ test('proxy status and the connection follow the server: port taken, freed, serv
   t.like(await statusOf(daemon, root, id), { connected: null, proxyStatus: {} });
   events.ws.close();
 });
+
+test('what the log does not tell is read by the poll, every Status.PollSecs', async (t) => {
+  const { daemon, root } = await startWithRoot({ settingsToml: instanceSettings({ 'Status.PollSecs': 1 }) });
+  t.teardown(() => disposeWithTunnels(daemon, root));
+  const control = join(await tempDir(), 'control.json');
+  // The admin API refuses connections at first: the start's hints find nothing to read.
+  await writeFile(control, JSON.stringify({ server: 'up', admin: 'down' }));
+  const { id } = await createInstance(daemon, root, 'ps_poll', {
+    metadatas: { 'fixture.control': control },
+    loginFailExit: false,
+  });
+  const added = await daemon.post(
+    '/tunnelAct/proxyMgr/create',
+    { instanceID: id, proxyInfo: tcp('ssh', 6310) },
+    { token: root },
+  );
+  t.true(added.body.success);
+  t.true((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root })).body.success);
+  const proxies = async () =>
+    (await daemon.get(`/tunnelAct/proxyMgr/list?instanceID=${id}`, { token: root })).body.data.proxies as Array<{
+      status: string | null;
+    }>;
+  await new Promise((r) => setTimeout(r, 500));
+  t.is((await proxies())[0]!.status, null, 'nothing read while the admin API is down');
+  // Back without a line in the log that hints at it: only a poll sees it.
+  await writeFile(control, JSON.stringify({ server: 'up' }));
+  const [ssh] = await waitFor(proxies, (p) => p[0]!.status === 'running', 3000);
+  t.is(ssh!.status, 'running');
+});
