@@ -2,13 +2,19 @@
  * Node options tunnelward runs with (package.json "start" says the same), each measured by the memory benchmark: a
  * small young generation; V8's heap sized for memory rather than speed (after a burst of a thousand starts the heap
  * stays near its live size); garbage collection on the main thread and one platform thread instead of one per core
- * (their stacks and buffers are resident for nothing in a mostly idle daemon).
+ * (their stacks and buffers are resident for nothing in a mostly idle daemon). The database's WebAssembly stays in
+ * its baseline code and JavaScript is optimised on the main thread: the optimising compilers' working memory, taken
+ * on another thread, left ~7-10 MiB of that thread's allocator arena free but unreturnable (and ~6 MiB of the main
+ * arena's after the database's start-up compile); the database's work is a small part of any request.
  */
 export const NODE_FLAGS = [
   '--max-semi-space-size=1',
   '--optimize-for-size',
   '--single-threaded-gc',
   '--v8-pool-size=1',
+  '--liftoff-only',
+  '--no-wasm-tier-up',
+  '--no-concurrent-recompilation',
 ];
 
 /**

@@ -73,13 +73,31 @@ export async function frpcVerify(configPath: string): Promise<{ ok: boolean; out
 }
 
 /** Pids of live (not zombie) fixture processes running a given config file, read from /proc. */
-export async function tunnelPids(configPath: string): Promise<number[]> {
+export function tunnelPids(configPath: string): Promise<number[]> {
+  return fixturePids((path) => path === configPath);
+}
+
+/**
+ * Ends every fixture tunnel running a config file under `dir`: for a test whose last daemon is killed, so that no
+ * tunnel outlives it.
+ */
+export async function killTunnelsUnder(dir: string): Promise<void> {
+  for (const pid of await fixturePids((path) => path.startsWith(`${dir}/`))) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
+}
+
+async function fixturePids(runs: (configPath: string) => boolean): Promise<number[]> {
   const pids: number[] = [];
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     const cmdline = await readFile(`/proc/${entry}/cmdline`, 'latin1').catch(() => '');
     const args = cmdline.split('\0');
-    if (!args.some((a) => a.endsWith('frpc.mjs')) || args[args.indexOf('-c') + 1] !== configPath) continue;
+    if (!args.some((a) => a.endsWith('frpc.mjs')) || !runs(args[args.indexOf('-c') + 1] ?? '')) continue;
     const stat = await readFile(`/proc/${entry}/stat`, 'latin1').catch(() => '');
     if (stat && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z') pids.push(Number(entry));
   }

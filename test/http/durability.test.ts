@@ -6,6 +6,7 @@ import {
   createInstance,
   instanceSettings,
   statusOf,
+  killTunnelsUnder,
   tunnelPids,
   waitFor,
   type CreatedInstance,
@@ -55,7 +56,11 @@ const nameOf = (c: Case) => `du_${c.command}_${c.point.replace(/[^a-z]/g, '_')}`
 test('a kill at every step of create, start, restart, stop and delete: the next daemon says exactly what runs and what is on disk', async (t) => {
   // The instances of every case but the creates, made (and started where the case needs it) by a daemon that lives.
   const setup = await startDaemon({ settingsToml: instanceSettings(), env: BOOT });
-  t.teardown(() => dispose(setup));
+  // Last of all (teardowns run in reverse): every daemon of the test dies by SIGKILL, so the tunnels are ended here.
+  t.teardown(async () => {
+    await killTunnelsUnder(setup.dataDir);
+    await dispose(setup);
+  });
   let token = await setup.login();
   const made = new Map<Case, CreatedInstance>();
   for (const c of CASES) {
