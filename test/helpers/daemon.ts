@@ -59,14 +59,22 @@ export class Daemon {
 
   async request<T = any>(method: string, path: string, options: RequestOptions = {}): Promise<Response<T>> {
     const { headers, body } = requestParts(options);
-    const res = await fetch(this.url + path, { method, headers, body }).catch((err: Error) => {
-      // fetch says only "fetch failed": say why, and whether the daemon is still there.
-      const cause = (err.cause as Error | undefined)?.message ?? err.message;
-      const state = this.proc.exitCode ?? this.proc.signalCode ?? 'still running';
-      throw new Error(
-        `${method} ${path}: ${cause} (daemon ${state}; its last lines: ${this.output.slice(-3).join(' | ')})`,
-      );
-    });
+    const send = (attempt: number): Promise<globalThis.Response> =>
+      fetch(this.url + path, { method, headers, body }).catch((err: Error) => {
+        const cause = err.cause as (Error & { code?: string }) | undefined;
+        // A connect that timed out sent nothing: on a loaded machine the test's own event loop can stall past the
+        // connect timer while the connection is being made, so it is tried again (a daemon that does not accept
+        // fails every try). Any other failure is the answer.
+        if (cause?.code === 'UND_ERR_CONNECT_TIMEOUT' && attempt < 3) return send(attempt + 1);
+        // fetch says only "fetch failed": say why, and whether the daemon is still there.
+        const state = this.proc.exitCode ?? this.proc.signalCode ?? 'still running';
+        throw new Error(
+          `${method} ${path}: ${cause?.message ?? err.message} (daemon ${state}; its last lines: ${this.output
+            .slice(-3)
+            .join(' | ')})`,
+        );
+      });
+    const res = await send(1);
     return { status: res.status, headers: res.headers, body: (await res.json()) as Response<T>['body'] };
   }
 
