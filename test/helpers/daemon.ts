@@ -58,14 +58,18 @@ export class Daemon {
   }
 
   async request<T = any>(method: string, path: string, options: RequestOptions = {}): Promise<Response<T>> {
-    const { headers, body } = requestParts(options);
+    // Stamped at each try: a try after a connect timeout is as fresh as the first.
     const send = (attempt: number): Promise<globalThis.Response> =>
-      fetch(this.url + path, { method, headers, body }).catch((err: Error) => {
+      fetch(this.url + path, { method, ...requestParts(options) }).catch((err: Error) => {
         const cause = err.cause as (Error & { code?: string }) | undefined;
         // A connect that timed out sent nothing: on a loaded machine the test's own event loop can stall past the
         // connect timer while the connection is being made, so it is tried again (a daemon that does not accept
         // fails every try). Any other failure is the answer.
-        if (cause?.code === 'UND_ERR_CONNECT_TIMEOUT' && attempt < 3) return send(attempt + 1);
+        if (cause?.code === 'UND_ERR_CONNECT_TIMEOUT' && attempt < 3) {
+          // Said, not hidden: a stall this long is worth knowing of even when the next try gets through.
+          process.stderr.write(`${method} ${path}: connect timed out (try ${attempt} of 3); trying again\n`);
+          return send(attempt + 1);
+        }
         // fetch says only "fetch failed": say why, and whether the daemon is still there.
         const state = this.proc.exitCode ?? this.proc.signalCode ?? 'still running';
         throw new Error(
