@@ -43,7 +43,6 @@ interface Tracked {
   busy: boolean;
   again: boolean;
   log: HintSource;
-  onEntries: (entries: InstanceLogEntry[]) => void;
 }
 
 /**
@@ -90,13 +89,6 @@ export class TunnelStatus {
   /** Starts following a tunnel that runs: its admin endpoint, and its log for hints. */
   follow(id: number, endpoint: AdminEndpoint, log: HintSource): void {
     this.unfollow(id, false);
-    const onEntries = (entries: InstanceLogEntry[]) => {
-      for (const { content } of entries) {
-        const said = readLogLine(content);
-        if (said.connected !== undefined) this.setConnected(id, said.connected);
-        if (said.lookAgain) this.hint(id);
-      }
-    };
     // Each tunnel's polls fall a period after its own start: a thousand started together are read over a
     // period as they were started, not all in the same second.
     const due = Date.now() + this.pollMs();
@@ -109,9 +101,14 @@ export class TunnelStatus {
       busy: false,
       again: false,
       log,
-      onEntries,
     };
-    log.hints = onEntries;
+    log.hints = (entries) => {
+      for (const { content } of entries) {
+        const said = readLogLine(content);
+        if (said.connected !== undefined) this.setConnected(id, said.connected);
+        if (said.lookAgain) this.hint(id);
+      }
+    };
     this.tracked.set(id, tracked);
     if (!this.ticker) {
       this.ticker = setInterval(() => this.pollDue(), TICK_MS);
@@ -140,7 +137,7 @@ export class TunnelStatus {
     const tracked = this.tracked.get(id);
     if (tracked) {
       clearTimeout(tracked.hint);
-      if (tracked.log.hints === tracked.onEntries) tracked.log.hints = undefined;
+      tracked.log.hints = undefined;
       this.tracked.delete(id);
       this.touched(id);
       if (this.tracked.size === 0) {

@@ -72,10 +72,9 @@ export class Daemon {
         }
         // fetch says only "fetch failed": say why, and whether the daemon is still there.
         const state = this.proc.exitCode ?? this.proc.signalCode ?? 'still running';
+        const last = this.output.slice(-3).join(' | ');
         throw new Error(
-          `${method} ${path}: ${cause?.message ?? err.message} (daemon ${state}; its last lines: ${this.output
-            .slice(-3)
-            .join(' | ')})`,
+          `${method} ${path}: ${cause?.message ?? err.message} (daemon ${state}; its last lines: ${last})`,
         );
       });
     const res = await send(1);
