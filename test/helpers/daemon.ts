@@ -58,16 +58,21 @@ export class Daemon {
   }
 
   async request<T = any>(method: string, path: string, options: RequestOptions = {}): Promise<Response<T>> {
-    // Stamped at each try: a try after a connect timeout is as fresh as the first.
+    // Stamped at each try: a try after a failed connect is as fresh as the first.
     const send = (attempt: number): Promise<globalThis.Response> =>
       fetch(this.url + path, { method, ...requestParts(options) }).catch((err: Error) => {
-        const cause = err.cause as (Error & { code?: string }) | undefined;
-        // A connect that timed out sent nothing: on a loaded machine the test's own event loop can stall past the
-        // connect timer while the connection is being made, so it is tried again (a daemon that does not accept
-        // fails every try). Any other failure is the answer.
-        if (cause?.code === 'UND_ERR_CONNECT_TIMEOUT' && attempt < 3) {
-          // Said, not hidden: a stall this long is worth knowing of even when the next try gets through.
-          process.stderr.write(`${method} ${path}: connect timed out (try ${attempt} of 3); trying again\n`);
+        const cause = err.cause as (Error & { code?: string; syscall?: string }) | undefined;
+        // A connect that failed sent nothing, so it is tried again: on a loaded machine the test's own event loop
+        // can stall past the connect timer, and a sandboxed kernel has been seen failing a loopback connect with an
+        // error of its own ("Unknown system error -32750") while the daemon was accepting. A refused connect is the
+        // answer (nothing listens), as is any failure after the request went out.
+        const connectFailed =
+          cause?.code === 'UND_ERR_CONNECT_TIMEOUT' || (cause?.syscall === 'connect' && cause.code !== 'ECONNREFUSED');
+        if (connectFailed && attempt < 3) {
+          // Said, not hidden: a failure like this is worth knowing of even when the next try gets through.
+          process.stderr.write(
+            `${method} ${path}: connect failed: ${cause!.message} (try ${attempt} of 3); trying again\n`,
+          );
           return send(attempt + 1);
         }
         // fetch says only "fetch failed": say why, and whether the daemon is still there.
