@@ -18,7 +18,11 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-test('prints its URL, writes its pid file, and a second daemon on the same data dir refuses to start', async (t) => {
+// One at a time: each test starts whole daemons (some two or three in a row), and nine starting together at the
+// beginning of the suite, beside the other files, have been seen to take more than 20 s to listen on a slow machine.
+const serial = test.serial;
+
+serial('prints its URL, writes its pid file, and a second daemon on the same data dir refuses to start', async (t) => {
   const daemon = await startDaemon();
   t.teardown(() => dispose(daemon));
   t.regex(daemon.url, /^http:\/\/127\.0\.0\.1:\d+$/);
@@ -34,7 +38,7 @@ test('prints its URL, writes its pid file, and a second daemon on the same data 
   t.is((await readFile(join(daemon.dataDir, 'tunnelward.pid'), 'utf8')).trim(), String(daemon.pid));
 });
 
-test('SIGTERM closes, flushes and exits 0; a kill -9 loses nothing that was acknowledged', async (t) => {
+serial('SIGTERM closes, flushes and exits 0; a kill -9 loses nothing that was acknowledged', async (t) => {
   const daemon = await startDaemon();
   t.teardown(() => dispose(daemon));
   const token = await daemon.login();
@@ -64,7 +68,7 @@ test('SIGTERM closes, flushes and exits 0; a kill -9 loses nothing that was ackn
   after.close();
 });
 
-test('without TUNNELWARD_ADMIN_PASSWORD a random password is printed once and kept in a 0600 file', async (t) => {
+serial('without TUNNELWARD_ADMIN_PASSWORD a random password is printed once and kept in a 0600 file', async (t) => {
   const dir = await tempDir();
   const daemon = await startDaemon({
     dataDir: dir,
@@ -114,7 +118,7 @@ test('without TUNNELWARD_ADMIN_PASSWORD a random password is printed once and ke
   await t.throwsAsync(stat(file), { code: 'ENOENT' });
 });
 
-test('an initial-admin-password file that no longer opens the first account is removed at start', async (t) => {
+serial('an initial-admin-password file that no longer opens the first account is removed at start', async (t) => {
   const dir = await tempDir();
   const daemon = await startDaemon({
     dataDir: dir,
@@ -134,7 +138,7 @@ test('an initial-admin-password file that no longer opens the first account is r
   t.truthy(await again.login('owner', 'Changed1!x'));
 });
 
-test('a first superuser password that breaks the rules stops the start', async (t) => {
+serial('a first superuser password that breaks the rules stops the start', async (t) => {
   const dir = await tempDir();
   const proc = spawnCli(['--data-dir', dir, '--port', '0'], { TUNNELWARD_ADMIN_PASSWORD: 'weak' });
   const out: string[] = [];
@@ -143,7 +147,7 @@ test('a first superuser password that breaks the rules stops the start', async (
   t.regex(out.join('\n'), /first superuser.*passwd must be at least 8 characters/);
 });
 
-test('flags beat the environment, which beats settings.toml', async (t) => {
+serial('flags beat the environment, which beats settings.toml', async (t) => {
   const [fromSettings, fromEnv, fromFlag] = [await freePort(), await freePort(), await freePort()];
   const dir = await tempDir();
   await writeFile(join(dir, 'settings.toml'), `ListenPort = "${fromSettings}"\n`);
@@ -171,7 +175,7 @@ test('flags beat the environment, which beats settings.toml', async (t) => {
   );
 });
 
-test('bad flags and a busy port give clear messages', async (t) => {
+serial('bad flags and a busy port give clear messages', async (t) => {
   const unknown = spawnCli(['serve', '--colour', 'blue']);
   const out1: string[] = [];
   collectLines(unknown, out1);
@@ -194,7 +198,7 @@ test('bad flags and a busy port give clear messages', async (t) => {
   t.regex(out3.join('\n'), /cannot listen on 127\.0\.0\.1:\d+: the address is in use/);
 });
 
-test('a data dir it cannot write names the dir, the user and what to do; nothing is left behind', async (t) => {
+serial('a data dir it cannot write names the dir, the user and what to do; nothing is left behind', async (t) => {
   // As root, run the daemon as nobody against a root-owned dir; otherwise a dir of our own without write access.
   const asRoot = process.getuid?.() === 0;
   const parent = await tempDir();
@@ -242,51 +246,61 @@ async function parentAndGroup(pid: number): Promise<{ ppid: number; pgrp: number
   return { ppid: ppid!, pgrp: pgrp! };
 }
 
-test('POST /system/restart: a new daemon takes over the same data dir, in the same process group as the first', async (t) => {
-  // Its own process group, as a shell gives a job in a terminal: a Ctrl-C signals that whole group.
-  const dataDir = await tempDir();
-  const first = new Daemon(spawnCli(['serve', '--data-dir', dataDir, '--port', '0'], {}, { detached: true }), dataDir);
-  collectLines(first.proc, first.output);
-  t.teardown(async () => {
-    try {
-      process.kill(-first.pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-    await rm(dataDir, { recursive: true, force: true });
-  });
-  /** The URL the n-th daemon printed (each new daemon prints on the same output). */
-  const nthUrl = async (n: number) => {
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      const printed = first.output.filter((l) => l.startsWith('tunnelward listening on '));
-      if (printed.length >= n) return printed[n - 1]!.split(' ').pop()!;
-      if (Date.now() > deadline) throw new Error(`no URL #${n}:\n${first.output.join('\n')}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  };
-  first.url = await nthUrl(1);
-  const token = await first.login();
-  const visitor = await first.userWithToken(token, 'rs_visitor', 'visitor');
-  t.is((await first.post('/system/restart', {}, { token: visitor.token })).status, 403);
+serial(
+  'POST /system/restart: a new daemon takes over the same data dir, in the same process group as the first',
+  async (t) => {
+    // Its own process group, as a shell gives a job in a terminal: a Ctrl-C signals that whole group.
+    const dataDir = await tempDir();
+    const first = new Daemon(
+      spawnCli(['serve', '--data-dir', dataDir, '--port', '0'], {}, { detached: true }),
+      dataDir,
+    );
+    collectLines(first.proc, first.output);
+    t.teardown(async () => {
+      try {
+        process.kill(-first.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+      await rm(dataDir, { recursive: true, force: true });
+    });
+    /** The URL the n-th daemon printed (each new daemon prints on the same output). */
+    const nthUrl = async (n: number) => {
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        const printed = first.output.filter((l) => l.startsWith('tunnelward listening on '));
+        if (printed.length >= n) return printed[n - 1]!.split(' ').pop()!;
+        if (Date.now() > deadline) throw new Error(`no URL #${n}:\n${first.output.join('\n')}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    first.url = await nthUrl(1);
+    const token = await first.login();
+    const visitor = await first.userWithToken(token, 'rs_visitor', 'visitor');
+    t.is((await first.post('/system/restart', {}, { token: visitor.token })).status, 403);
 
-  const pids = [first.pid];
-  for (let round = 2; round <= 3; round++) {
-    const res = await first.post('/system/restart', {}, { token: await first.login() });
-    t.deepEqual(res.body, { success: true, message: 'restarting' });
-    first.url = await nthUrl(round);
-    const pid = Number((await readFile(join(dataDir, 'tunnelward.pid'), 'utf8')).trim());
-    t.false(pids.includes(pid), 'a new process');
-    pids.push(pid);
-    t.deepEqual(await parentAndGroup(pid), { ppid: first.pid, pgrp: first.pid }, 'a child of the first, in its group');
-    t.is(first.proc.exitCode, null, 'the first process stays, so the terminal and the shell keep their job');
-    t.truthy(await first.login('rs_visitor', visitor.passwd), 'same data');
-  }
-  await t.throwsAsync(parentAndGroup(pids[1]!), undefined, 'the daemon it replaced is gone: two processes at most');
+    const pids = [first.pid];
+    for (let round = 2; round <= 3; round++) {
+      const res = await first.post('/system/restart', {}, { token: await first.login() });
+      t.deepEqual(res.body, { success: true, message: 'restarting' });
+      first.url = await nthUrl(round);
+      const pid = Number((await readFile(join(dataDir, 'tunnelward.pid'), 'utf8')).trim());
+      t.false(pids.includes(pid), 'a new process');
+      pids.push(pid);
+      t.deepEqual(
+        await parentAndGroup(pid),
+        { ppid: first.pid, pgrp: first.pid },
+        'a child of the first, in its group',
+      );
+      t.is(first.proc.exitCode, null, 'the first process stays, so the terminal and the shell keep their job');
+      t.truthy(await first.login('rs_visitor', visitor.passwd), 'same data');
+    }
+    await t.throwsAsync(parentAndGroup(pids[1]!), undefined, 'the daemon it replaced is gone: two processes at most');
 
-  // Ctrl-C: SIGINT to the whole group stops the daemon once, and the first process exits as it does.
-  process.kill(-first.pid, 'SIGINT');
-  t.deepEqual(await first.exited, { code: 0, signal: null });
-  await t.throwsAsync(parentAndGroup(pids[2]!));
-  await t.throwsAsync(stat(join(dataDir, 'tunnelward.pid')), { code: 'ENOENT' }, 'stopped cleanly');
-});
+    // Ctrl-C: SIGINT to the whole group stops the daemon once, and the first process exits as it does.
+    process.kill(-first.pid, 'SIGINT');
+    t.deepEqual(await first.exited, { code: 0, signal: null });
+    await t.throwsAsync(parentAndGroup(pids[2]!));
+    await t.throwsAsync(stat(join(dataDir, 'tunnelward.pid')), { code: 'ENOENT' }, 'stopped cleanly');
+  },
+);

@@ -312,8 +312,9 @@ const rejections: Array<[string, string, RegExp]> = [
   ],
 ];
 
+// One at a time: thirty-odd processes spawned together at the start of the suite slowed every file beside them.
 for (const [what, text, message] of rejections) {
-  test(`rejects ${what} with exit 1 before starting`, async (t) => {
+  test.serial(`rejects ${what} with exit 1 before starting`, async (t) => {
     const file = await writeConfig(t, text);
     const result = await run(t, ['-c', file]);
     t.is(result.code, 1);
