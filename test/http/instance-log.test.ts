@@ -56,7 +56,8 @@ test('the owner streams parsed entries: the last lines first, then new ones, acr
   });
   await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: owner.token });
   await new Promise((r) => setTimeout(r, 400));
-  const stream = await openStream(streamUrl(`?instanceID=${id}&token=${owner.token}`));
+  // Every earlier line, however late the stream opens (a tick each 50 ms outgrows the default 100 within seconds).
+  const stream = await openStream(streamUrl(`?instanceID=${id}&token=${owner.token}&lines=1000`));
   const replayed = await stream.waitFor((m) => m.some((e) => e.content.includes('start frpc service')));
   const start = replayed.find((e) => e.content.includes('start frpc service'));
   t.is(start.level, 'INFO');
