@@ -10,12 +10,22 @@ import { collectLines, Daemon, dispose, spawnCli, startDaemon, tempDir } from '.
 const exitOf = (proc: ReturnType<typeof spawnCli>) =>
   new Promise<number | null>((resolve) => proc.once('close', (code) => resolve(code)));
 
+/**
+ * A port free now, below Linux's ephemeral range (32768-60999): a port the kernel handed out for listening is soon
+ * handed out again as the source port of some test's connection, and the daemon's later bind then finds it busy.
+ */
 async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise((r) => server.close(r));
-  return port;
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const server = createServer();
+    const bound = await new Promise<boolean>((r) => {
+      server.once('error', () => r(false));
+      server.listen(port, '127.0.0.1', () => r(true));
+    });
+    if (!bound) continue;
+    await new Promise((r) => server.close(r));
+    return port;
+  }
 }
 
 // One at a time: each test starts whole daemons (some two or three in a row), and nine starting together at the
@@ -156,12 +166,14 @@ serial('flags beat the environment, which beats settings.toml', async (t) => {
     const out: string[] = [];
     collectLines(proc, out);
     const daemon = { output: out } as unknown as Daemon;
-    const deadline = Date.now() + 15_000;
-    while (!out.some((l) => l.includes('listening on')) && Date.now() < deadline)
+    const exited = exitOf(proc);
+    const deadline = Date.now() + 30_000;
+    while (!out.some((l) => l.includes('listening on')) && proc.exitCode === null && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 20));
     proc.kill('SIGTERM');
-    await exitOf(proc);
-    return daemon.output.find((l) => l.startsWith('tunnelward listening on'));
+    await exited;
+    // The whole output when it did not listen: what went wrong is in it.
+    return daemon.output.find((l) => l.startsWith('tunnelward listening on')) ?? daemon.output.join('\n');
   };
   t.is(await run({}, []), `tunnelward listening on http://127.0.0.1:${fromSettings}`);
   t.is(await run({ TUNNELWARD_PORT: String(fromEnv) }, []), `tunnelward listening on http://127.0.0.1:${fromEnv}`);
