@@ -21,6 +21,7 @@ import type { SettingsStore } from '../src/settings/settings-store.js';
 import type { Database } from '../src/storage/database.js';
 import { getMeta, setMeta } from '../src/storage/meta.js';
 import type { LiveProcess } from '../src/system/proc.js';
+import { lowMemoryCollection, MemoryReclaimer } from '../src/system/memory-reclaim.js';
 import { crashPoint } from '../src/util/crash-points.js';
 import { KeyedQueue } from '../src/util/keyed-queue.js';
 import type { InstanceLogs } from './instance-logs.js';
@@ -60,6 +61,11 @@ export interface RunInfo {
   nextStartAt: number | null;
 }
 
+/** Commands (in a row, or in flight together) that make a burst worth a collection at its end. */
+const BURST_COMMANDS = 100;
+
+const mib = (bytes: number) => Math.round((bytes / 1048576) * 10) / 10;
+
 const NO_RUNS: RunInfo = Object.freeze({ restarts: 0, lastExit: null, nextStartAt: null });
 
 /** A command's outcome is awaited for its longest legitimate course (stop, kill, start) plus this. */
@@ -88,6 +94,16 @@ export class InstanceLifecycle {
   private readonly states = new Map<number, InstanceState>();
   private readonly runs = new Map<number, RunInfo>();
   private readonly queue = new KeyedQueue<number>();
+  /** Gives back what a burst of commands (a thousand starts) left the heap holding, once it is over. */
+  private readonly reclaimer = new MemoryReclaimer(
+    ({ commands, heapBefore, heapAfter, ms }) =>
+      this.log.info(
+        { commands, heapBeforeMiB: mib(heapBefore), heapAfterMiB: mib(heapAfter), ms: Math.round(ms) },
+        'a burst of commands is over: its memory is given back',
+      ),
+    BURST_COMMANDS,
+    lowMemoryCollection,
+  );
   /** The last command reference handed out. */
   private refs = 0;
   private version = 0;
@@ -486,7 +502,7 @@ export class InstanceLifecycle {
 
   /** Sends a command to the instance's actor, after every command queued before it, and resolves with its outcome. */
   command(id: number, command: Command): Promise<CommandDone> {
-    return this.queue.run(id, async () => {
+    return this.queued(id, async () => {
       const actor = this.actors.get(id) ?? this.createActor(this.recordOf(id));
       // The intent is on disk before anything is done: a crash halfway is finished the way it was meant.
       this.store.setDesired(id, command === 'stop' ? 'stopped' : 'running');
@@ -506,7 +522,11 @@ export class InstanceLifecycle {
 
   /** Runs `job` in the instance's queue, after every command queued before it (edits of its config and record). */
   exclusive<T>(id: number, job: (record: InstanceRecord) => Promise<T>): Promise<T> {
-    return this.queue.run(id, async () => job(this.recordOf(id)));
+    return this.queued(id, async () => job(this.recordOf(id)));
+  }
+
+  private queued<T>(id: number, job: () => Promise<T>): Promise<T> {
+    return this.reclaimer.track(() => this.queue.run(id, job));
   }
 
   /**

@@ -224,6 +224,17 @@ const scale: Scenario = {
       const list = await daemon.call('GET', '/tunnelAct/instanceMgr/list');
       rows.push({ metric: 'running per list', value: list.data.filter((i: any) => i.isRunning).length, unit: 'inst' });
       rows.push({ metric: `daemon RSS, ${count} running`, value: await daemon.rssMiB(), unit: 'MiB', goal: '< 100' });
+      // What the collection at the end of the burst gave back (src/system/memory-reclaim.ts).
+      const reclaimed = await daemon
+        .waitForLine(/a burst of commands is over/, 5000)
+        .then((line) => JSON.parse(line) as { heapBeforeMiB: number; heapAfterMiB: number; ms: number })
+        .catch(() => undefined);
+      if (reclaimed)
+        rows.push({
+          metric: `heap given back after the burst (in ${reclaimed.ms} ms)`,
+          value: `${reclaimed.heapBeforeMiB} -> ${reclaimed.heapAfterMiB}`,
+          unit: 'MiB',
+        });
       rows.push({
         metric: `daemon open fds, ${count} running`,
         value: await daemon.openFds(),

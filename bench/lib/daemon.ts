@@ -9,6 +9,15 @@ import { enteredChild } from '../../test/helpers/systemd-host.js';
 
 export const ADMIN = { username: 'admin', passwd: 'Bench123!x' };
 
+/**
+ * The Node flags the daemon runs with: tunnelward's own, or for comparing flags, the space-separated list in
+ * TUNNELWARD_BENCH_NODE_FLAGS (empty for none).
+ */
+function benchNodeFlags(): string[] {
+  const given = process.env.TUNNELWARD_BENCH_NODE_FLAGS;
+  return given === undefined ? NODE_FLAGS : given.split(/\s+/).filter(Boolean);
+}
+
 /** A real daemon started as a user would, measured from outside. */
 export class BenchDaemon {
   url = '';
@@ -39,7 +48,7 @@ export class BenchDaemon {
       command!,
       [
         ...prefix,
-        ...NODE_FLAGS,
+        ...benchNodeFlags(),
         ...(options.nodeFlags ?? []),
         join(PACKAGE_ROOT, 'dist/src/cli.js'),
         'serve',

@@ -13,6 +13,16 @@ interface Waiter {
 }
 
 /**
+ * Frees a snapshot's memory soon instead of at the next full collection. A snapshot (the whole file, ~0.5 MiB with
+ * 1000 instances) outlives the young generation while it is written, and during a burst one follows another:
+ * hundreds of them waited, dead, for a full collection, tens of MiB at a time. Its memory moves to a new buffer
+ * that nothing holds, which the next young collection frees.
+ */
+function release(bytes: Uint8Array): void {
+  structuredClone(bytes.buffer, { transfer: [bytes.buffer as ArrayBuffer] });
+}
+
+/**
  * The sql.js database, held in memory and persisted to a real SQLite file.
  *
  * Every mutation is followed by `persist()`, which resolves once a snapshot that includes it is on disk
@@ -176,12 +186,13 @@ export class Database {
         const generation = this.generation;
         const started = performance.now();
         const snapshot = this.db.export();
+        const bytes = snapshot.length;
         try {
-          await writeFileAtomic(this.path, snapshot, { mode: 0o600 });
+          await writeFileAtomic(this.path, snapshot, { mode: 0o600 }).finally(() => release(snapshot));
           this.durableGeneration = generation;
           this.failing = undefined;
           this.stats.snapshots++;
-          this.stats.lastBytes = snapshot.length;
+          this.stats.lastBytes = bytes;
           this.stats.lastMs = performance.now() - started;
           this.settle(
             (w) => w.generation <= generation,

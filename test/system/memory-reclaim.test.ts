@@ -1,0 +1,84 @@
+import test from 'ava';
+import { getHeapStatistics } from 'node:v8';
+import { disposeWithTunnels, startWithRoot } from '../helpers/daemon.js';
+import { createInstance, instanceSettings } from '../helpers/instances.js';
+import { lowMemoryCollection, MemoryReclaimer, type Reclaimed } from '../../src/system/memory-reclaim.js';
+
+const tick = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function reclaimer(burst: number) {
+  const collections: string[] = [];
+  const reports: Reclaimed[] = [];
+  const r = new MemoryReclaimer(
+    (done) => reports.push(done),
+    burst,
+    async () => void collections.push('collected'),
+  );
+  return { r, collections, reports };
+}
+
+test('one full collection after the last command of a burst, none while any is in flight', async (t) => {
+  const { r, collections, reports } = reclaimer(3);
+  let finish!: () => void;
+  const slow = r.track(() => new Promise<void>((resolve) => (finish = resolve)));
+  await Promise.all([1, 2, 3, 4].map((i) => r.track(() => tick(i))));
+  await tick(5);
+  t.deepEqual(collections, [], 'the slow command is still in flight');
+  finish();
+  await slow;
+  await tick(5);
+  t.deepEqual(collections, ['collected']);
+  t.is(reports.length, 1);
+  t.is(reports[0]!.commands, 5);
+  t.true(reports[0]!.heapBefore > 0 && reports[0]!.heapAfter > 0 && reports[0]!.ms >= 0);
+});
+
+test('a burst smaller than the threshold collects nothing; failures count as commands', async (t) => {
+  const { r, collections } = reclaimer(4);
+  await Promise.all([r.track(() => tick(1)), r.track(() => tick(2))]);
+  await tick(5);
+  t.deepEqual(collections, []);
+  const failed = r.track(() => Promise.reject(new Error('no')));
+  await t.throwsAsync(failed, { message: 'no' });
+  await r.track(() => tick(1));
+  await tick(5);
+  t.deepEqual(collections, ['collected'], 'the count carries over until it reaches the threshold');
+  await Promise.all([r.track(() => tick(1)), r.track(() => tick(1))]);
+  await tick(5);
+  t.is(collections.length, 1, 'and starts again after each collection');
+});
+
+test('the collection for low memory gives emptied heap back', async (t) => {
+  // A heap grown by short-lived garbage, as a burst leaves it.
+  let keep: unknown[] = [];
+  for (let i = 0; i < 40; i++) keep.push(new Array(100_000).fill(i));
+  keep = [];
+  t.is(keep.length, 0);
+  const before = getHeapStatistics().total_heap_size;
+  await lowMemoryCollection();
+  const after = getHeapStatistics().total_heap_size;
+  t.true(after < before - 16 * 1048576, `heap ${before} -> ${after}`);
+});
+
+test('the daemon gives a burst of commands back once the last is answered, and says so in its log', async (t) => {
+  const { daemon, root } = await startWithRoot({ settingsToml: instanceSettings() });
+  try {
+    const ids: string[] = [];
+    for (let i = 0; i < 100; i += 10) {
+      const made = await Promise.all(
+        Array.from({ length: 10 }, (_, j) => createInstance(daemon, root, `burst_${i + j}`)),
+      );
+      ids.push(...made.map((m) => m.id));
+    }
+    t.is(ids.length, 100);
+    // A hundred commands in one request: each instance is already stopped, and each is one command of the burst.
+    const stop = await daemon.post('/tunnelAct/instanceMgr/stop', { all: true }, { token: root });
+    t.is(stop.body.data.results.length, 100);
+    const [line] = await daemon.waitForOutput(/^\{.*"msg":"a burst of commands is over.*$/);
+    const entry = JSON.parse(line!.slice(line!.indexOf('{'))) as Record<string, number>;
+    t.is(entry.commands, 100);
+    t.true(entry.heapAfterMiB! > 0 && entry.heapAfterMiB! <= entry.heapBeforeMiB!, line);
+  } finally {
+    await disposeWithTunnels(daemon, root);
+  }
+});
