@@ -194,7 +194,7 @@ export class InstanceCatalogue {
       { serverAddr: input.serverAddr, serverPort: input.serverPort, authMethod: input.authMethod },
       input.additional,
     );
-    return this.register(input, owner, config);
+    return this.lifecycle.counted(() => this.register(input, owner, config));
   }
 
   /**
@@ -216,7 +216,7 @@ export class InstanceCatalogue {
     this.checkNewInstance(input);
     const { format, tree } = await readConfigText(input.content, input.format);
     const { config, ...imported } = TunnelConfig.imported(tree);
-    const done = await this.register(input, owner, config);
+    const done = await this.lifecycle.counted(() => this.register(input, owner, config));
     this.log.info(
       { instanceID: done.record.id, format, proxies: imported.proxyCount, visitors: imported.visitorCount },
       'instance imported from a config file',

@@ -526,7 +526,12 @@ export class InstanceLifecycle {
   }
 
   private queued<T>(id: number, job: () => Promise<T>): Promise<T> {
-    return this.reclaimer.track(() => this.queue.run(id, job));
+    return this.counted(() => this.queue.run(id, job));
+  }
+
+  /** Runs `job` as one command of a burst, whose end gives its memory back (commands, edits, creates, deletes). */
+  counted<T>(job: () => Promise<T>): Promise<T> {
+    return this.reclaimer.track(job);
   }
 
   /**

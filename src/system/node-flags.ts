@@ -1,21 +1,13 @@
 /**
  * Node options tunnelward runs with (package.json "start" says the same), each measured by the memory benchmark: a
- * small young generation; V8's heap sized for memory rather than speed (after a burst of a thousand starts the heap
- * stays near its live size); garbage collection on the main thread and one platform thread instead of one per core
- * (their stacks and buffers are resident for nothing in a mostly idle daemon). The database's WebAssembly stays in
- * its baseline code and JavaScript is optimised on the main thread: the optimising compilers' working memory, taken
- * on another thread, left ~7-10 MiB of that thread's allocator arena free but unreturnable (and ~6 MiB of the main
- * arena's after the database's start-up compile); the database's work is a small part of any request.
+ * small young generation (what a request leaves behind is collected young instead of growing the old generation);
+ * one platform thread instead of one per core. The database's WebAssembly stays in its baseline code: its optimising
+ * compiler's working memory, taken on the platform thread, left ~7-10 MiB of that thread's allocator arena free but
+ * unreturnable; the database's work is a small part of any request. What a burst of commands leaves in the heap is
+ * given back at its end (src/system/memory-reclaim.ts), not by sizing V8 for memory (`--optimize-for-size`), which
+ * made bulk commands 40-70% slower.
  */
-export const NODE_FLAGS = [
-  '--max-semi-space-size=1',
-  '--optimize-for-size',
-  '--single-threaded-gc',
-  '--v8-pool-size=1',
-  '--liftoff-only',
-  '--no-wasm-tier-up',
-  '--no-concurrent-recompilation',
-];
+export const NODE_FLAGS = ['--max-semi-space-size=1', '--v8-pool-size=1', '--liftoff-only', '--no-wasm-tier-up'];
 
 /**
  * The C library's allocator, set the same way (glibc reads these; others ignore them): two arenas rather than one
