@@ -96,11 +96,13 @@ export class InstanceLifecycle {
   private readonly queue = new KeyedQueue<number>();
   /** Gives back what a burst of commands (a thousand starts) left the heap holding, once it is over. */
   private readonly reclaimer = new MemoryReclaimer(
-    ({ commands, heapBefore, heapAfter, ms }) =>
-      this.log.info(
-        { commands, heapBeforeMiB: mib(heapBefore), heapAfterMiB: mib(heapAfter), ms: Math.round(ms) },
-        'a burst of commands is over: its memory is given back',
-      ),
+    ({ commands, heapBefore, heapAfter, ms, error }) =>
+      error === undefined
+        ? this.log.info(
+            { commands, heapBeforeMiB: mib(heapBefore), heapAfterMiB: mib(heapAfter), ms: Math.round(ms) },
+            'a burst of commands is over: its memory is given back',
+          )
+        : this.log.warn({ commands, error }, 'a burst of commands is over, but its memory could not be given back'),
     BURST_COMMANDS,
     lowMemoryCollection,
   );

@@ -1,4 +1,3 @@
-import { Session } from 'node:inspector';
 import { getHeapStatistics } from 'node:v8';
 
 /** A full collection that also gives emptied memory back to the system. */
@@ -10,18 +9,22 @@ export type Collect = () => Promise<void>;
  * Node offers it only through the inspector protocol, here a session inside the process itself: no port, no
  * debugger, connected only for the call. The collection runs in a task of its own, after the current one.
  */
-export const lowMemoryCollection: Collect = () =>
-  new Promise((resolve) => {
-    const session = new Session();
-    session.connect();
+export const lowMemoryCollection: Collect = async () => {
+  // A Node built without the inspector has nothing to offer: the heap then waits for V8's own reducer.
+  const inspector = await import('node:inspector').catch(() => undefined);
+  if (!inspector) return;
+  const session = new inspector.Session();
+  session.connect();
+  await new Promise<void>((resolve) =>
     session.post('HeapProfiler.collectGarbage', () => {
       // Not from inside the session's own callback: a session disconnected there keeps the process alive.
       setImmediate(() => {
         session.disconnect();
         resolve();
       });
-    });
-  });
+    }),
+  );
+};
 
 export interface Reclaimed {
   /** Commands in the burst that ended. */
@@ -30,6 +33,8 @@ export interface Reclaimed {
   heapBefore: number;
   heapAfter: number;
   ms: number;
+  /** Why the collection could not be run, if it could not. */
+  error?: string;
 }
 
 /**
@@ -74,13 +79,19 @@ export class MemoryReclaimer {
     this.ended = 0;
     const started = performance.now();
     const heapBefore = getHeapStatistics().total_heap_size;
-    await this.collect();
+    let error: string | undefined;
+    try {
+      await this.collect();
+    } catch (err) {
+      error = (err as Error).message;
+    }
     this.scheduled = false;
     this.onReclaimed({
       commands,
       heapBefore,
       heapAfter: getHeapStatistics().total_heap_size,
       ms: performance.now() - started,
+      ...(error === undefined ? {} : { error }),
     });
   }
 }

@@ -48,6 +48,25 @@ test('a burst smaller than the threshold collects nothing; failures count as com
   t.is(collections.length, 1, 'and starts again after each collection');
 });
 
+test('a collection that fails is reported, and the next burst tries again', async (t) => {
+  const reports: Reclaimed[] = [];
+  let calls = 0;
+  const r = new MemoryReclaimer(
+    (done) => reports.push(done),
+    1,
+    async () => {
+      if (++calls === 1) throw new Error('no inspector');
+    },
+  );
+  await r.track(async () => undefined);
+  await tick(5);
+  await r.track(async () => undefined);
+  await tick(5);
+  t.is(calls, 2);
+  t.is(reports[0]!.error, 'no inspector');
+  t.is(reports[1]!.error, undefined);
+});
+
 test('the collection for low memory gives emptied heap back', async (t) => {
   // A heap grown by short-lived garbage, as a burst leaves it.
   let keep: unknown[] = [];
