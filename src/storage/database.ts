@@ -16,7 +16,8 @@ interface Waiter {
  * Frees a snapshot's memory soon instead of at the next full collection. A snapshot (the whole file, ~0.5 MiB with
  * 1000 instances) outlives the young generation while it is written, and during a burst one follows another:
  * hundreds of them waited, dead, for a full collection, tens of MiB at a time. Its memory moves to a new buffer
- * that nothing holds, which the next young collection frees.
+ * that nothing holds, which the next young collection frees (sql.js makes a new buffer for each export; the
+ * database tests take several snapshots in a row, so a version that reused one would fail them).
  */
 function release(bytes: Uint8Array): void {
   structuredClone(bytes.buffer, { transfer: [bytes.buffer as ArrayBuffer] });
