@@ -108,7 +108,7 @@ test('the daemon gives a burst of commands back once the last is answered, and s
     t.is(afterStops!.commands, 100);
     // A few commands are not a burst.
     await daemon.post('/tunnelAct/instanceMgr/stop', { instanceIDs: ids.slice(0, 5) }, { token: root });
-    await new Promise((r) => setTimeout(r, 300));
+    await tick(300);
     t.is((await reclaims(2)).length, 2);
   } finally {
     await disposeWithTunnels(daemon, root);
