@@ -12,6 +12,7 @@ import {
   type Timing,
 } from '../machines/instance.machine.js';
 import { envPlaceholders } from '../src/config/go-template.js';
+import { loginFailedAtStart } from '../src/config/proxy-status.js';
 import { notFound } from '../src/errors.js';
 import { missingEnvironment, type InstanceEnvStore } from '../src/instances/instance-env.js';
 import type { InstanceRecord, InstanceStore } from '../src/instances/instance-store.js';
@@ -313,7 +314,8 @@ export class InstanceLifecycle {
         .channel(id)
         .exitTail()
         .catch((err: Error) => [`(the last log lines could not be read: ${err.message})`]);
-      this.actors.get(id)?.send({ type: 'EXITED', pid, exit: { ...exit, tail } });
+      const transient = loginFailedAtStart(tail);
+      this.actors.get(id)?.send({ type: 'EXITED', pid, exit: { ...exit, tail, ...(transient ? { transient } : {}) } });
     });
   }
 
@@ -440,8 +442,9 @@ export class InstanceLifecycle {
       const idle = () => this.states.get(id) === 'stopped' || this.states.get(id) === 'failed';
       void this.logs.channel(id).stopReading(idle);
     }
-    if (to === 'failed' && record) {
-      // The watchdog gave up: it stays stopped until an operator starts it, also across our own restarts.
+    if ((to === 'failed' || (crashed && to === 'stopped' && ctx.command === null)) && record) {
+      // The watchdog gave up, or the tunnel ended by itself and nothing restarts it: it stays stopped until an
+      // operator starts it, also across our own restarts.
       this.store.setDesired(id, 'stopped');
       this.db.persist().catch((err) => this.log.error({ err }, 'cannot persist a failed instance'));
     }

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { promisify } from 'node:util';
 import { map, share, Subject, type Observable } from 'rxjs';
+import { withoutStatusReads } from '../src/config/proxy-status.js';
 import { parseFrpcLine, stripAnsi, type InstanceLogEntry } from '../src/log/log-entries.js';
 import type { Logger } from '../src/log/logger.js';
 import { LogFileWriter, type LogFault, type RotationPolicy } from './log-file-writer.js';
@@ -218,7 +219,9 @@ export class LogChannel {
   }
 
   /** Queues whole lines for the file and publishes them at once: followers do not wait for the disk. */
-  private write(lines: string): void {
+  private write(text: string): void {
+    const lines = withoutStatusReads(text);
+    if (lines === '') return;
     this.totals.bytes += Buffer.byteLength(lines);
     for (let at = lines.indexOf('\n'); at >= 0; at = lines.indexOf('\n', at + 1)) this.totals.lines++;
     this.file.append(lines);

@@ -96,7 +96,9 @@ export function eventsOf(change: InstanceStateChange): Draft[] {
     case 'failed':
       return [crashed, { event: 'instance.failed', ...base }];
     case 'stopped':
-      return change.from === 'running' || change.from === 'starting'
+      // Ended by itself with code 0 (frpc after its own `/api/stop`) is a stop, not a crash.
+      return (change.from === 'running' || change.from === 'starting') &&
+        !(change.exitCode === 0 && change.signal === null)
         ? [crashed]
         : [{ event: 'instance.stopped', ...base }];
     default:

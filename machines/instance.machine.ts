@@ -12,6 +12,11 @@ export interface ExitInfo {
    * machine is the restarter.
    */
   next?: 'restart' | 'give-up' | 'stop';
+  /**
+   * The tunnel said it ended for a reason that can pass (frpc: its first login to the server failed): retried like a
+   * crash even when its exit code is a no-retry one.
+   */
+  transient?: boolean;
 }
 
 export interface Spawned {
@@ -262,7 +267,12 @@ export const instanceMachine = setup({
     idle: ({ context }) => context.command === null,
     staleExit: ({ context, event }) => event.type === 'EXITED' && event.pid !== context.pid,
     noRetryExit: ({ context, event }) =>
-      event.type === 'EXITED' && event.exit.code !== null && context.timing.noRetryExitCodes.includes(event.exit.code),
+      event.type === 'EXITED' &&
+      !event.exit.transient &&
+      event.exit.code !== null &&
+      context.timing.noRetryExitCodes.includes(event.exit.code),
+    /** The process ended by itself with code 0 (frpc after `/api/stop`): a stop, not a crash, as systemd sees it. */
+    cleanExit: ({ event }) => event.type === 'EXITED' && event.exit.code === 0 && event.exit.signal === null,
     commandIs: ({ context }, params: { command: Command }) => context.command === params.command,
     watchdogOff: ({ context }) => !context.watchdog,
     crashLimitReached: ({ context }) => context.attempt + 1 >= context.timing.startLimit,
@@ -409,6 +419,7 @@ export const instanceMachine = setup({
                 actions: [cancelRestart, endProcess, 'recordExit', 'replyExit', 'clearCommand'],
               },
               ...initSystemExits,
+              { guard: 'cleanExit', target: '#instance.stopped', actions: [endProcess, 'recordExit'] },
               { guard: 'watchdogOff', target: '#instance.stopped', actions: [endProcess, 'recordExit'] },
               {
                 guard: 'crashLimitReached',
@@ -435,6 +446,7 @@ export const instanceMachine = setup({
         EXITED: [
           staleExit,
           ...initSystemExits,
+          { guard: 'cleanExit', target: 'stopped', actions: [endProcess, 'recordExit'] },
           { guard: 'watchdogOff', target: 'stopped', actions: [endProcess, 'recordExit'] },
           { guard: 'crashLimitReached', target: 'failed', actions: [endProcess, 'recordExit', 'countCrash'] },
           { target: 'backoff', actions: [endProcess, 'recordExit', 'countCrash'] },

@@ -29,15 +29,45 @@ export function parseStatus(body: string): Map<string, { status: string; err: st
   return out;
 }
 
-/** What a line of frpc's log says of its connection: logged in, lost it, or neither; and whether to look again. */
+/**
+ * What a line of frpc's log says of its connection to the server, and whether the proxy status is worth reading
+ * again. Every pattern is a line frpc 0.71.0 prints (client/service.go, control.go, proxy/proxy_manager.go,
+ * config_manager.go, health/health.go): `try to connect to server...` begins every login, the first one included, and
+ * after a lost connection it is the only line at the default level; `login to server success` ends one.
+ */
 export function readLogLine(content: string): { connected?: boolean; lookAgain: boolean } {
-  if (/login to server success/.test(content)) return { connected: true, lookAgain: true };
-  if (/try to reconnect|connection to server closed|control writer is closing|login to the server failed/.test(content))
+  if (content.includes('login to server success')) return { connected: true, lookAgain: true };
+  if (/try to connect to server|connect to server error|heartbeat timeout|login to the server failed/.test(content))
     return { connected: false, lookAgain: true };
   return {
-    lookAgain: /start proxy success|start error|proxy added|proxy removed|success reload|health check/.test(content),
+    lookAgain:
+      /start proxy success|start error|proxy added|proxy removed|success reload|health check status change/.test(
+        content,
+      ),
   };
 }
+
+/**
+ * frpc logs every call to its admin API (`http request: [/api/status]`, `http response [/api/status]: code [200]`,
+ * pkg/util/http/middleware.go): the lines tunnelward's own status reads cause are left out of the tunnel's log,
+ * where they would be most of it.
+ */
+export function withoutStatusReads(text: string): string {
+  if (!text.includes('[/api/status]')) return text;
+  return text
+    .split('\n')
+    .filter(
+      (line) => !/ (?:http request: \[\/api\/status\]|http response \[\/api\/status\]: code \[200\])\s*$/.test(line),
+    )
+    .join('\n');
+}
+
+/**
+ * The tunnel's last lines say it ended because its first login to the server failed (`loginFailExit`, frpc's
+ * default, makes frpc exit 1 then, the code of a config error too): a server that can come back, so worth a retry.
+ */
+export const loginFailedAtStart = (tail: readonly string[]): boolean =>
+  tail.some((line) => line.includes('login to the server failed:'));
 
 /** A proxy that works: frpc says it runs. Anything else after a start is a proxy that does not. */
 export const isUp = (status: string): boolean => status === 'running';

@@ -107,11 +107,19 @@ export class TunnelConfig {
     config.doc.serverPort ??= 7000;
     if (getPath(config.doc, ['log', 'disablePrintColor']) === undefined)
       setPath(config.doc, ['log', 'disablePrintColor'], true);
+    if (config.doc.loginFailExit === undefined) {
+      config.doc.loginFailExit = false;
+      notes.push('loginFailExit = false was added: a server that cannot be reached at start is tried again, not fatal');
+    }
     if (checked.length > 0) config.doc.visitors = checked;
     return { config, proxyCount: config.blocks().length, visitorCount: checked.length, notes };
   }
 
-  /** A new file for an instance; sets `log.disablePrintColor` so frpc's console lines carry no colour codes. */
+  /**
+   * A new file for an instance; sets `log.disablePrintColor` so frpc's console lines carry no colour codes, and
+   * `loginFailExit = false` so that a server that cannot be reached at start is tried again (the tunnel runs, not
+   * connected) instead of ending frpc with code 1, the code of a config error.
+   */
   static create(
     base: { serverAddr: string; serverPort: string | number; authMethod: string },
     additional: Record<string, unknown> = {},
@@ -121,6 +129,7 @@ export class TunnelConfig {
       serverAddr: base.serverAddr,
       serverPort: base.serverPort,
       auth_method: base.authMethod,
+      loginFailExit: false,
       'log.disablePrintColor': true,
     });
     if (!isTable(additional)) throw badRequest('additionalProperties must be an object of config keys to values');

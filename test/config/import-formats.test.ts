@@ -54,7 +54,9 @@ test('INI as go-ini reads it for frpc: quotes, ":" delimiters, bare keys, commen
     ].join('\n'),
   );
   t.is(format, 'ini');
-  t.deepEqual(notes, []);
+  t.deepEqual(notes, [
+    'loginFailExit = false was added: a server that cannot be reached at start is tried again, not fatal',
+  ]);
   t.like(file, {
     serverAddr: 'frp.example.com',
     serverPort: 7000,

@@ -123,7 +123,7 @@ function allKeys(value: unknown, out: string[] = []): string[] {
 
 // ---- create / round trips ----
 
-test('create writes what frpc accepts: integer port, auth.method, no colour codes', (t) => {
+test('create writes what frpc accepts: integer port, auth.method, no colour codes, a failed first login not fatal', (t) => {
   const config = TunnelConfig.create(
     { serverAddr: 'frp.example.com', serverPort: '7000', authMethod: 'token' },
     { 'auth.token': SECRET, 'transport.tls.enable': true },
@@ -133,6 +133,7 @@ test('create writes what frpc accepts: integer port, auth.method, no colour code
     serverAddr: 'frp.example.com',
     serverPort: 7000,
     auth: { method: 'token', token: SECRET },
+    loginFailExit: false,
     log: { disablePrintColor: true },
     transport: { tls: { enable: true } },
   });
@@ -431,6 +432,7 @@ test('setCommon removes a key given null, with the tables it empties', (t) => {
     serverAddr: 'frp.example.com',
     serverPort: 7000,
     auth: { method: 'token' },
+    loginFailExit: false,
     log: { disablePrintColor: true },
   });
 });
@@ -679,7 +681,7 @@ test('values that try to break out of their TOML string are refused or stay insi
   t.is(doc.user, oneLine);
   t.is(doc.auth.oidc.audience, '/tmp/a\'b"c]]');
   t.is(doc.proxies, undefined);
-  t.deepEqual(Object.keys(doc).sort(), ['auth', 'log', 'serverAddr', 'serverPort', 'user']);
+  t.deepEqual(Object.keys(doc).sort(), ['auth', 'log', 'loginFailExit', 'serverAddr', 'serverPort', 'user']);
 });
 
 test('kept values with newlines and ]] are escaped when rewritten, never turned into blocks', (t) => {

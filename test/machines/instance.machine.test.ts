@@ -381,6 +381,44 @@ test('an exit code that says retrying will not help sends a start straight to fa
   t.is(retried.state(), 'backoff');
 });
 
+test('an exit the tunnel says can pass (a failed first login) is retried, whatever its code', async (t) => {
+  const h = harness();
+  await h.send({ type: 'START', ref: 1 });
+  await h.advance(startMs);
+  await h.crash(100, { code: 1 });
+  await h.advance(0);
+  await h.crash(101, { code: 1, tail: ['login to the server failed: dial tcp: refused'], transient: true });
+  t.is(h.state(), 'backoff', 'code 1 of a failed login is not a config error');
+  await h.advance(DEFAULT_TIMING.backoffBaseMs);
+  t.deepEqual(h.spawned, [100, 101, 102]);
+});
+
+test('an exit with code 0 of its own (frpc after /api/stop) is a stop: not restarted, not a crash', async (t) => {
+  const h = harness();
+  await h.send({ type: 'START', ref: 1 });
+  await h.advance(startMs);
+  await h.crash(100, { code: 0 });
+  t.is(h.state(), 'stopped');
+  t.like(h.actor.getSnapshot().context, { attempt: 0, pid: null, lastExit: { code: 0, signal: null } });
+  await h.advance(DEFAULT_TIMING.backoffCapMs);
+  t.deepEqual(h.spawned, [100], 'nothing restarts it');
+
+  // During a watchdog's restart the same: the tunnel ended on purpose.
+  const w = harness();
+  await w.send({ type: 'START', ref: 1 });
+  await w.advance(startMs);
+  await w.crash(100, { signal: 'SIGKILL' });
+  await w.advance(0);
+  await w.crash(101, { code: 0 });
+  t.is(w.state(), 'stopped');
+  // An operator's start that ends so is answered as the failure it is.
+  const m = harness();
+  await m.send({ type: 'START', ref: 7 });
+  await m.crash(100, { code: 0 });
+  t.is(m.state(), 'stopped');
+  t.like(m.replies, [{ ref: 7, ok: false }]);
+});
+
 test('when the init system restarts: backoff waits for its new process, the machine spawns nothing', async (t) => {
   const h = harness();
   await h.send({ type: 'START' });
