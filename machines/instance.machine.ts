@@ -275,7 +275,9 @@ export const instanceMachine = setup({
     cleanExit: ({ event }) => event.type === 'EXITED' && event.exit.code === 0 && event.exit.signal === null,
     commandIs: ({ context }, params: { command: Command }) => context.command === params.command,
     watchdogOff: ({ context }) => !context.watchdog,
-    crashLimitReached: ({ context }) => context.attempt + 1 >= context.timing.startLimit,
+    /** A transient exit (a server that may come back) never gives up: it backs off to the cap and tries again. */
+    crashLimitReached: ({ context, event }) =>
+      !(event.type === 'EXITED' && event.exit.transient) && context.attempt + 1 >= context.timing.startLimit,
     disablesWatchdog: ({ event }) => event.type === 'CONFIGURE' && !event.watchdog,
     /** The init system restarts the tunnel itself, gives up on it, or let it stop (see `ExitInfo.next`). */
     next: ({ event }, params: { is: NonNullable<ExitInfo['next']> }) =>
