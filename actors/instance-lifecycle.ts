@@ -142,6 +142,7 @@ export class InstanceLifecycle {
    * of the host, the `bootAtStart` instances are started.
    */
   async restore(bootId: string): Promise<void> {
+    await this.runner.takeOverOutput?.();
     const sameBoot = getMeta(this.db, 'boot_id') === bootId;
     const toStart: number[] = [];
     const toStop: number[] = [];

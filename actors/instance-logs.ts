@@ -278,6 +278,9 @@ export class LogChannel {
 
   close(): void {
     this.stopReader();
+    // Half a line read: written as it is, so that whoever reads the pipe next (the keeper) completes it.
+    if (this.partial !== '') this.file.append(this.partial);
+    this.partial = '';
     this.entries$.complete();
   }
 
@@ -330,6 +333,9 @@ function tailOf(path: string, count: number): string[] {
   }
 }
 
+/** Where the tunnels' output pipes and log files are. */
+export const logsDirOf = (dataDir: string): string => join(dataDir, 'logs');
+
 /** The log channels of every instance, created on first use. */
 export class InstanceLogs {
   private readonly channels = new Map<number, LogChannel>();
@@ -345,7 +351,7 @@ export class InstanceLogs {
     private readonly log: Logger,
     private readonly source?: LogSourceFactory,
   ) {
-    this.dir = join(dataDir, 'logs');
+    this.dir = logsDirOf(dataDir);
     mkdirSync(this.dir, { recursive: true, mode: 0o750 });
   }
 
@@ -380,8 +386,11 @@ export class InstanceLogs {
     );
   }
 
-  close(): void {
-    for (const channel of this.channels.values()) channel.close();
+  /** Stops reading every pipe; resolves once what was read is in the log files. */
+  async close(): Promise<void> {
+    const channels = [...this.channels.values()];
     this.channels.clear();
+    for (const channel of channels) channel.close();
+    await Promise.all(channels.map((c) => c.file.idle()));
   }
 }

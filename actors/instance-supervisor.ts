@@ -259,9 +259,10 @@ export class InstanceSupervisor {
     this.settingsSub.unsubscribe();
     this.statusSub.unsubscribe();
     this.status.close();
+    // The pipes are let go before the runner lets the spawner go: from then on it keeps them drained, alone.
+    await this.logs.close();
     this.lifecycle.close();
     this.catalogue.close();
-    this.logs.close();
   }
 }
 

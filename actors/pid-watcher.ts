@@ -44,6 +44,10 @@ export class PidWatcher {
     return exited;
   }
 
+  get size(): number {
+    return this.watched.size;
+  }
+
   has(pid: number): boolean {
     return this.watched.has(pid);
   }

@@ -12,7 +12,8 @@ import {
   type LiveProcess,
 } from '../src/system/proc.js';
 import { PidWatcher, type ProcessExit } from './pid-watcher.js';
-import { Spawner, SpawnError, type Spawned } from './spawner.js';
+import { stopKeeper } from './output-keeper.js';
+import { Spawner, SpawnError, type OutputPlace, type Spawned } from './spawner.js';
 
 export type { ProcessExit } from './pid-watcher.js';
 
@@ -90,6 +91,8 @@ export interface TunnelRunner {
    * over; or given up), and calling off a restart it has pending.
    */
   readonly initEvents$?: Observable<InitSystemEvent>;
+  /** Before anything is read of the tunnels' output: whoever kept it flowing while no daemon ran lets it go. */
+  takeOverOutput?(): Promise<void>;
   /** Tunnels that lost their parent (the spawner went away) and are watched by polling from now on. */
   readonly orphaned$?: Observable<number>;
   restartStateOf?(id: number): 'backoff' | 'failed' | undefined;
@@ -134,17 +137,44 @@ export class ProcessRunner implements TunnelRunner {
 
   constructor(
     private readonly log: Logger,
+    /** Where the tunnels' output pipes and log files are: kept flowing by the spawner while the daemon is away. */
+    private readonly output?: () => OutputPlace,
     pollMs = 1000,
   ) {
     this.adopted = new PidWatcher(pollMs);
     // A tunnel whose spawner went away runs on, nobody's child: watched like one taken over at start-up.
     this.spawner = new Spawner(
       (pid, ended) => {
-        void this.adopted.watch(pid, procStat(pid)?.startTicks ?? null).then(ended);
+        void this.watchAdopted(pid, procStat(pid)?.startTicks ?? null).then(ended);
         this.orphaned$.next(pid);
       },
       log.child({ part: 'spawner' }),
+      output,
+      () => this.adopted.size > 0,
     );
+  }
+
+  /**
+   * Before any pipe is read: the keeper an earlier daemon left (its spawner, draining the pipes while nobody else
+   * did) writes what it read and goes.
+   */
+  async takeOverOutput(): Promise<void> {
+    if (!this.output) return;
+    const pid = await stopKeeper(this.output().dir);
+    if (pid !== undefined) this.log.info({ keeperPid: pid }, "took the tunnels' output over from the keeper");
+  }
+
+  /** The rotation settings changed: the keeper is told. */
+  outputChanged(): void {
+    this.spawner.outputChanged();
+  }
+
+  private watchAdopted(pid: number, startTicks: number | null): Promise<ProcessExit> {
+    const exited = this.adopted.watch(pid, startTicks);
+    this.spawner.stayForTunnels();
+    // The last tunnel the spawner did not start has ended: it need not stay for them any longer.
+    void exited.then(() => this.spawner.idleCheck());
+    return exited;
   }
 
   async spawn(request: SpawnRequest): Promise<TunnelProcess> {
@@ -224,7 +254,7 @@ export class ProcessRunner implements TunnelRunner {
   adopt(pid: number, startTicks: number | null, configPath: string): boolean {
     if (this.children.has(pid) || this.adopted.has(pid)) return true;
     if (!isSameProcess(pid, startTicks, configPath)) return false;
-    void this.adopted.watch(pid, procStat(pid)?.startTicks ?? startTicks);
+    void this.watchAdopted(pid, procStat(pid)?.startTicks ?? startTicks);
     return true;
   }
 

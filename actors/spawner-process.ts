@@ -5,10 +5,13 @@
 //   daemon -> spawner  { type: 'spawn', ref, file, args, cwd, env, uid?, gid?, output }   (output: a named pipe)
 //   spawner -> daemon  { type: 'spawned', ref, pid } | { type: 'failed', ref, code, message }
 //                      | { type: 'exit', pid, code, signal }
-// When the daemon goes (its channel closes) the spawner goes too; the tunnels, each in a process group of its own,
-// keep running and the next daemon takes them over.
+//   daemon -> spawner  { type: 'keep', dir, maxBytes, files }   (where the tunnels' pipes and logs are)
+// When the daemon goes (its channel closes) the tunnels, each in a process group of its own, keep running and the
+// next daemon takes them over. If told where their output goes, the spawner stays as its keeper until then
+// (actors/output-keeper.ts); otherwise it goes.
 import { spawn } from 'node:child_process';
 import { closeSync, constants, openSync } from 'node:fs';
+import { keepOutput } from './output-keeper.js';
 
 interface SpawnMessage {
   type: 'spawn';
@@ -22,7 +25,8 @@ interface SpawnMessage {
   output: string;
 }
 
-const send = (message: object) => process.send?.(message);
+// After the daemon has gone there is nobody to tell (and sending would throw).
+const send = (message: object) => process.connected && process.send?.(message);
 
 function start(m: SpawnMessage): void {
   let fd: number;
@@ -56,7 +60,26 @@ function start(m: SpawnMessage): void {
   }
 }
 
-process.on('message', (m: SpawnMessage) => {
+interface KeepMessage {
+  type: 'keep';
+  dir: string;
+  maxBytes: number;
+  files: number;
+}
+
+let keep: KeepMessage | undefined;
+
+process.on('message', (m: SpawnMessage | KeepMessage) => {
   if (m?.type === 'spawn') start(m);
+  else if (m?.type === 'keep') keep = m;
 });
-process.on('disconnect', () => process.exit(0));
+process.on('disconnect', () => {
+  if (!keep) process.exit(0);
+  keepOutput(keep.dir, { maxBytes: keep.maxBytes, files: keep.files }).then(
+    () => process.exit(0),
+    (err: Error) => {
+      process.stderr.write(`tunnelward output keeper: ${err.message}\n`);
+      process.exit(1);
+    },
+  );
+});

@@ -47,9 +47,17 @@ export interface Spawned {
  */
 export type Orphaned = (pid: number, ended: (exit: SpawnedExit) => void) => void;
 
+/** Where the tunnels' output goes: the spawner keeps it flowing there while no daemon reads it. */
+export interface OutputPlace {
+  dir: string;
+  maxBytes: number;
+  files: number;
+}
+
 /**
- * The daemon's side of the spawner (actors/spawner-process.ts): started when the first tunnel is, and let go once
- * no tunnel it started runs and nothing is waiting to start.
+ * The daemon's side of the spawner (actors/spawner-process.ts): started when the first tunnel is (or taken over),
+ * and let go once no tunnel runs and nothing is waiting to start. While any tunnel runs it is there, told where
+ * their output goes: if the daemon goes, it keeps their pipes drained until the next one (actors/output-keeper.ts).
  */
 export class Spawner {
   private child: ChildProcess | undefined;
@@ -62,8 +70,24 @@ export class Spawner {
   constructor(
     private readonly orphaned: Orphaned,
     private readonly log: Logger,
+    /** Where the tunnels' output goes, if it is to be kept while the daemon is away. */
+    private readonly output?: () => OutputPlace,
+    /** Tunnels that run but are not the spawner's own children (taken over): they keep it too. */
+    private readonly othersRunning: () => boolean = () => false,
     private readonly nodeArgs: readonly string[] = NODE_FLAGS,
   ) {}
+
+  /** Starts the spawner for tunnels that run without it (taken over at start-up): their output needs a keeper. */
+  stayForTunnels(): void {
+    if (!this.output) return;
+    this.ensure();
+    this.idleCheck();
+  }
+
+  /** Tells the spawner the current place of the tunnels' output (the rotation settings changed). */
+  outputChanged(): void {
+    if (this.child?.connected && this.output) this.child.send({ type: 'keep', ...this.output() });
+  }
 
   spawn(order: SpawnOrder): Promise<Spawned> {
     const child = this.ensure();
@@ -84,6 +108,7 @@ export class Spawner {
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     });
     this.child = child;
+    if (this.output) child.send({ type: 'keep', ...this.output() });
     child.on('message', (m: SpawnerMessage) => this.onMessage(m));
     child.on('error', (err) => this.log.error({ err }, 'spawner error'));
     child.once('exit', (code, signal) => this.onExit(child, code, signal));
@@ -111,16 +136,21 @@ export class Spawner {
     }
   }
 
-  private idleCheck(): void {
-    if (this.running.size > 0 || this.pending.size > 0 || !this.child) return;
+  /** Lets the spawner go a while after the last tunnel ended (call again when a tunnel it did not start ends). */
+  idleCheck(): void {
+    if (this.busy() || !this.child) return;
     clearTimeout(this.idle);
     this.idle = setTimeout(() => this.letGo(), IDLE_MS);
     this.idle.unref();
   }
 
   /** Closes the channel: the spawner exits by itself. */
+  private busy(): boolean {
+    return this.running.size > 0 || this.pending.size > 0 || this.othersRunning();
+  }
+
   private letGo(): void {
-    if (this.running.size > 0 || this.pending.size > 0) return;
+    if (this.busy()) return;
     const child = this.child;
     this.child = undefined;
     if (child?.connected) child.disconnect();

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { InstanceSupervisor } from '../../actors/instance-supervisor.js';
 import { bootServiceFor, InitdBootService, SystemdBootService } from '../../actors/boot-services.js';
-import { InstanceLogs } from '../../actors/instance-logs.js';
+import { InstanceLogs, logsDirOf } from '../../actors/instance-logs.js';
 import { fileSource } from '../../actors/log-sources.js';
 import { InitdRunner } from '../../actors/initd-runner.js';
 import { ProcessRunner } from '../../actors/process-runner.js';
@@ -101,11 +101,17 @@ async function startLocked(
   cleanups.push(() => initialPassword.close());
 
   const initSystem = detectInitSystem(settings.value('InitSystem'));
-  const { runner, boot, source, journal } = runnersFor(initSystem, () => settings.get(), log);
+  const { runner, boot, source, journal } = runnersFor(initSystem, () => settings.get(), log, dataDir);
   if (journal) {
     // Following starts before the units are looked at, so nothing that happens in between is missed.
     await journal.start();
     cleanups.push(() => journal.close());
+  }
+  if (runner instanceof ProcessRunner) {
+    const outputSub = settings.changes$.subscribe(({ changed }) => {
+      if (changed.some((k) => k.startsWith('Log.'))) runner.outputChanged();
+    });
+    cleanups.push(() => outputSub.unsubscribe());
   }
   const logs = new InstanceLogs(
     dataDir,
@@ -305,7 +311,7 @@ const serviceEvent = (event: 'service.started' | 'service.stopping') => ({
 });
 
 /** The runner, the boot service and the log source that go with an init system (and systemd's journal follower). */
-function runnersFor(initSystem: InitSystem, settings: () => Readonly<Settings>, log: Logger) {
+function runnersFor(initSystem: InitSystem, settings: () => Readonly<Settings>, log: Logger, dataDir: string) {
   const boot = bootServiceFor(initSystem, settings);
   const runnerLog = log.child({ component: 'runner' });
   if (boot instanceof SystemdBootService) {
@@ -325,7 +331,13 @@ function runnersFor(initSystem: InitSystem, settings: () => Readonly<Settings>, 
       journal: undefined,
     };
   }
-  return { runner: new ProcessRunner(runnerLog), boot, source: undefined, journal: undefined };
+  // While the daemon is away, the spawner keeps the tunnels' output flowing into their log files.
+  const output = () => ({
+    dir: logsDirOf(dataDir),
+    maxBytes: settings()['Log.MaxBytes'],
+    files: settings()['Log.Files'],
+  });
+  return { runner: new ProcessRunner(runnerLog, output), boot, source: undefined, journal: undefined };
 }
 
 function listen(server: Server, port: number, host: string): Promise<void> {
