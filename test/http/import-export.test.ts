@@ -143,7 +143,7 @@ const SAMPLES: Array<{
     ownWebServer: true,
     expected: async () => {
       const source = withoutWebServer(parse(await sample('current.toml')) as Tree);
-      return { ...source, log: { ...source.log, disablePrintColor: true } };
+      return { loginFailExit: false, ...source, log: { ...source.log, disablePrintColor: true } };
     },
   },
   {
@@ -162,7 +162,8 @@ const SAMPLES: Array<{
     ownWebServer: false,
     expected: async () => {
       const source = parseYaml(await sample('sample.yaml')) as Tree;
-      return { ...source, log: { ...source.log, disablePrintColor: true } };
+      // A file that does not say loginFailExit gets it false.
+      return { loginFailExit: false, ...source, log: { ...source.log, disablePrintColor: true } };
     },
   },
   {
@@ -171,7 +172,7 @@ const SAMPLES: Array<{
     proxies: 7,
     visitors: 2,
     ownWebServer: false,
-    expected: async () => JSON.parse(await sample('sample.json')) as Tree,
+    expected: async () => ({ loginFailExit: false, ...(JSON.parse(await sample('sample.json')) as Tree) }),
   },
 ];
 
