@@ -237,7 +237,19 @@ export class TunnelStatus {
     const from = tracked.connected;
     tracked.connected = connected;
     this.touched(id);
-    if (!connected && tracked.proxies.size > 0) tracked.proxies.clear();
+    if (!connected && tracked.proxies.size > 0) {
+      // Its server gone, no proxy of the tunnel carries anything: each one that was up is down (debounced alike).
+      for (const [name, proxy] of tracked.proxies)
+        if (isUp(proxy.status))
+          this.announce(`${id}/${name}`, {
+            event: 'proxy.down',
+            instanceID: id,
+            proxy: name,
+            from: proxy.status,
+            to: 'disconnected',
+          });
+      tracked.proxies.clear();
+    }
     this.announce(String(id), {
       event: connected ? 'instance.connected' : 'instance.disconnected',
       instanceID: id,

@@ -9,8 +9,11 @@ export const FIXTURE_FRPC = join(PACKAGE_ROOT, 'test', 'fixtures', 'frpc.mjs');
 
 const run = promisify(execFile);
 
-/** settings.toml for a daemon whose tunnels are the fixture, with short timings so tests stay quick. */
-export function instanceSettings(extra: Record<string, string | number> = {}): string {
+/**
+ * settings.toml for a daemon whose tunnels are the fixture (or the program given), with short timings so tests stay
+ * quick.
+ */
+export function instanceSettings(extra: Record<string, string | number> = {}, tunnelPath = FIXTURE_FRPC): string {
   const values: Record<string, string | number> = {
     'Instance.StartSecs': 0.3,
     'Instance.StopTimeoutSecs': 2,
@@ -21,7 +24,7 @@ export function instanceSettings(extra: Record<string, string | number> = {}): s
     'RateLimit.PerToken': 100000,
     ...extra,
   };
-  const lines = [`TunnelPath = ${JSON.stringify(FIXTURE_FRPC)}`];
+  const lines = [`TunnelPath = ${JSON.stringify(tunnelPath)}`];
   for (const [key, value] of Object.entries(values)) {
     lines.push(`${JSON.stringify(key)} = ${typeof value === 'string' ? JSON.stringify(value) : value}`);
   }

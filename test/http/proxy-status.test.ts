@@ -75,9 +75,11 @@ test('proxy status and the connection follow the server: port taken, freed, serv
     (s) => s.connected === true && s.proxyStatus.running === 2,
   );
   await events.waitFor(() => alerts().some((e) => e.event === 'instance.connected'));
-  t.false(
-    alerts().some((e) => e.event === 'proxy.down' && e.proxy === 'ssh'),
-    'a lost server is one alert, not one per proxy',
+  // Each proxy that was up went down with the server, and came back up with it.
+  await events.waitFor(() => alerts().filter((e) => e.event === 'proxy.up' && e.proxy === 'ssh').length === 1);
+  t.like(
+    alerts().find((e) => e.event === 'proxy.down' && e.proxy === 'ssh'),
+    { from: 'running', to: 'disconnected' },
   );
 
   // A flap shorter than the debounce says nothing.
