@@ -81,11 +81,14 @@ export function tunnelPids(configPath: string): Promise<number[]> {
 }
 
 /**
- * Ends every fixture tunnel running a config file under `dir`: for a test whose last daemon is killed, so that no
- * tunnel outlives it.
+ * Ends every tunnel (the fixture or the real frpc) running a config file under `dir`: for a test whose last daemon
+ * is killed, so that no tunnel outlives it.
  */
 export async function killTunnelsUnder(dir: string): Promise<void> {
-  for (const pid of await fixturePids((path) => path.startsWith(`${dir}/`))) {
+  for (const pid of await tunnelProcesses(
+    (path) => path.startsWith(`${dir}/`),
+    () => true,
+  )) {
     try {
       process.kill(pid, 'SIGKILL');
     } catch {
@@ -94,13 +97,18 @@ export async function killTunnelsUnder(dir: string): Promise<void> {
   }
 }
 
-async function fixturePids(runs: (configPath: string) => boolean): Promise<number[]> {
+function fixturePids(runs: (configPath: string) => boolean): Promise<number[]> {
+  return tunnelProcesses(runs, (args) => args.some((a) => a.endsWith('frpc.mjs')));
+}
+
+/** Live (not zombie) processes with `-c <config path>` in their arguments, read from /proc. */
+async function tunnelProcesses(runs: (configPath: string) => boolean, is: (args: string[]) => boolean) {
   const pids: number[] = [];
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     const cmdline = await readFile(`/proc/${entry}/cmdline`, 'latin1').catch(() => '');
     const args = cmdline.split('\0');
-    if (!args.some((a) => a.endsWith('frpc.mjs')) || !runs(args[args.indexOf('-c') + 1] ?? '')) continue;
+    if (!args.includes('-c') || !is(args) || !runs(args[args.indexOf('-c') + 1] ?? '')) continue;
     const stat = await readFile(`/proc/${entry}/stat`, 'latin1').catch(() => '');
     if (stat && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z') pids.push(Number(entry));
   }
