@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { promisify } from 'node:util';
 import { map, share, Subject, type Observable } from 'rxjs';
-import { withoutStatusReads } from '../src/config/proxy-status.js';
+import { readLogLine, withoutStatusReads } from '../src/config/proxy-status.js';
 import { parseFrpcLine, stripAnsi, type InstanceLogEntry } from '../src/log/log-entries.js';
 import type { Logger } from '../src/log/logger.js';
 import { LogFileWriter, type LogFault, type RotationPolicy } from './log-file-writer.js';
@@ -68,6 +68,11 @@ export class LogChannel {
    * tunnel it follows for hints, and a field costs a thousand tunnels far less than a subscription each.
    */
   hints: ((entries: InstanceLogEntry[]) => void) | undefined;
+  /**
+   * What the current run's log last said of the server connection: the live status, which follows a tunnel only
+   * once it runs, starts from it (a tunnel logs in well before its start is confirmed).
+   */
+  connectionSaid: boolean | undefined;
   private reader: Socket | LogSource | undefined;
   private partial = '';
   private lastData = 0;
@@ -258,12 +263,15 @@ export class LogChannel {
   /** A new run of the tunnel begins: its exit is explained by its own lines only. */
   newRun(): void {
     this.runTail = [];
+    this.connectionSaid = undefined;
   }
 
   private keepTail(lines: string): void {
     for (const line of lines.split('\n')) {
       const plain = stripAnsi(line).trimEnd();
       if (plain === '') continue;
+      const said = readLogLine(plain).connected;
+      if (said !== undefined) this.connectionSaid = said;
       this.runTail.push(plain);
       if (this.runTail.length > TAIL_LINES) this.runTail.shift();
     }

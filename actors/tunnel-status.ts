@@ -31,6 +31,8 @@ const TICK_MS = 1000;
 /** A tunnel's log, as the status reads it: one listener slot, not a subscription per tunnel. */
 export interface HintSource {
   hints: ((entries: InstanceLogEntry[]) => void) | undefined;
+  /** What the log said of the connection before it was followed, if anything. */
+  readonly connectionSaid?: boolean | undefined;
 }
 
 interface Tracked {
@@ -110,6 +112,7 @@ export class TunnelStatus {
       }
     };
     this.tracked.set(id, tracked);
+    if (log.connectionSaid !== undefined) this.setConnected(id, log.connectionSaid);
     if (!this.ticker) {
       this.ticker = setInterval(() => this.pollDue(), TICK_MS);
       this.ticker.unref();
