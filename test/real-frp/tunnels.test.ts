@@ -325,10 +325,10 @@ test('kill -9 of the daemon while tunnels carry bytes: they carry on, and the ne
   const echo = await echoServer();
   t.teardown(() => echo.close());
   const first = await startDaemon({ settingsToml: realFrpSettings(), env: BOOT });
-  let second: Daemon | undefined;
+  const next: { daemon?: Daemon } = {};
   t.teardown(async () => {
     await first.stop('SIGKILL');
-    await second?.stop('SIGKILL');
+    await next.daemon?.stop('SIGKILL');
     await killTunnelsUnder(first.dataDir);
     await rm(first.dataDir, { recursive: true, force: true });
   });
@@ -352,7 +352,7 @@ test('kill -9 of the daemon while tunnels carry bytes: they carry on, and the ne
   for (let round = 0; round < 20; round++) await Promise.all(conns.map((c) => c.exchange(`away ${round}`)));
   await Promise.all(tunnels.map((x) => roundTrip(x.port, 'a new connection while the daemon is away')));
 
-  second = await startDaemon({ dataDir: first.dataDir, env: BOOT });
+  const second = (next.daemon = await startDaemon({ dataDir: first.dataDir, env: BOOT }));
   const token2 = await second.login();
   await second.waitForOutput(/"adopted":3/);
   for (const { id } of tunnels)
