@@ -9,7 +9,7 @@ import { editProxy, readProxyChanges, type ProxyInput } from './proxy-edit.js';
 import { REMOTE_PORT_TYPES } from './proxy-keys.js';
 import { SECRET_MASK, viewOf, type ProxyView } from './proxy-view.js';
 import { maskSecrets } from './secret-mask.js';
-import { deletePath, getPath, isTable, setPath, text, type Table } from './toml-tree.js';
+import { copyTree, deletePath, getPath, isTable, setPath, text, type Table } from './toml-tree.js';
 import { checkEntryName, checkValue, messageOf, safeLabel } from './value-check.js';
 import { checkVisitor } from './visitor-check.js';
 
@@ -125,13 +125,17 @@ export class TunnelConfig {
     additional: Record<string, unknown> = {},
   ): TunnelConfig {
     const config = new TunnelConfig({});
-    config.setCommon({
-      serverAddr: base.serverAddr,
-      serverPort: base.serverPort,
-      auth_method: base.authMethod,
-      loginFailExit: false,
-      'log.disablePrintColor': true,
-    });
+    // What the base needs besides (the oidc settings) comes in the additional properties: checked together there.
+    config.setCommon(
+      {
+        serverAddr: base.serverAddr,
+        serverPort: base.serverPort,
+        auth_method: base.authMethod,
+        loginFailExit: false,
+        'log.disablePrintColor': true,
+      },
+      false,
+    );
     if (!isTable(additional)) throw badRequest('additionalProperties must be an object of config keys to values');
     const clashes = flattenPatch(additional)
       .map(([key]) => key)
@@ -170,12 +174,16 @@ export class TunnelConfig {
   setAdminEndpoint(port: number, user: string, password: string): void {
     this.managingAdmin = true;
     try {
-      this.setCommon({
-        'webServer.addr': '127.0.0.1',
-        'webServer.port': port,
-        'webServer.user': user,
-        'webServer.password': password,
-      });
+      // Our own keys break no rule; a file that already breaks one is frpc's to refuse at the start, not ours here.
+      this.setCommon(
+        {
+          'webServer.addr': '127.0.0.1',
+          'webServer.port': port,
+          'webServer.user': user,
+          'webServer.password': password,
+        },
+        false,
+      );
     } finally {
       this.managingAdmin = false;
     }
@@ -195,9 +203,10 @@ export class TunnelConfig {
 
   /**
    * Changes top-level settings only (the API's `configFile` modification). Keys are frpc's dotted names or the
-   * older snake_case ones; nested objects are read as dotted keys; `null` removes a key. All-or-nothing.
+   * older snake_case ones; nested objects are read as dotted keys; `null` removes a key. All-or-nothing. The
+   * settings that result must keep the rules frpc checks between settings (`checkRules`: see settingRules).
    */
-  setCommon(patch: Record<string, unknown>): void {
+  setCommon(patch: Record<string, unknown>, checkRules = true): void {
     if (!isTable(patch)) throw badRequest('modifiedData must be an object of config keys to values');
     const unknown: string[] = [];
     const errors: string[] = [];
@@ -254,10 +263,16 @@ export class TunnelConfig {
       throw badRequest(`Unknown config key${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}`);
     }
     if (errors.length > 0) throw badRequest([...new Set(errors)].join('; '));
+    const { proxies, visitors, ...settings } = this.doc;
+    const next = copyTree(settings);
     for (const { path, value } of changes.values()) {
-      if (value === undefined) deletePath(this.doc, path);
-      else setPath(this.doc, path, value);
+      if (value === undefined) deletePath(next, path);
+      else setPath(next, path, value);
     }
+    const broken = checkRules ? settingRules(next) : [];
+    if (broken.length > 0) throw badRequest(broken.join('; '));
+    for (const key of Object.keys(this.doc)) delete this.doc[key];
+    Object.assign(this.doc, next, proxies === undefined ? {} : { proxies }, visitors === undefined ? {} : { visitors });
   }
 
   proxies(): ProxyView[] {
@@ -467,6 +482,44 @@ function useConsoleOutput(doc: Table): Table {
 
 function portFamily(block: Table): string | undefined {
   return REMOTE_PORT_TYPES.includes(text(block.type)) && block.remotePort !== undefined ? text(block.type) : undefined;
+}
+
+/**
+ * What frpc's validation checks between top-level settings (pkg/config/v1/validation in frp 0.71), each broken rule
+ * as a message; frpc refuses to start with any of them. A value read from the environment is known only at the
+ * start: it counts as given, and its shape is not checked.
+ */
+function settingRules(settings: Table): string[] {
+  const broken: string[] = [];
+  const given = (path: string) => text(getPath(settings, path.split('.'))) !== '';
+  if (
+    getPath(settings, ['auth', 'method']) === 'oidc' &&
+    getPath(settings, ['auth', 'oidc', 'tokenSource']) === undefined
+  ) {
+    for (const key of ['auth.oidc.clientID', 'auth.oidc.tokenEndpointURL']) {
+      if (!given(key)) broken.push(`${key} is required when auth.method is oidc`);
+    }
+    const url = text(getPath(settings, ['auth', 'oidc', 'tokenEndpointURL']));
+    if (url !== '' && !url.includes('{{') && !isHttpUrl(url))
+      broken.push('auth.oidc.tokenEndpointURL must be an absolute http or https URL');
+    const params = getPath(settings, ['auth', 'oidc', 'additionalEndpointParams']);
+    if (isTable(params) && Object.hasOwn(params, 'scope'))
+      broken.push('auth.oidc.additionalEndpointParams.scope is not allowed; use auth.oidc.scope');
+    if (isTable(params) && Object.hasOwn(params, 'audience') && given('auth.oidc.audience'))
+      broken.push('auth.oidc.audience and auth.oidc.additionalEndpointParams.audience cannot both be set');
+  }
+  return broken;
+}
+
+/** An absolute http(s) URL with a host, as frpc's `url.Parse` and its checks read one. */
+function isHttpUrl(value: string): boolean {
+  if (!/^https?:\/\/[^/?#]+/i.test(value)) return false;
+  try {
+    new URL(value);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 // ---- small helpers ----

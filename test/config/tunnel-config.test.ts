@@ -355,12 +355,18 @@ test('setCommon sets dotted and older names, converting numeric-string ports and
     'log.level': 'debug',
     'transport.poolCount': 5,
     auth_method: 'oidc',
+    oidc_client_id: 'frpc',
+    'auth.oidc.tokenEndpointURL': 'https://sso.example.com/token',
     transport: { tcpMux: false },
   });
   const doc = reparse(config);
   t.is(doc.serverAddr, '192.0.2.7');
   t.is(doc.serverPort, 7001);
-  t.deepEqual(doc.auth, { method: 'oidc', token: SECRET });
+  t.deepEqual(doc.auth, {
+    method: 'oidc',
+    token: SECRET,
+    oidc: { clientID: 'frpc', tokenEndpointURL: 'https://sso.example.com/token' },
+  });
   t.deepEqual(doc.transport, { tls: { enable: false }, poolCount: 5, tcpMux: false });
   t.deepEqual(doc.log, { disablePrintColor: true, level: 'debug' });
   t.is(config.serverPort, '7001');
@@ -405,6 +411,53 @@ test('setCommon type-checks values and is all-or-nothing', (t) => {
     fails(t, () => config.setCommon(patch), 400, message);
     t.is(config.toString(), before, `unchanged after ${JSON.stringify(patch)}`);
   }
+});
+
+test('auth.method oidc needs what frpc requires with it: a client ID, an http(s) token endpoint, no scope parameter', (t) => {
+  const base = { serverAddr: 'frp.example.com', serverPort: 7000, authMethod: 'oidc' };
+  const oidc = { clientID: 'frpc', tokenEndpointURL: 'https://sso.example.com/token' };
+  fails(
+    t,
+    () => TunnelConfig.create(base),
+    400,
+    /^auth\.oidc\.clientID is required when auth\.method is oidc; auth\.oidc\.tokenEndpointURL is required when auth\.method is oidc$/,
+  );
+  t.deepEqual(reparse(TunnelConfig.create(base, { auth: { oidc } })).auth, { method: 'oidc', oidc });
+  const config = fresh();
+  const before = config.toString();
+  const cases: Array<[Record<string, unknown>, RegExp]> = [
+    [{ 'auth.method': 'oidc', 'auth.oidc.clientID': 'frpc' }, /^auth\.oidc\.tokenEndpointURL is required/],
+    [{ 'auth.method': 'oidc', 'auth.oidc': { ...oidc, clientID: '' } }, /^auth\.oidc\.clientID is required/],
+    ...['sso.example.com/token', 'ftp://sso.example.com/token', 'http:sso.example.com', 'https:///token'].map(
+      (url): [Record<string, unknown>, RegExp] => [
+        { 'auth.method': 'oidc', 'auth.oidc': { ...oidc, tokenEndpointURL: url } },
+        /^auth\.oidc\.tokenEndpointURL must be an absolute http or https URL$/,
+      ],
+    ),
+    [
+      { 'auth.method': 'oidc', 'auth.oidc': { ...oidc, additionalEndpointParams: { scope: 'openid' } } },
+      /^auth\.oidc\.additionalEndpointParams\.scope is not allowed; use auth\.oidc\.scope$/,
+    ],
+    [
+      { 'auth.method': 'oidc', 'auth.oidc': { ...oidc, audience: 'a', additionalEndpointParams: { audience: 'b' } } },
+      /^auth\.oidc\.audience and auth\.oidc\.additionalEndpointParams\.audience cannot both be set$/,
+    ],
+  ];
+  for (const [patch, message] of cases) {
+    fails(t, () => config.setCommon(patch), 400, message);
+    t.is(config.toString(), before, `unchanged after ${JSON.stringify(patch)}`);
+  }
+  // With the token method frpc leaves the oidc settings alone; a placeholder is known only at the start.
+  config.setCommon({ 'auth.oidc.clientID': 'frpc' });
+  config.setCommon({ 'auth.method': 'oidc', 'auth.oidc.tokenEndpointURL': '{{ .Envs.OIDC_URL }}' });
+  t.is(config.authMethod, 'oidc');
+  fails(t, () => config.setCommon({ 'auth.oidc.clientID': null }), 400, /^auth\.oidc\.clientID is required/);
+  fails(
+    t,
+    () => TunnelConfig.imported({ serverAddr: 'frp.example.com', auth: { method: 'oidc' } }),
+    400,
+    /auth\.oidc\.clientID is required when auth\.method is oidc/,
+  );
 });
 
 test('setCommon never shows a secret value in its messages', (t) => {
