@@ -508,6 +508,17 @@ function settingRules(settings: Table): string[] {
     if (isTable(params) && Object.hasOwn(params, 'audience') && given('auth.oidc.audience'))
       broken.push('auth.oidc.audience and auth.oidc.additionalEndpointParams.audience cannot both be set');
   }
+  // frpc fills an unset (or 0) heartbeat with its default: none with tcpMux (the default), 30 and 90 s without.
+  const tcpMux = getPath(settings, ['transport', 'tcpMux']) !== false;
+  const seconds = (key: string, fallback: number) => Number(getPath(settings, ['transport', key]) ?? 0) || fallback;
+  const interval = seconds('heartbeatInterval', tcpMux ? -1 : 30);
+  const timeout = seconds('heartbeatTimeout', tcpMux ? -1 : 90);
+  if (interval > 0 && timeout > 0 && timeout < interval) {
+    broken.push(
+      `transport.heartbeatTimeout (${timeout}) must not be less than transport.heartbeatInterval (${interval})` +
+        (tcpMux ? '' : "; without tcpMux frpc's defaults are 30 and 90"),
+    );
+  }
   return broken;
 }
 

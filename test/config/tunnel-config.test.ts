@@ -460,6 +460,29 @@ test('auth.method oidc needs what frpc requires with it: a client ID, an http(s)
   );
 });
 
+test("a heartbeat timeout below the heartbeat interval is refused, counting frpc's defaults without tcpMux", (t) => {
+  const config = fresh();
+  const before = config.toString();
+  const cases: Array<[Record<string, unknown>, RegExp]> = [
+    [
+      { transport: { heartbeatInterval: 30, heartbeatTimeout: 10 } },
+      /^transport\.heartbeatTimeout \(10\) must not be less than transport\.heartbeatInterval \(30\)$/,
+    ],
+    [{ 'transport.tcpMux': false, 'transport.heartbeatTimeout': 10 }, /\(10\) .*\(30\); without tcpMux/],
+    [{ tcp_mux: 'false', heartbeat_interval: 120 }, /\(90\) .*\(120\)/],
+  ];
+  for (const [patch, message] of cases) {
+    fails(t, () => config.setCommon(patch), 400, message);
+    t.is(config.toString(), before, `unchanged after ${JSON.stringify(patch)}`);
+  }
+  // With tcpMux an unset one is off; a negative one is off too.
+  config.setCommon({ 'transport.heartbeatTimeout': 10 });
+  config.setCommon({ 'transport.heartbeatInterval': 30, 'transport.heartbeatTimeout': -1 });
+  config.setCommon({ 'transport.tcpMux': false, 'transport.heartbeatTimeout': 30 });
+  t.deepEqual(reparse(config).transport, { heartbeatTimeout: 30, heartbeatInterval: 30, tcpMux: false });
+  fails(t, () => config.setCommon({ 'transport.heartbeatInterval': 31 }), 400, /\(30\) .*\(31\)/);
+});
+
 test('setCommon never shows a secret value in its messages', (t) => {
   const config = fresh();
   for (const value of [`{{ .X }}${SECRET}`, `{{ .Envs.X }}}}${SECRET}`, `${SECRET}\n`, [SECRET], { x: SECRET }]) {
