@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { parse, stringify, TomlError } from 'smol-toml';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { writeFileAtomic } from '../fs/atomic.js';
-import { COMMON_KEYS, LEGACY_COMMON_KEYS } from './frpc-keys.js';
+import { COMMON_KEYS, FEATURE_GATES, LEGACY_COMMON_KEYS } from './frpc-keys.js';
 import { envPlaceholders } from './go-template.js';
 import { normalizeDocument } from './legacy-shape.js';
 import { editProxy, readProxyChanges, type ProxyInput } from './proxy-edit.js';
@@ -508,6 +508,15 @@ function settingRules(settings: Table): string[] {
     if (isTable(params) && Object.hasOwn(params, 'audience') && given('auth.oidc.audience'))
       broken.push('auth.oidc.audience and auth.oidc.additionalEndpointParams.audience cannot both be set');
   }
+  const gates = getPath(settings, ['featureGates']);
+  for (const gate of isTable(gates) ? Object.keys(gates) : []) {
+    if (!(FEATURE_GATES as readonly string[]).includes(gate))
+      broken.push(
+        `featureGates.${safeLabel(gate)}: frpc knows no such feature gate (only ${FEATURE_GATES.join(', ')})`,
+      );
+  }
+  if (given('virtualNet.address') && getPath(settings, ['featureGates', 'VirtualNet']) !== true)
+    broken.push("virtualNet.address needs featureGates.VirtualNet = true (frpc's virtual network is behind that gate)");
   // frpc fills an unset (or 0) heartbeat with its default: none with tcpMux (the default), 30 and 90 s without.
   const tcpMux = getPath(settings, ['transport', 'tcpMux']) !== false;
   const seconds = (key: string, fallback: number) => Number(getPath(settings, ['transport', key]) ?? 0) || fallback;

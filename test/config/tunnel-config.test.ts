@@ -483,6 +483,31 @@ test("a heartbeat timeout below the heartbeat interval is refused, counting frpc
   fails(t, () => config.setCommon({ 'transport.heartbeatInterval': 31 }), 400, /\(30\) .*\(31\)/);
 });
 
+test('feature gates: only those frpc knows, and the virtual network only with its gate on', (t) => {
+  const config = fresh();
+  const before = config.toString();
+  const cases: Array<[Record<string, unknown>, RegExp]> = [
+    [
+      { featureGates: { Teleport: true } },
+      /^featureGates\.Teleport: frpc knows no such feature gate \(only VirtualNet\)$/,
+    ],
+    [{ 'featureGates.virtualnet': true }, /^featureGates\.virtualnet: frpc knows no such feature gate/],
+    [{ 'virtualNet.address': '100.86.0.1/24' }, /^virtualNet\.address needs featureGates\.VirtualNet = true/],
+    [
+      { 'virtualNet.address': '100.86.0.1/24', 'featureGates.VirtualNet': false },
+      /^virtualNet\.address needs featureGates\.VirtualNet = true/,
+    ],
+  ];
+  for (const [patch, message] of cases) {
+    fails(t, () => config.setCommon(patch), 400, message);
+    t.is(config.toString(), before, `unchanged after ${JSON.stringify(patch)}`);
+  }
+  config.setCommon({ featureGates: { VirtualNet: true }, 'virtualNet.address': '100.86.0.1/24' });
+  fails(t, () => config.setCommon({ 'featureGates.VirtualNet': null }), 400, /needs featureGates\.VirtualNet/);
+  config.setCommon({ 'featureGates.VirtualNet': null, 'virtualNet.address': null });
+  t.is(config.toString(), before);
+});
+
 test('setCommon never shows a secret value in its messages', (t) => {
   const config = fresh();
   for (const value of [`{{ .X }}${SECRET}`, `{{ .Envs.X }}}}${SECRET}`, `${SECRET}\n`, [SECRET], { x: SECRET }]) {
