@@ -1,4 +1,6 @@
+import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { dirname, isAbsolute } from 'node:path';
 import { parse, stringify, TomlError } from 'smol-toml';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { writeFileAtomic } from '../fs/atomic.js';
@@ -507,6 +509,14 @@ function settingRules(settings: Table): string[] {
       broken.push('auth.oidc.additionalEndpointParams.scope is not allowed; use auth.oidc.scope');
     if (isTable(params) && Object.hasOwn(params, 'audience') && given('auth.oidc.audience'))
       broken.push('auth.oidc.audience and auth.oidc.additionalEndpointParams.audience cannot both be set');
+  }
+  // frpc looks in each include's directory (relative to its working directory, which depends on how it runs).
+  const includes = getPath(settings, ['includes']);
+  for (const file of Array.isArray(includes) ? includes.map(text) : []) {
+    if (file.includes('{{')) continue;
+    if (!isAbsolute(file)) broken.push(`includes: ${safeLabel(file)} must be an absolute path`);
+    else if (statSync(dirname(file), { throwIfNoEntry: false }) === undefined)
+      broken.push(`includes: the directory ${safeLabel(dirname(file))} does not exist`);
   }
   const gates = getPath(settings, ['featureGates']);
   for (const gate of isTable(gates) ? Object.keys(gates) : []) {

@@ -508,6 +508,24 @@ test('feature gates: only those frpc knows, and the virtual network only with it
   t.is(config.toString(), before);
 });
 
+test('includes: an absolute path whose directory exists, as frpc looks for it', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'tunnelward-includes-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const config = fresh();
+  const before = config.toString();
+  const cases: Array<[unknown, RegExp]> = [
+    [['/nonexistent-tunnelward-dir/*.toml'], /^includes: the directory "\/nonexistent-tunnelward-dir" does not exist$/],
+    [['confd/*.toml'], /^includes: "confd\/\*\.toml" must be an absolute path$/],
+    [[`${dir}/a.toml`, `${dir}/missing/b.toml`], /^includes: the directory ".*\/missing" does not exist$/],
+  ];
+  for (const [includes, message] of cases) {
+    fails(t, () => config.setCommon({ includes }), 400, message);
+    t.is(config.toString(), before, `unchanged after ${JSON.stringify(includes)}`);
+  }
+  config.setCommon({ includes: [`${dir}/*.toml`] });
+  t.deepEqual(reparse(config).includes, [`${dir}/*.toml`]);
+});
+
 test('setCommon never shows a secret value in its messages', (t) => {
   const config = fresh();
   for (const value of [`{{ .X }}${SECRET}`, `{{ .Envs.X }}}}${SECRET}`, `${SECRET}\n`, [SECRET], { x: SECRET }]) {
