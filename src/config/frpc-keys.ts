@@ -118,6 +118,9 @@ export const COMMON_KEYS: Readonly<Record<string, KeySpec>> = {
   'virtualNet.address': string,
 };
 
+/** The feature gates frpc knows (pkg/policy/featuregate); it refuses a file that names any other. */
+export const FEATURE_GATES = ['VirtualNet'] as const;
+
 /** The visitor types frpc v0.70 knows: the client side of stcp, xtcp and sudp proxies. */
 export const VISITOR_TYPES = ['stcp', 'xtcp', 'sudp'] as const;
 

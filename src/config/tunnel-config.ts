@@ -1,15 +1,17 @@
+import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { dirname, isAbsolute } from 'node:path';
 import { parse, stringify, TomlError } from 'smol-toml';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { writeFileAtomic } from '../fs/atomic.js';
-import { COMMON_KEYS, LEGACY_COMMON_KEYS } from './frpc-keys.js';
+import { COMMON_KEYS, FEATURE_GATES, LEGACY_COMMON_KEYS } from './frpc-keys.js';
 import { envPlaceholders } from './go-template.js';
 import { normalizeDocument } from './legacy-shape.js';
 import { editProxy, readProxyChanges, type ProxyInput } from './proxy-edit.js';
 import { REMOTE_PORT_TYPES } from './proxy-keys.js';
 import { SECRET_MASK, viewOf, type ProxyView } from './proxy-view.js';
 import { maskSecrets } from './secret-mask.js';
-import { deletePath, getPath, isTable, setPath, text, type Table } from './toml-tree.js';
+import { copyTree, deletePath, getPath, isTable, setPath, text, type Table } from './toml-tree.js';
 import { checkEntryName, checkValue, messageOf, safeLabel } from './value-check.js';
 import { checkVisitor } from './visitor-check.js';
 
@@ -125,13 +127,17 @@ export class TunnelConfig {
     additional: Record<string, unknown> = {},
   ): TunnelConfig {
     const config = new TunnelConfig({});
-    config.setCommon({
-      serverAddr: base.serverAddr,
-      serverPort: base.serverPort,
-      auth_method: base.authMethod,
-      loginFailExit: false,
-      'log.disablePrintColor': true,
-    });
+    // What the base needs besides (the oidc settings) comes in the additional properties: checked together there.
+    config.setCommon(
+      {
+        serverAddr: base.serverAddr,
+        serverPort: base.serverPort,
+        auth_method: base.authMethod,
+        loginFailExit: false,
+        'log.disablePrintColor': true,
+      },
+      false,
+    );
     if (!isTable(additional)) throw badRequest('additionalProperties must be an object of config keys to values');
     const clashes = flattenPatch(additional)
       .map(([key]) => key)
@@ -170,12 +176,16 @@ export class TunnelConfig {
   setAdminEndpoint(port: number, user: string, password: string): void {
     this.managingAdmin = true;
     try {
-      this.setCommon({
-        'webServer.addr': '127.0.0.1',
-        'webServer.port': port,
-        'webServer.user': user,
-        'webServer.password': password,
-      });
+      // Our own keys break no rule; a file that already breaks one is frpc's to refuse at the start, not ours here.
+      this.setCommon(
+        {
+          'webServer.addr': '127.0.0.1',
+          'webServer.port': port,
+          'webServer.user': user,
+          'webServer.password': password,
+        },
+        false,
+      );
     } finally {
       this.managingAdmin = false;
     }
@@ -195,9 +205,10 @@ export class TunnelConfig {
 
   /**
    * Changes top-level settings only (the API's `configFile` modification). Keys are frpc's dotted names or the
-   * older snake_case ones; nested objects are read as dotted keys; `null` removes a key. All-or-nothing.
+   * older snake_case ones; nested objects are read as dotted keys; `null` removes a key. All-or-nothing. The
+   * settings that result must keep the rules frpc checks between settings (`checkRules`: see settingRules).
    */
-  setCommon(patch: Record<string, unknown>): void {
+  setCommon(patch: Record<string, unknown>, checkRules = true): void {
     if (!isTable(patch)) throw badRequest('modifiedData must be an object of config keys to values');
     const unknown: string[] = [];
     const errors: string[] = [];
@@ -254,10 +265,16 @@ export class TunnelConfig {
       throw badRequest(`Unknown config key${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}`);
     }
     if (errors.length > 0) throw badRequest([...new Set(errors)].join('; '));
+    const { proxies, visitors, ...settings } = this.doc;
+    const next = copyTree(settings);
     for (const { path, value } of changes.values()) {
-      if (value === undefined) deletePath(this.doc, path);
-      else setPath(this.doc, path, value);
+      if (value === undefined) deletePath(next, path);
+      else setPath(next, path, value);
     }
+    const broken = checkRules ? settingRules(next) : [];
+    if (broken.length > 0) throw badRequest(broken.join('; '));
+    for (const key of Object.keys(this.doc)) delete this.doc[key];
+    Object.assign(this.doc, next, proxies === undefined ? {} : { proxies }, visitors === undefined ? {} : { visitors });
   }
 
   proxies(): ProxyView[] {
@@ -467,6 +484,72 @@ function useConsoleOutput(doc: Table): Table {
 
 function portFamily(block: Table): string | undefined {
   return REMOTE_PORT_TYPES.includes(text(block.type)) && block.remotePort !== undefined ? text(block.type) : undefined;
+}
+
+/**
+ * What frpc's validation checks between top-level settings (pkg/config/v1/validation in frp 0.71), each broken rule
+ * as a message; frpc refuses to start with any of them. A value read from the environment is known only at the
+ * start: it counts as given, and its shape is not checked.
+ */
+function settingRules(settings: Table): string[] {
+  const broken: string[] = [];
+  const given = (path: string) => text(getPath(settings, path.split('.'))) !== '';
+  if (
+    getPath(settings, ['auth', 'method']) === 'oidc' &&
+    getPath(settings, ['auth', 'oidc', 'tokenSource']) === undefined
+  ) {
+    for (const key of ['auth.oidc.clientID', 'auth.oidc.tokenEndpointURL']) {
+      if (!given(key)) broken.push(`${key} is required when auth.method is oidc`);
+    }
+    const url = text(getPath(settings, ['auth', 'oidc', 'tokenEndpointURL']));
+    if (url !== '' && !url.includes('{{') && !isHttpUrl(url))
+      broken.push('auth.oidc.tokenEndpointURL must be an absolute http or https URL');
+    const params = getPath(settings, ['auth', 'oidc', 'additionalEndpointParams']);
+    if (isTable(params) && Object.hasOwn(params, 'scope'))
+      broken.push('auth.oidc.additionalEndpointParams.scope is not allowed; use auth.oidc.scope');
+    if (isTable(params) && Object.hasOwn(params, 'audience') && given('auth.oidc.audience'))
+      broken.push('auth.oidc.audience and auth.oidc.additionalEndpointParams.audience cannot both be set');
+  }
+  // frpc looks in each include's directory (relative to its working directory, which depends on how it runs).
+  const includes = getPath(settings, ['includes']);
+  for (const file of Array.isArray(includes) ? includes.map(text) : []) {
+    if (file.includes('{{')) continue;
+    if (!isAbsolute(file)) broken.push(`includes: ${safeLabel(file)} must be an absolute path`);
+    else if (statSync(dirname(file), { throwIfNoEntry: false }) === undefined)
+      broken.push(`includes: the directory ${safeLabel(dirname(file))} does not exist`);
+  }
+  const gates = getPath(settings, ['featureGates']);
+  for (const gate of isTable(gates) ? Object.keys(gates) : []) {
+    if (!(FEATURE_GATES as readonly string[]).includes(gate))
+      broken.push(
+        `featureGates.${safeLabel(gate)}: frpc knows no such feature gate (only ${FEATURE_GATES.join(', ')})`,
+      );
+  }
+  if (given('virtualNet.address') && getPath(settings, ['featureGates', 'VirtualNet']) !== true)
+    broken.push("virtualNet.address needs featureGates.VirtualNet = true (frpc's virtual network is behind that gate)");
+  // frpc fills an unset (or 0) heartbeat with its default: none with tcpMux (the default), 30 and 90 s without.
+  const tcpMux = getPath(settings, ['transport', 'tcpMux']) !== false;
+  const seconds = (key: string, fallback: number) => Number(getPath(settings, ['transport', key]) ?? 0) || fallback;
+  const interval = seconds('heartbeatInterval', tcpMux ? -1 : 30);
+  const timeout = seconds('heartbeatTimeout', tcpMux ? -1 : 90);
+  if (interval > 0 && timeout > 0 && timeout < interval) {
+    broken.push(
+      `transport.heartbeatTimeout (${timeout}) must not be less than transport.heartbeatInterval (${interval})` +
+        (tcpMux ? '' : "; without tcpMux frpc's defaults are 30 and 90"),
+    );
+  }
+  return broken;
+}
+
+/** An absolute http(s) URL with a host, as frpc's `url.Parse` and its checks read one. */
+function isHttpUrl(value: string): boolean {
+  if (!/^https?:\/\/[^/?#]+/i.test(value)) return false;
+  try {
+    new URL(value);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 // ---- small helpers ----

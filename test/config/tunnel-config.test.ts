@@ -355,12 +355,18 @@ test('setCommon sets dotted and older names, converting numeric-string ports and
     'log.level': 'debug',
     'transport.poolCount': 5,
     auth_method: 'oidc',
+    oidc_client_id: 'frpc',
+    'auth.oidc.tokenEndpointURL': 'https://sso.example.com/token',
     transport: { tcpMux: false },
   });
   const doc = reparse(config);
   t.is(doc.serverAddr, '192.0.2.7');
   t.is(doc.serverPort, 7001);
-  t.deepEqual(doc.auth, { method: 'oidc', token: SECRET });
+  t.deepEqual(doc.auth, {
+    method: 'oidc',
+    token: SECRET,
+    oidc: { clientID: 'frpc', tokenEndpointURL: 'https://sso.example.com/token' },
+  });
   t.deepEqual(doc.transport, { tls: { enable: false }, poolCount: 5, tcpMux: false });
   t.deepEqual(doc.log, { disablePrintColor: true, level: 'debug' });
   t.is(config.serverPort, '7001');
@@ -405,6 +411,119 @@ test('setCommon type-checks values and is all-or-nothing', (t) => {
     fails(t, () => config.setCommon(patch), 400, message);
     t.is(config.toString(), before, `unchanged after ${JSON.stringify(patch)}`);
   }
+});
+
+test('auth.method oidc needs what frpc requires with it: a client ID, an http(s) token endpoint, no scope parameter', (t) => {
+  const base = { serverAddr: 'frp.example.com', serverPort: 7000, authMethod: 'oidc' };
+  const oidc = { clientID: 'frpc', tokenEndpointURL: 'https://sso.example.com/token' };
+  fails(
+    t,
+    () => TunnelConfig.create(base),
+    400,
+    /^auth\.oidc\.clientID is required when auth\.method is oidc; auth\.oidc\.tokenEndpointURL is required when auth\.method is oidc$/,
+  );
+  t.deepEqual(reparse(TunnelConfig.create(base, { auth: { oidc } })).auth, { method: 'oidc', oidc });
+  const config = fresh();
+  const before = config.toString();
+  const cases: Array<[Record<string, unknown>, RegExp]> = [
+    [{ 'auth.method': 'oidc', 'auth.oidc.clientID': 'frpc' }, /^auth\.oidc\.tokenEndpointURL is required/],
+    [{ 'auth.method': 'oidc', 'auth.oidc': { ...oidc, clientID: '' } }, /^auth\.oidc\.clientID is required/],
+    ...['sso.example.com/token', 'ftp://sso.example.com/token', 'http:sso.example.com', 'https:///token'].map(
+      (url): [Record<string, unknown>, RegExp] => [
+        { 'auth.method': 'oidc', 'auth.oidc': { ...oidc, tokenEndpointURL: url } },
+        /^auth\.oidc\.tokenEndpointURL must be an absolute http or https URL$/,
+      ],
+    ),
+    [
+      { 'auth.method': 'oidc', 'auth.oidc': { ...oidc, additionalEndpointParams: { scope: 'openid' } } },
+      /^auth\.oidc\.additionalEndpointParams\.scope is not allowed; use auth\.oidc\.scope$/,
+    ],
+    [
+      { 'auth.method': 'oidc', 'auth.oidc': { ...oidc, audience: 'a', additionalEndpointParams: { audience: 'b' } } },
+      /^auth\.oidc\.audience and auth\.oidc\.additionalEndpointParams\.audience cannot both be set$/,
+    ],
+  ];
+  for (const [patch, message] of cases) {
+    fails(t, () => config.setCommon(patch), 400, message);
+    t.is(config.toString(), before, `unchanged after ${JSON.stringify(patch)}`);
+  }
+  // With the token method frpc leaves the oidc settings alone; a placeholder is known only at the start.
+  config.setCommon({ 'auth.oidc.clientID': 'frpc' });
+  config.setCommon({ 'auth.method': 'oidc', 'auth.oidc.tokenEndpointURL': '{{ .Envs.OIDC_URL }}' });
+  t.is(config.authMethod, 'oidc');
+  fails(t, () => config.setCommon({ 'auth.oidc.clientID': null }), 400, /^auth\.oidc\.clientID is required/);
+  fails(
+    t,
+    () => TunnelConfig.imported({ serverAddr: 'frp.example.com', auth: { method: 'oidc' } }),
+    400,
+    /auth\.oidc\.clientID is required when auth\.method is oidc/,
+  );
+});
+
+test("a heartbeat timeout below the heartbeat interval is refused, counting frpc's defaults without tcpMux", (t) => {
+  const config = fresh();
+  const before = config.toString();
+  const cases: Array<[Record<string, unknown>, RegExp]> = [
+    [
+      { transport: { heartbeatInterval: 30, heartbeatTimeout: 10 } },
+      /^transport\.heartbeatTimeout \(10\) must not be less than transport\.heartbeatInterval \(30\)$/,
+    ],
+    [{ 'transport.tcpMux': false, 'transport.heartbeatTimeout': 10 }, /\(10\) .*\(30\); without tcpMux/],
+    [{ tcp_mux: 'false', heartbeat_interval: 120 }, /\(90\) .*\(120\)/],
+  ];
+  for (const [patch, message] of cases) {
+    fails(t, () => config.setCommon(patch), 400, message);
+    t.is(config.toString(), before, `unchanged after ${JSON.stringify(patch)}`);
+  }
+  // With tcpMux an unset one is off; a negative one is off too.
+  config.setCommon({ 'transport.heartbeatTimeout': 10 });
+  config.setCommon({ 'transport.heartbeatInterval': 30, 'transport.heartbeatTimeout': -1 });
+  config.setCommon({ 'transport.tcpMux': false, 'transport.heartbeatTimeout': 30 });
+  t.deepEqual(reparse(config).transport, { heartbeatTimeout: 30, heartbeatInterval: 30, tcpMux: false });
+  fails(t, () => config.setCommon({ 'transport.heartbeatInterval': 31 }), 400, /\(30\) .*\(31\)/);
+});
+
+test('feature gates: only those frpc knows, and the virtual network only with its gate on', (t) => {
+  const config = fresh();
+  const before = config.toString();
+  const cases: Array<[Record<string, unknown>, RegExp]> = [
+    [
+      { featureGates: { Teleport: true } },
+      /^featureGates\.Teleport: frpc knows no such feature gate \(only VirtualNet\)$/,
+    ],
+    [{ 'featureGates.virtualnet': true }, /^featureGates\.virtualnet: frpc knows no such feature gate/],
+    [{ 'virtualNet.address': '100.86.0.1/24' }, /^virtualNet\.address needs featureGates\.VirtualNet = true/],
+    [
+      { 'virtualNet.address': '100.86.0.1/24', 'featureGates.VirtualNet': false },
+      /^virtualNet\.address needs featureGates\.VirtualNet = true/,
+    ],
+  ];
+  for (const [patch, message] of cases) {
+    fails(t, () => config.setCommon(patch), 400, message);
+    t.is(config.toString(), before, `unchanged after ${JSON.stringify(patch)}`);
+  }
+  config.setCommon({ featureGates: { VirtualNet: true }, 'virtualNet.address': '100.86.0.1/24' });
+  fails(t, () => config.setCommon({ 'featureGates.VirtualNet': null }), 400, /needs featureGates\.VirtualNet/);
+  config.setCommon({ 'featureGates.VirtualNet': null, 'virtualNet.address': null });
+  t.is(config.toString(), before);
+});
+
+test('includes: an absolute path whose directory exists, as frpc looks for it', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'tunnelward-includes-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const config = fresh();
+  const before = config.toString();
+  const cases: Array<[unknown, RegExp]> = [
+    [['/nonexistent-tunnelward-dir/*.toml'], /^includes: the directory "\/nonexistent-tunnelward-dir" does not exist$/],
+    [['confd/*.toml'], /^includes: "confd\/\*\.toml" must be an absolute path$/],
+    [[`${dir}/a.toml`, `${dir}/missing/b.toml`], /^includes: the directory ".*\/missing" does not exist$/],
+  ];
+  for (const [includes, message] of cases) {
+    fails(t, () => config.setCommon({ includes }), 400, message);
+    t.is(config.toString(), before, `unchanged after ${JSON.stringify(includes)}`);
+  }
+  config.setCommon({ includes: [`${dir}/*.toml`] });
+  t.deepEqual(reparse(config).includes, [`${dir}/*.toml`]);
 });
 
 test('setCommon never shows a secret value in its messages', (t) => {
