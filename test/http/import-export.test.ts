@@ -162,7 +162,7 @@ const SAMPLES: Array<{
     ownWebServer: false,
     expected: async () => {
       const source = parseYaml(await sample('sample.yaml')) as Tree;
-      return { ...source, log: { ...source.log, disablePrintColor: true } };
+      return { ...source, loginFailExit: false, log: { ...source.log, disablePrintColor: true } };
     },
   },
   {
@@ -171,7 +171,7 @@ const SAMPLES: Array<{
     proxies: 7,
     visitors: 2,
     ownWebServer: false,
-    expected: async () => JSON.parse(await sample('sample.json')) as Tree,
+    expected: async () => ({ ...(JSON.parse(await sample('sample.json')) as Tree), loginFailExit: false }),
   },
 ];
 
