@@ -11,6 +11,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'smol-toml';
+import { COMMON_KEYS, VISITOR_KEYS, type KeySpec } from '../../src/config/frpc-keys.js';
 import { loginFailedAtStart, parseStatus, readLogLine, withoutStatusReads } from '../../src/config/proxy-status.js';
 import { parseFrpcLine } from '../../src/log/log-entries.js';
 import { PROXY_EXAMPLES } from '../config/proxy-examples.js';
@@ -480,6 +481,46 @@ test('file: every proxy type and plugin tunnelward writes, with every key it kno
   t.deepEqual(verifyFixture, verifyReal);
 });
 
+test('file: every top-level and visitor key tunnelward lets through, each with a value of its kind', async (t) => {
+  // Keys whose value must name something that exists (files, included directories) or needs more keys are left out.
+  const skip = /^(includes|virtualNet\.address|webServer\.tls\.|transport\.tls\.(?!enable)|auth\.oidc\.clientID)/;
+  const valueOf = (key: string, spec: KeySpec): unknown => {
+    if (spec.oneOf) return spec.kind === 'strings' ? [spec.oneOf[0]] : spec.oneOf[0];
+    const kinds: Record<KeySpec['kind'], unknown> = {
+      string: /Addr$|IP$/.test(key) ? '127.0.0.1' : 'x',
+      port: 7000,
+      integer: 5,
+      boolean: true,
+      strings: ['a'],
+      stringMap: { a: 'b' },
+      booleanMap: {},
+      nameValues: [{ name: 'a', value: 'b' }],
+    };
+    return kinds[spec.kind];
+  };
+  const tree = (keys: Record<string, KeySpec>) => {
+    const out: Record<string, any> = {};
+    for (const [key, spec] of Object.entries(keys)) {
+      if (skip.test(key)) continue;
+      const path = key.split('.');
+      let at = out;
+      for (const part of path.slice(0, -1)) at = at[part] ??= {};
+      at[path.at(-1)!] = valueOf(key, spec);
+    }
+    return out;
+  };
+  const common = tree(COMMON_KEYS);
+  common.transport.heartbeatInterval = 30;
+  common.transport.heartbeatTimeout = 90;
+  common.metadatas['fixture.control'] = 'CONTROL';
+  common.webServer.port = 7400; // serverPort's 7000 is the one the server's port replaces
+  const visitors = [{ ...tree(VISITOR_KEYS), type: 'xtcp' }];
+  const text = stringify({ ...common, serverAddr: '127.0.0.1', serverPort: 7000, visitors });
+  const { verifyReal, verifyFixture } = await bothOn(t, { what: 'keys', text: text.replace('7000', 'SERVER_PORT') });
+  t.is(verifyReal.code, 0, verifyReal.lines.join('\n'));
+  t.deepEqual(verifyFixture, verifyReal);
+});
+
 // ---- the connection's life, the admin API and the log, against a real frps ----
 
 /** The server a side's frpc logs in to: a real frps, or the fixture's control file. */
@@ -876,8 +917,8 @@ const READ: Array<[RegExp, ReturnType<typeof readLogLine>]> = [
 ];
 
 test.after('every line tunnelward reads in the log is one the real frpc prints, and is read as meant', (t) => {
-  if (contributors.size < FILES.length + 4) {
-    t.log(`not checked: ${contributors.size} of ${FILES.length + 4} tests that read real lines ran`);
+  if (contributors.size < FILES.length + 5) {
+    t.log(`not checked: ${contributors.size} of ${FILES.length + 5} tests that read real lines ran`);
     return;
   }
   const contents = realLines.map((line) => parseFrpcLine(line, 0)?.content ?? '');
