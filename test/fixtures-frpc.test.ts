@@ -1,5 +1,6 @@
 // Tests for the frpc stand-in (test/fixtures/frpc.mjs): the supervisor's tests trust it to behave like the
-// real frpc v0.70.1, so each behaviour they rely on is pinned here against real processes and real files.
+// real frpc v0.71.0 (test/real-frp/differential.test.ts holds the two side by side), so each behaviour they rely on,
+// and each of its fault-injection controls, is pinned here against real processes and real files.
 import test, { type ExecutionContext } from 'ava';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -98,7 +99,12 @@ function start(t: ExecutionContext, args: string[], env: Record<string, string |
   return { child, output: () => stdout, waitFor, exited };
 }
 
-const run = (t: ExecutionContext, args: string[]): Promise<Exit> => start(t, args).exited;
+// A file that starts after all would run until signalled: ended after 15 s, so that the test fails, not hangs.
+const run = (t: ExecutionContext, args: string[]): Promise<Exit> => {
+  const running = start(t, args);
+  const timer = setTimeout(() => running.child.kill('SIGKILL'), 15_000);
+  return running.exited.finally(() => clearTimeout(timer));
+};
 
 const plainLines = (text: string): string[] =>
   text
@@ -106,11 +112,11 @@ const plainLines = (text: string): string[] =>
     .split('\n')
     .filter((line) => line !== '');
 
-test('-v and --version print 0.70.1 and exit 0', async (t) => {
+test('-v and --version print 0.71.0 and exit 0', async (t) => {
   for (const flag of ['-v', '--version']) {
     const result = await run(t, [flag]);
     t.is(result.code, 0, flag);
-    t.is(result.stdout, '0.70.1\n', flag);
+    t.is(result.stdout, '0.71.0\n', flag);
   }
 });
 
@@ -176,22 +182,22 @@ const rejections: Array<[string, string, RegExp]> = [
   [
     'a string serverPort',
     'serverAddr = "127.0.0.1"\nserverPort = "7000"\n',
-    /^field "serverPort": cannot unmarshal string into int$/m,
+    /^field "ClientCommonConfig.serverPort": cannot unmarshal string into int$/m,
   ],
   [
     'a string localPort',
     `${VALID}[[proxies]]\nname = "ssh"\ntype = "tcp"\nlocalPort = "22"\n`,
-    /cannot unmarshal string into Go struct field TCPProxyConfig\.localPort of type int/,
+    /cannot unmarshal string into Go struct field TCPProxyConfig\.ProxyBaseConfig\.ProxyBackend\.localPort of type int/,
   ],
   [
-    'a port out of range',
-    `${VALID}[[proxies]]\nname = "ssh"\ntype = "tcp"\nlocalPort = 22\nremotePort = 70000\n`,
-    /remotePort: port number 70000 must be in the range 1\.\.65535/,
+    'a local port out of range',
+    `${VALID}[[proxies]]\nname = "ssh"\ntype = "tcp"\nlocalPort = 70000\nremotePort = 6000\n`,
+    /^proxy ssh: localPort: localPort: port number 70000 must be in the range 0\.\.65535$/m,
   ],
   [
     'a string webServer.port',
     `${VALID}webServer.port = "7400"\n`,
-    /^field "webServer.port": cannot unmarshal string into int$/m,
+    /^field "ClientCommonConfig.webServer.port": cannot unmarshal string into int$/m,
   ],
   [
     'an unsupported auth.method',
@@ -201,13 +207,17 @@ const rejections: Array<[string, string, RegExp]> = [
   [
     'a duplicate proxy name',
     `${VALID}${TCP_PROXY}${TCP_PROXY.replace('6000', '6001')}`,
-    /duplicate proxy name \[ssh\]/,
+    /^proxy name \[ssh\] is duplicated$/m,
   ],
-  ['a proxy without a name', `${VALID}[[proxies]]\ntype = "tcp"\nlocalPort = 22\n`, /name should not be empty/],
+  [
+    'a proxy without a name',
+    `${VALID}[[proxies]]\ntype = "tcp"\nlocalPort = 22\n`,
+    /^failed to set config source: proxy name cannot be empty$/m,
+  ],
   [
     'a proxy without a type',
     `${VALID}[[proxies]]\nname = "ssh"\nlocalPort = 22\n`,
-    /^decode proxy at index 0: type is required$/m,
+    /^decode proxy at index 0: unknown proxy type: $/m,
   ],
   [
     'an unknown proxy type',
@@ -217,12 +227,12 @@ const rejections: Array<[string, string, RegExp]> = [
   [
     'a non-boolean enabled',
     `${VALID}${TCP_PROXY}enabled = "false"\n`,
-    /cannot unmarshal string into Go struct field TCPProxyConfig\.enabled of type bool/,
+    /cannot unmarshal string into Go struct field TCPProxyConfig\.ProxyBaseConfig\.enabled of type bool/,
   ],
   [
     'a non-string metadatas value',
     `${VALID}metadatas.owner = 42\n`,
-    /^field "metadatas.owner": cannot unmarshal number into string$/m,
+    /^field "ClientCommonConfig.metadatas": cannot unmarshal number into string$/m,
   ],
   [
     'an unknown log.level',
@@ -248,7 +258,7 @@ const rejections: Array<[string, string, RegExp]> = [
   [
     'a string useEncryption',
     `${VALID}${TCP_PROXY}transport.useEncryption = "true"\n`,
-    /cannot unmarshal string into Go struct field TCPProxyConfig\.transport\.useEncryption of type bool/,
+    /cannot unmarshal string into Go struct field ProxyTransport\.ProxyBaseConfig\.transport\.useEncryption of type bool/,
   ],
   [
     'an unknown plugin type',
@@ -263,7 +273,7 @@ const rejections: Array<[string, string, RegExp]> = [
   [
     'an option of another plugin',
     `${VALID}${TCP_PROXY}plugin.type = "socks5"\nplugin.unixPath = "/x"\n`,
-    /unmarshal ClientPluginOptions error: json: unknown field "unixPath"$/m,
+    /^decode proxy at index 0: unmarshal proxy plugin error: unmarshal ClientPluginOptions error: json: unknown field "unixPath"$/m,
   ],
   [
     'a non-boolean plugin enableHTTP2',
@@ -293,7 +303,7 @@ const rejections: Array<[string, string, RegExp]> = [
   [
     'a bandwidth limit in GB',
     `${VALID}${TCP_PROXY}transport.bandwidthLimit = "1GB"\n`,
-    /^proxy ssh: bandwidthLimit: unit not support$/m,
+    /^decode proxy at index 0: unmarshal ProxyConfig error: unit not support$/m,
   ],
   [
     'an http proxy without domains',
@@ -391,7 +401,7 @@ test('any other template action is refused before parsing, and the environment d
   }
 });
 
-test('verify accepts every proxy type and plugin with all the keys frpc 0.70 knows for it', async (t) => {
+test('verify accepts every proxy type and plugin with all the keys frpc 0.71 knows for it', async (t) => {
   const proxies = PROXY_EXAMPLES.map((example) => example.file);
   const file = await writeConfig(t, `${VALID}${stringify({ proxies })}`);
   const result = await run(t, ['verify', '-c', file]);
@@ -417,11 +427,11 @@ test('a valid file logs the frpc start lines in colour, wrapping each line like 
   t.deepEqual(
     lines.map((line) => line.replace(new RegExp(`^${STAMP} `), '')),
     [
-      `[I] [sub/root.go:142] start frpc service for config file [${file}]`,
-      '[I] [client/service.go:295] try to connect to server...',
-      `[I] [client/service.go:287] [${runId}] login to server success, get run id [${runId}]`,
-      `[I] [proxy/proxy_manager.go:173] [${runId}] proxy added: [ssh]`,
-      `[I] [client/control.go:168] [${runId}] [ssh] start proxy success`,
+      `[I] [sub/root.go:194] start frpc service for config file [${file}] with aggregated configuration`,
+      '[I] [client/service.go:312] try to connect to server...',
+      `[I] [client/service.go:332] [${runId}] login to server success, get run id [${runId}]`,
+      `[I] [proxy/proxy_manager.go:183] [${runId}] proxy added: [ssh]`,
+      `[I] [client/control.go:174] [${runId}] [ssh] start proxy success`,
     ],
   );
   for (const line of lines) t.regex(line, new RegExp(`^${STAMP} \\[I\\] `));
@@ -440,7 +450,12 @@ test('log.disablePrintColor = true prints plain lines', async (t) => {
   await fixture.waitFor(/start proxy success\n/);
   const raw = fixture.output();
   t.false(raw.includes('\x1b'));
-  t.regex(raw, new RegExp(`^${STAMP} \\[I\\] \\[sub/root\\.go:142\\] start frpc service for config file \\[.+\\]\n`));
+  t.regex(
+    raw,
+    new RegExp(
+      `^${STAMP} \\[I\\] \\[sub/root\\.go:194\\] start frpc service for config file \\[.+\\] with aggregated configuration\n`,
+    ),
+  );
   fixture.child.kill('SIGTERM');
   await fixture.exited;
 });
@@ -581,12 +596,17 @@ test('log.level filters lower levels; trace lines are uncoloured as in frpc', as
   info.child.kill('SIGTERM');
   t.notRegex((await info.exited).stdout, /\[[TD]\]/);
 
-  const traceFile = await writeConfig(t, `${VALID}log.level = "trace"\n${TCP_PROXY}`);
+  // Heartbeats (debug lines) only without the tcp multiplexer, as in frpc.
+  const traceFile = await writeConfig(t, `${VALID}log.level = "trace"\ntransport.tcpMux = false\n${TCP_PROXY}`);
   const trace = start(t, ['-c', traceFile]);
-  await trace.waitFor(/send heartbeat to server\n/);
+  await trace.waitFor(/receive heartbeat from server\n/);
   trace.child.kill('SIGTERM');
   const traceOut = (await trace.exited).stdout;
-  t.regex(traceOut, new RegExp(`^${STAMP} \\[T\\] `), 'the trace line comes first and has no colour');
+  t.regex(
+    traceOut,
+    new RegExp(`(^|\x1b\\[0m)${STAMP} \\[T\\] .*\\[ssh\\] change status from \\[new\\] to \\[wait start\\]\n`, 'm'),
+    'a trace line has no colour',
+  );
   t.regex(traceOut, new RegExp(`\x1b\\[1;36m${STAMP} \\[D\\] .*send heartbeat to server\n`));
 });
 
@@ -607,7 +627,7 @@ test('log.to sends the lines to that file, uncoloured, instead of stdout', async
     await new Promise((resolve) => setTimeout(resolve, 20));
     text = await readFile(logFile, 'utf8').catch(() => '');
   }
-  t.regex(text, new RegExp(`^${STAMP} \\[I\\] \\[sub/root\\.go:142\\] start frpc service`));
+  t.regex(text, new RegExp(`^${STAMP} \\[I\\] \\[sub/root\\.go:194\\] start frpc service`));
   t.regex(text, /\[ssh\] start proxy success\n$/);
   t.false(text.includes('\x1b'));
   t.is(stdout, '');
@@ -632,22 +652,26 @@ test('admin API: Basic auth, /api/status by type and name, start errors, a lost 
   const control = join(dir, 'control.json');
   await writeFile(control, JSON.stringify({ server: 'up', portsTaken: [6001] }));
   const web = `webServer.port = ${port}\nwebServer.user = "tw"\nwebServer.password = "pw"\nloginFailExit = false\n`;
-  const controlKey = `metadatas."fixture.control" = ${JSON.stringify(control)}\n`;
+  // frpc's second 20 ms long: the retry of a start error (30 s) and the login backoff (2 s, 4 s, ...) are quick.
+  const controlKey = `metadatas."fixture.control" = ${JSON.stringify(control)}\nmetadatas."fixture.secondMs" = "20"\n`;
   const proxy = (name: string, remotePort: number) =>
     `\n[[proxies]]\nname = "${name}"\ntype = "tcp"\nlocalPort = 22\nremotePort = ${remotePort}\n`;
   const file = join(dir, 'frpc.toml');
   await writeFile(file, VALID + NO_COLOUR + web + controlKey + proxy('web', 6001) + proxy('ssh', 6000));
   const frpc = start(t, ['-c', file]);
   await frpc.waitFor(/admin server listen on 127\.0\.0\.1:\d+/);
-  const api = async (path: string, auth = 'tw:pw') => {
+  const api = async (path: string, auth = 'tw:pw', method = 'GET') => {
     const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+      method,
       headers: { Authorization: `Basic ${Buffer.from(auth).toString('base64')}` },
     });
     const text = await res.text();
     return { status: res.status, text, json: () => JSON.parse(text) };
   };
   t.is((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200, 'healthz needs no credentials');
-  t.is((await api('/api/status', 'tw:wrong')).status, 401);
+  const refused = await api('/api/status', 'tw:wrong');
+  t.is(refused.status, 401);
+  t.is(refused.text, 'Unauthorized\n');
   t.deepEqual((await api('/api/status')).json(), {
     tcp: [
       {
@@ -672,14 +696,16 @@ test('admin API: Basic auth, /api/status by type and name, start errors, a lost 
   });
   await frpc.waitFor(/\[web\] start error: port already used/);
 
-  // The port given back: the start error is retried and the proxy runs.
+  // The port given back: the start error is asked again 30 (fixture) seconds after it, and the proxy runs.
   await writeFile(control, JSON.stringify({ server: 'up', portsTaken: [] }));
   await frpc.waitFor(/\[web\] start proxy success/);
   t.like((await api('/api/status')).json().tcp[1], { name: 'web', status: 'running', remote_addr: '127.0.0.1:6001' });
 
   // The server lost: no status at all until frpc logs in again, then every proxy is registered anew.
   await writeFile(control, JSON.stringify({ server: 'down' }));
-  await frpc.waitFor(/try to reconnect to server/);
+  await frpc.waitFor(
+    /\[[0-9a-f]{16}\] try to connect to server\.\.\.\n.*\[[0-9a-f]{16}\] connect to server error: dial tcp 127\.0\.0\.1:7000: connect: connection refused\n/,
+  );
   t.deepEqual((await api('/api/status')).json(), {});
   await writeFile(control, JSON.stringify({ server: 'up' }));
   await frpc.waitFor(/login to server success[^\n]*\n(?:.*\n)*.*login to server success/);
@@ -697,13 +723,43 @@ test('admin API: Basic auth, /api/status by type and name, start errors, a lost 
   t.is(plainLines(frpc.output()).filter((l) => l.includes('[ssh] start proxy success')).length, before);
   t.regex(frpc.output(), /proxy removed: \[web\]/);
 
-  // An invalid file is refused with frpc 0.68+'s JSON error, and nothing changes.
+  // An invalid file is refused with frpc's JSON error, and nothing changes; so is what the control file refuses.
   await writeFile(file, VALID + NO_COLOUR + web + controlKey + proxy('ssh', 6000) + 'bogus = 1\n');
-  const refused = await api('/api/reload?strictConfig=true');
-  t.is(refused.status, 400);
-  t.like(refused.json(), { Code: 400 });
-  t.regex(refused.json().Msg, /unknown field "bogus"/);
+  const invalid = await api('/api/reload?strictConfig=true');
+  t.is(invalid.status, 400);
+  t.deepEqual(invalid.json(), {
+    Code: 400,
+    Msg: 'invalid argument: decode proxy at index 0: unmarshal ProxyConfig error: json: unknown field "bogus"',
+  });
   t.is((await api('/api/status')).json().tcp.length, 2);
+  await writeFile(control, JSON.stringify({ server: 'up', refuseReload: 'proxy [x]: port not allowed' }));
+  t.deepEqual((await api('/api/reload?strictConfig=true')).json(), {
+    Code: 400,
+    Msg: 'invalid argument: proxy [x]: port not allowed',
+  });
+
+  // /api/stop: frpc closes and exits 0, its last line saying so.
+  t.is((await api('/api/stop', 'tw:pw', 'POST')).status, 200);
+  const exit = await frpc.exited;
+  t.is(exit.code, 0);
+  t.regex(plainLines(exit.stdout).at(-1)!, /\] frpc service for config file \[.+\] stopped$/);
+});
+
+test('control portsBusy: a remote port another program holds on the server is "port unavailable"', async (t) => {
+  const port = await freePort();
+  const dir = await mkdtemp(join(tmpdir(), 'tw-frpc-busy-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const control = join(dir, 'control.json');
+  await writeFile(control, JSON.stringify({ server: 'up', portsBusy: [6000] }));
+  const file = join(dir, 'frpc.toml');
+  await writeFile(
+    file,
+    `${VALID}${NO_COLOUR}webServer.port = ${port}\nmetadatas."fixture.control" = ${JSON.stringify(control)}\n${TCP_PROXY}`,
+  );
+  const frpc = start(t, ['-c', file]);
+  await frpc.waitFor(/\[W\] \[client\/control\.go:172\] \[[0-9a-f]{16}\] \[ssh\] start error: port unavailable\n/);
+  const status = (await (await fetch(`http://127.0.0.1:${port}/api/status`)).json()) as { tcp: object[] };
+  t.like(status.tcp[0], { name: 'ssh', status: 'start error', err: 'port unavailable', remote_addr: '' });
 });
 
 test('a server that cannot be reached at the first login: exit 1 with loginFailExit, retries without', async (t) => {
@@ -717,9 +773,29 @@ test('a server that cannot be reached at the first login: exit 1 with loginFailE
   t.is(exit.code, 1);
   t.regex(exit.stdout, /login to the server failed: dial tcp 127\.0\.0\.1:7000: connect: connection refused/);
 
-  const patient = await writeConfig(t, VALID + NO_COLOUR + controlKey + 'loginFailExit = false\n');
+  t.deepEqual(
+    plainLines(exit.stdout).map((line) => line.replace(new RegExp(`^${STAMP} `), '')),
+    [
+      `[I] [sub/root.go:194] start frpc service for config file [${failing}] with aggregated configuration`,
+      '[I] [client/service.go:312] try to connect to server...',
+      '[W] [client/service.go:323] connect to server error: dial tcp 127.0.0.1:7000: connect: connection refused',
+      `[I] [sub/root.go:211] frpc service for config file [${failing}] stopped`,
+      'login to the server failed: dial tcp 127.0.0.1:7000: connect: connection refused. With loginFailExit enabled, no additional retries will be attempted',
+    ],
+  );
+
+  // Without loginFailExit it tries again after 2, 4, 8 seconds... (of 50 ms here) until the server is there.
+  const patient = await writeConfig(
+    t,
+    `${VALID}${NO_COLOUR}${controlKey}loginFailExit = false\nmetadatas."fixture.secondMs" = "50"\n`,
+  );
   const frpc = start(t, ['-c', patient]);
-  await frpc.waitFor(/login to the server failed/);
+  await frpc.waitFor(/(?:connect to server error[^\n]*\n[^]*?){3}/);
+  const times = plainLines(frpc.output())
+    .filter((line) => line.endsWith('try to connect to server...'))
+    .map((line) => Date.parse(line.slice(0, 23).replace(' ', 'T')));
+  t.true(times[1]! - times[0]! >= 95, `second try ${times[1]! - times[0]!} ms after the first`);
+  t.true(times[2]! - times[1]! >= 190, `third try ${times[2]! - times[1]!} ms after the second`);
   await writeFile(control, JSON.stringify({ server: 'up' }));
   await frpc.waitFor(/login to server success/);
 });

@@ -357,7 +357,7 @@ export class TunnelConfig {
     return stringifyDocument(masked ? maskSecrets(doc) : doc);
   }
 
-  /** The environment variables the file's `{{ .Envs.NAME }}` placeholders read; frpc renders a missing one as ''. */
+  /** The environment variables the file's `{{ .Envs.NAME }}` placeholders read; frpc renders a missing one as `<no value>`. */
   envPlaceholders(): string[] {
     return envPlaceholders(this.toString());
   }

@@ -18,8 +18,9 @@ test('proxy status and the connection follow the server: port taken, freed, serv
   const control = join(await tempDir(), 'control.json');
   const setServer = (state: object) => writeFile(control, JSON.stringify(state));
   await setServer({ server: 'up', portsTaken: [6301] });
+  // frpc's second 50 ms long: its start-error retry (30 s) and login backoff (2 s on) fit the 2 s this test allows.
   const { id } = await createInstance(daemon, root, 'ps_one', {
-    metadatas: { 'fixture.control': control },
+    metadatas: { 'fixture.control': control, 'fixture.secondMs': '50' },
     loginFailExit: false,
   });
   for (const proxy of [tcp('ssh', 6300), tcp('web', 6301)])

@@ -57,7 +57,7 @@ test('added, removed and disabled proxies reach a running tunnel by reload; the 
   await writeFile(control, JSON.stringify({ server: 'up', refuseReload: 'proxy [mail]: port not allowed' }));
   const refused = await post('/tunnelAct/proxyMgr/create', { instanceID: id, proxyInfo: tcp('mail', 6103) });
   t.is(refused.status, 400);
-  t.regex(refused.body.message, /frpc refused the change: proxy \[mail\]: port not allowed/);
+  t.regex(refused.body.message, /frpc refused the change: invalid argument: proxy \[mail\]: port not allowed/);
   t.is(await readFile(configPath, 'utf8'), before, 'rolled back');
   t.deepEqual(await tunnelPids(configPath), [pid]);
   const list = await daemon.get(`/tunnelAct/proxyMgr/list?instanceID=${id}`, { token: root });

@@ -23,7 +23,7 @@ test('selfCheck reports each check; admins only', async (t) => {
     'tunnelPath',
     'tunnelVersion',
   ]);
-  t.is(byName.tunnelVersion.message, '0.70.1');
+  t.is(byName.tunnelVersion.message, '0.71.0');
   t.regex(byName.tunnelPath.message, /frpc\.mjs is executable/);
 
   await daemon.post('/settings/set', { TunnelPath: '/nonexistent/frpc' }, { token: root });
