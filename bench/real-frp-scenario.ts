@@ -237,8 +237,18 @@ async function watchList(
   let settled = false;
   void until.finally(() => (settled = true));
   for (;;) {
-    const list = await daemon.call('GET', '/tunnelAct/instanceMgr/list');
+    const list = await daemon.call('GET', '/tunnelAct/instanceMgr/list').catch((err: Error) => ({
+      success: false,
+      message: err.message,
+    }));
     const at = Date.now();
+    if (!list.success) {
+      // A read refused or lost (a daemon too busy to answer within the timestamp window): counted, and read again.
+      failedReads.push(list.message);
+      if (at > deadline) break;
+      await sleep(POLL_MS);
+      continue;
+    }
     for (const item of list.data as Listed[]) {
       const id = String(item.instanceID);
       if (!wanted.has(id)) continue;
@@ -250,6 +260,9 @@ async function watchList(
   }
   return seen;
 }
+
+/** List reads that failed while waiting (their messages), reported once at the end. */
+const failedReads: string[] = [];
 
 /** frpc's own timestamps are local time with milliseconds: `2026-11-21 21:06:47.576 [I] ...`. */
 const FRPC_TIME = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})\.(\d{3}) /;
@@ -333,6 +346,7 @@ async function adminAnswers(dataDir: string, id: string, timeoutMs: number): Pro
 export const realFrp: Scenario = {
   name: 'real-frp',
   async run({ quick }) {
+    failedReads.length = 0;
     // A fresh machine builds frpc and frps here (Go needed); a built one returns at once.
     await run('sh', [join(PACKAGE_ROOT, 'test', 'setup', 'build-frp.sh')], { maxBuffer: 16 * 1024 * 1024 }).catch(
       (err: { stderr?: string; message: string }) => {
@@ -435,8 +449,12 @@ export const realFrp: Scenario = {
         const res = await answered;
         const label = `start #${round}${round === 1 ? '' : ' (after stop all)'}:`;
         rows.push({ metric: `${label} one request, ${count}: reply`, value: replyMs, unit: 'ms' });
-        if (!res.success || res.data?.ok !== count)
-          rows.push({ metric: `started ok in that reply`, value: res.data?.ok ?? res.message, unit: 'inst' });
+        if (!res.success || res.data?.ok !== count) {
+          const first = (res.data?.results as Array<{ ok: boolean }> | undefined)?.find((r) => !r.ok);
+          rows.push({ metric: `  started ok in that reply`, value: res.data?.ok ?? res.message, unit: 'inst' });
+          if (first)
+            rows.push({ metric: `  first failure: ${JSON.stringify(first).slice(0, 200)}`, value: '', unit: '' });
+        }
         for (const [name, what] of [
           ['running', 'running'],
           ['connected', 'connected'],
@@ -795,6 +813,13 @@ export const realFrp: Scenario = {
         unit: 'proc',
         goal: '0',
       });
+      if (failedReads.length)
+        rows.push({
+          metric: `list reads that failed (first: ${failedReads[0]})`,
+          value: failedReads.length,
+          unit: 'reads',
+          goal: '0',
+        });
     } catch (err) {
       // The figures so far are kept: a failure late in the run must not lose them.
       process.stderr.write(`bench: real-frp failed: ${(err as Error).stack ?? err}\n`);
