@@ -363,18 +363,36 @@ export const realFrp: Scenario = {
       process.stderr.write(`bench: real-frp: ${((Date.now() - began) / 1000).toFixed(1)} s: ${what}\n`);
     rows.push({ metric: `frpc / frps version`, value: await frpVersion(), unit: '' });
 
+    // What was started, undone in reverse order at the end however the run ends.
+    const cleanups: Array<() => Promise<void>> = [];
+    const undo = async () => {
+      for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+    };
     const token = `bench-${process.pid}`;
-    const frps = await Frps.start({ token });
-    const echo = await echoServer();
+    let frps: Frps;
+    let echo: Awaited<ReturnType<typeof echoServer>>;
     // The last tunnel's own local service: closed while the daemon is away, to make frpc log (see the probe).
     const probeEcho = new SwitchableEcho();
-    await probeEcho.open();
+    try {
+      frps = await Frps.start({ token });
+      cleanups.push(() => frps.stop());
+      echo = await echoServer();
+      cleanups.push(() => echo.close());
+      await probeEcho.open();
+      cleanups.push(() => probeEcho.close());
+    } catch (err) {
+      await undo();
+      throw err;
+    }
     const events: Array<{ event: string; instanceID: number; at: number }> = [];
     let ws: WebSocket | undefined;
     // Defaults but for the path of frpc, tunnelward running the tunnels itself, and rate limits out of the way;
     // Alerts.DebounceSecs (5) and Status.PollSecs (300) are tunnelward's own defaults.
     const settings = `TunnelPath = ${JSON.stringify(REAL_FRPC)}\nInitSystem = "process"\n${LIFTED}`;
-    let daemon = await BenchDaemon.start({ settingsToml: settings });
+    let daemon = await BenchDaemon.start({ settingsToml: settings }).catch(async (err: Error) => {
+      await undo();
+      throw err;
+    });
     const dataDir = daemon.dataDir;
     try {
       await daemon.login();
@@ -836,9 +854,7 @@ export const realFrp: Scenario = {
           }
         }
       }
-      await frps.stop().catch(() => undefined);
-      await echo.close();
-      await probeEcho.close();
+      await undo();
       await daemon.remove();
     }
     return rows;
