@@ -6,6 +6,7 @@ import { load, percentile } from './lib/load.js';
 import { descendantsOf, processesByConfig } from './lib/procs.js';
 import { inParallel, LIFTED, sleep, START_CLIENTS, STAND_IN_MARKER, standIn } from './lib/tunnels.js';
 import { status } from './status-scenario.js';
+import { realFrp } from './real-frp-scenario.js';
 import { memory } from './memory-scenario.js';
 import { soak } from './soak-scenario.js';
 import { systemd } from './systemd-scenario.js';
@@ -610,5 +611,16 @@ const startup: Scenario = {
   },
 };
 
-export const scenarios: Scenario[] = [http, fixtureInstances, scale, systemd, status, logs, startup, memory, soak];
+export const scenarios: Scenario[] = [
+  http,
+  fixtureInstances,
+  scale,
+  systemd,
+  status,
+  realFrp,
+  logs,
+  startup,
+  memory,
+  soak,
+];
 export { ADMIN };
