@@ -92,6 +92,12 @@ export class InstanceCatalogue {
   /** The admin endpoint of each instance's tunnel (see `allAdminEndpoints`). */
   private adminEndpoints: Map<number, AdminEndpoint> | undefined;
   private adminEndpointsLoad: Promise<Map<number, AdminEndpoint>> | undefined;
+  /**
+   * Claims and admin ports handed out to a create or an edit still under way: checked like those on record, so that
+   * two requests at once cannot both take the same one.
+   */
+  private readonly pendingClaims = new Set<ServerClaims>();
+  private readonly pendingPorts = new Set<number>();
 
   constructor(
     private readonly db: Database,
@@ -240,8 +246,25 @@ export class InstanceCatalogue {
     owner: User,
     config: TunnelConfig,
   ): Promise<{ record: InstanceRecord; bootServiceError?: string }> {
-    const claims = await this.checkClaims(config);
-    config.setAdminEndpoint(await this.freeAdminPort(), ADMIN_USER, adminPassword());
+    const claims = await this.holdClaims(config);
+    let port: number | undefined;
+    try {
+      port = await this.freeAdminPort();
+      return await this.registerHeld(input, owner, config, claims, port);
+    } finally {
+      this.pendingClaims.delete(claims);
+      if (port !== undefined) this.pendingPorts.delete(port);
+    }
+  }
+
+  private async registerHeld(
+    input: { name: string; bootAtStart: boolean; runUser: string },
+    owner: User,
+    config: TunnelConfig,
+    claims: ServerClaims,
+    port: number,
+  ): Promise<{ record: InstanceRecord; bootServiceError?: string }> {
+    config.setAdminEndpoint(port, ADMIN_USER, adminPassword());
     const endpoint = config.adminEndpoint()!;
     const instancePath = this.settings.value('InstancePath');
     // Checked again with no wait before the insert: another create may have taken the name meanwhile.
@@ -365,26 +388,44 @@ export class InstanceCatalogue {
    * the same server (frps would refuse one of the two at run time): a conflict is a 409 naming the other instance.
    */
   private async write(record: InstanceRecord, config: TunnelConfig): Promise<void> {
-    const mine = await this.checkClaims(config, record.id);
-    await writeTunnelConfig(record.configPath, config);
-    this.claims?.set(record.id, mine);
+    const mine = await this.holdClaims(config, record.id);
+    try {
+      await writeTunnelConfig(record.configPath, config);
+      this.claims?.set(record.id, mine);
+    } finally {
+      this.pendingClaims.delete(mine);
+    }
   }
 
-  /** What the config's proxies hold on their server, once no other instance on that server holds any of it. */
-  private async checkClaims(config: TunnelConfig, self?: number): Promise<ServerClaims> {
+  /**
+   * What the config's proxies hold on their server, once no other instance on that server holds any of it, nor a
+   * create or edit under way: held from now on (the caller lets go of `pendingClaims` once it has recorded them).
+   */
+  private async holdClaims(config: TunnelConfig, self?: number): Promise<ServerClaims> {
     const mine = config.serverClaims();
     if (mine.claims.size === 0) return mine; // a new instance without proxies need not read every other file
-    for (const [otherId, other] of await this.allClaims()) {
-      if (otherId === self || other.server !== mine.server) continue;
+    const recorded = await this.allClaims();
+    // From here to the hold, nothing waits: no other request can come in between.
+    const others: Array<{ id: number | undefined; claims: ServerClaims }> = [...recorded]
+      .filter(([id]) => id !== self)
+      .map(([id, claims]) => ({ id, claims }));
+    for (const pending of this.pendingClaims) others.push({ id: undefined, claims: pending });
+    for (const { id: otherId, claims: other } of others) {
+      if (other.server !== mine.server) continue;
       for (const [claim, proxy] of mine.claims) {
         const holder = other.claims.get(claim);
         if (holder === undefined) continue;
+        if (otherId === undefined)
+          throw conflict(
+            `proxy ${proxy}: ${describeClaim(claim)} is being taken by proxy ${holder} of another request on the same server ${mine.server}`,
+          );
         const otherName = this.store.get(otherId)?.name ?? String(otherId);
         throw conflict(
           `proxy ${proxy}: ${describeClaim(claim)} is already used by proxy ${holder} of instance ${otherName} (${otherId}) on the same server ${mine.server}`,
         );
       }
     }
+    this.pendingClaims.add(mine);
     return mine;
   }
 
@@ -530,9 +571,14 @@ export class InstanceCatalogue {
         this.adminEndpoints?.set(id, known);
         return;
       }
-      config.setAdminEndpoint(await this.freeAdminPort(), ADMIN_USER, adminPassword());
-      await writeTunnelConfig(record.configPath, config);
-      this.adminEndpoints?.set(id, config.adminEndpoint()!);
+      const port = await this.freeAdminPort();
+      try {
+        config.setAdminEndpoint(port, ADMIN_USER, adminPassword());
+        await writeTunnelConfig(record.configPath, config);
+        this.adminEndpoints?.set(id, config.adminEndpoint()!);
+      } finally {
+        this.pendingPorts.delete(port);
+      }
       this.log.info({ instanceID: id }, 'gave the tunnel an admin endpoint on loopback');
     });
   }
@@ -551,7 +597,7 @@ export class InstanceCatalogue {
    * (Another program may still take it before frpc binds it; frpc then says so at its start.)
    */
   private async freeAdminPort(): Promise<number> {
-    const taken = new Set([...(await this.allAdminEndpoints()).values()].map((e) => e.port));
+    const recorded = await this.allAdminEndpoints();
     for (;;) {
       const port = await new Promise<number>((resolve, reject) => {
         const server = createServer();
@@ -561,7 +607,12 @@ export class InstanceCatalogue {
           server.close(() => resolve(chosen));
         });
       });
-      if (!taken.has(port)) return port;
+      // Checked when the port is known, with no wait before it is held: two creates at once get two ports.
+      const taken = this.pendingPorts.has(port) || [...recorded.values()].some((e) => e.port === port);
+      if (!taken) {
+        this.pendingPorts.add(port);
+        return port;
+      }
     }
   }
 

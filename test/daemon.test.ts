@@ -3,30 +3,13 @@ import { userInfo } from 'node:os';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import test from 'ava';
+import { freePort } from './helpers/frp.js';
 import initSqlJs from 'sql.js';
 import { collectLines, Daemon, dispose, spawnCli, startDaemon, tempDir } from './helpers/daemon.js';
 
 // 'close', not 'exit': the process may have exited before its last output has been read.
 const exitOf = (proc: ReturnType<typeof spawnCli>) =>
   new Promise<number | null>((resolve) => proc.once('close', (code) => resolve(code)));
-
-/**
- * A port free now, below Linux's ephemeral range (32768-60999): a port the kernel handed out for listening is soon
- * handed out again as the source port of some test's connection, and the daemon's later bind then finds it busy.
- */
-async function freePort(): Promise<number> {
-  for (;;) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    const server = createServer();
-    const bound = await new Promise<boolean>((r) => {
-      server.once('error', () => r(false));
-      server.listen(port, '127.0.0.1', () => r(true));
-    });
-    if (!bound) continue;
-    await new Promise((r) => server.close(r));
-    return port;
-  }
-}
 
 // One at a time: each test starts whole daemons (some two or three in a row), and nine starting together at the
 // beginning of the suite, beside the other files, have been seen to take more than 20 s to listen on a slow machine.

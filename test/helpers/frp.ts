@@ -23,16 +23,22 @@ export async function frpVersion(): Promise<string> {
   return (await run(REAL_FRPC, ['-v'])).stdout.trim();
 }
 
-/** A port that is free on loopback now (the kernel's pick): for a server that cannot be asked to take port 0. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A port free on loopback now, below Linux's ephemeral range (32768-60999): a port the kernel hands out for
+ * listening is soon handed out again as the source port of some connection, and a later bind then finds it busy.
+ */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
     const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
+    const bound = await new Promise<boolean>((resolve) => {
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => resolve(true));
     });
-  });
+    if (!bound) continue;
+    await new Promise((resolve) => server.close(resolve));
+    return port;
+  }
 }
 
 export interface FrpsOptions {

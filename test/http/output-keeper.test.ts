@@ -39,7 +39,7 @@ async function logBytes(logs: string, id: string): Promise<number> {
 const keeperPid = async (logs: string) =>
   Number((await readFile(join(logs, 'keeper.pid'), 'utf8').catch(() => '0')).trim());
 
-test('the daemon away (stopped, then killed): the output keeps flowing into the log, no line lost or repeated', async (t) => {
+test('the daemon away (stopped, then killed): the output keeps flowing into the log, no line repeated or lost but by the kill', async (t) => {
   t.timeout(90_000);
   const settingsToml = instanceSettings({ 'Log.MaxBytes': 64 * 1024, 'Log.Files': 100 });
   let daemon: Daemon = await startDaemon({ settingsToml, env: BOOT });
@@ -93,10 +93,18 @@ test('the daemon away (stopped, then killed): the output keeps flowing into the 
   }
   t.deepEqual(await tunnelPids(configPath), [tunnel!], 'the same tunnel all along');
 
-  // Stopped, so its pipe is drained to the end: every tick from the first to the last, once each, in order.
+  // Stopped, so its pipe is drained to the end: every tick once, in order. A daemon killed with -9 loses what it
+  // had read and not yet written (at most one read of the pipe and its write queue), so one gap may come from it.
   t.true((await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token })).body.success);
   const all = await ticks(logs, id);
   t.true(all.length > 5000, `${all.length} ticks`);
-  const gaps = all.filter((n, i) => n !== i + 1);
-  t.deepEqual(gaps.slice(0, 5), [], 'ticks 1..N, none missing, none twice');
+  t.is(all[0], 1);
+  const steps = all.slice(1).map((n, i) => n - all[i]!);
+  t.true(
+    steps.every((d) => d >= 1),
+    'no tick twice, none out of order',
+  );
+  const gaps = steps.filter((d) => d > 1);
+  t.true(gaps.length <= 1, `${gaps.length} gaps`);
+  if (gaps.length > 0) t.log(`the kill -9 lost ${gaps[0]! - 1} lines the daemon had read`);
 });

@@ -99,8 +99,9 @@ test('frps stopped: disconnected and proxy.down after the debounce, frpc still r
   await statusUntil(daemon, root, id, (s) => s.connected === true && s.proxyStatus.running === 1, 2000);
   const [pid] = frpcPids(configPath);
 
-  await frps.down();
+  // frpc can see its server go before frps has finished exiting.
   const lost = Date.now();
+  await frps.down();
   // What the real frpc logs of a lost server is read at once; the alerts wait for the debounce.
   await statusUntil(daemon, root, id, (s) => s.connected === false, 2000);
   t.like(await statusOf(daemon, root, id), { state: 'running', proxyStatus: {} });
