@@ -1,0 +1,138 @@
+// The real frpc run as systemd units (InitSystem "systemd") under a throwaway real systemd (test/systemd/host.sh),
+// against a real frps on the host's loopback (the network is shared): bytes through the tunnels, the status and
+// alerts read from the journal, a lost server, and tunnels that outlive a killed daemon.
+import test, { type ExecutionContext } from 'ava';
+import { rm } from 'node:fs/promises';
+import { startDaemon, type Daemon } from '../helpers/daemon.js';
+import { echoServer, EchoConnection, freePort, httpGet, httpServer, roundTrip } from '../helpers/frp.js';
+import { statusOf, waitFor } from '../helpers/instances.js';
+import {
+  addProxy,
+  alertsOf,
+  createTunnel,
+  frpsFor,
+  httpTo,
+  realFrpSettings,
+  start,
+  statusUntil,
+  tcpTo,
+} from '../helpers/real-frp.js';
+import { enteredChild, SystemdHost } from '../helpers/systemd-host.js';
+
+const BOOT = { TUNNELWARD_BOOT_ID: 'real-frp-systemd-boot' };
+// Each test boots a systemd of its own: one at a time.
+const serial = test.serial;
+
+async function startInside(host: SystemdHost, dataDir?: string): Promise<Daemon> {
+  return startDaemon({
+    wrap: host.enter,
+    dataDir,
+    // journald tells followers of new entries every 250 ms: a start is confirmed well after that.
+    settingsToml: dataDir ? undefined : realFrpSettings({ InitSystem: 'systemd', 'Instance.StartSecs': 0.8 }),
+    env: BOOT,
+  });
+}
+
+async function killDaemon(daemon: Daemon): Promise<void> {
+  process.kill(await enteredChild(daemon.pid), 'SIGKILL');
+  await daemon.exited;
+}
+
+async function setup(t: ExecutionContext) {
+  const host = await SystemdHost.boot();
+  const daemons: Daemon[] = [];
+  t.teardown(async () => {
+    if (!t.passed) console.error(`${t.title}: daemon output\n${daemons.at(-1)?.output.slice(-40).join('\n')}`);
+    for (const d of daemons) await killDaemon(d).catch(() => {});
+    await host.shutdown();
+    for (const d of daemons) await rm(d.dataDir, { recursive: true, force: true });
+  });
+  const daemon = await startInside(host);
+  daemons.push(daemon);
+  return { host, daemon, daemons, token: await daemon.login() };
+}
+
+const mainPid = async (host: SystemdHost, id: string) =>
+  Number((await host.show(`tunnel_${id}.service`, 'MainPID')).MainPID);
+
+serial(
+  'systemd units of the real frpc: tcp and http through frps, connected from the journal, a lost server and back',
+  async (t) => {
+    t.timeout(120_000);
+    const frps = await frpsFor(t);
+    const { host, daemon, token } = await setup(t);
+    const echo = await echoServer();
+    const site = await httpServer('unit-site');
+    t.teardown(() => Promise.all([echo.close(), site.close()]));
+    const remote = await freePort();
+    const { id } = await createTunnel(daemon, token, frps, 'rfs_unit');
+    await addProxy(daemon, token, id, tcpTo('echo', echo.port, remote));
+    await addProxy(daemon, token, id, httpTo('web', site.port, 'unit.tunnel.test'));
+    const { next, alerts } = await alertsOf(t, daemon, token);
+
+    const began = Date.now();
+    await start(daemon, token, id);
+    await statusUntil(daemon, token, id, (s) => s.connected === true && s.proxyStatus.running === 2, 2000);
+    t.log(`connected with both proxies running ${Date.now() - began} ms after the start was asked`);
+    t.like(await statusOf(daemon, token, id), { initSystem: 'systemd', state: 'running' });
+    const pid = await mainPid(host, id);
+    t.true(pid > 0);
+    await roundTrip(remote, 'through a unit');
+    t.deepEqual(await httpGet(frps.vhostHTTPPort, 'unit.tunnel.test', '/x'), {
+      status: 200,
+      body: 'unit-site unit.tunnel.test /x',
+    });
+
+    const lost = Date.now();
+    await frps.down();
+    await statusUntil(daemon, token, id, (s) => s.connected === false, 2000);
+    t.like(await next(id, 'instance.disconnected'), { to: 'disconnected' });
+    t.true(Date.now() - lost >= 1000, 'after the debounce');
+    t.like(await next(id, 'proxy.down', 'echo'), { to: 'disconnected' });
+    t.is(await mainPid(host, id), pid, 'the unit runs on');
+    const before = alerts(id).length;
+    await frps.up();
+    await statusUntil(daemon, token, id, (s) => s.connected === true && s.proxyStatus.running === 2, 30_000);
+    await next(id, 'instance.connected', undefined, before);
+    await next(id, 'proxy.up', 'web', before);
+    await roundTrip(remote, 'through the unit again');
+  },
+);
+
+serial('the daemon killed while units carry bytes: they carry on, and the next daemon takes them over', async (t) => {
+  t.timeout(120_000);
+  const frps = await frpsFor(t);
+  const { host, daemon, daemons, token } = await setup(t);
+  const echo = await echoServer();
+  t.teardown(() => echo.close());
+  const remote = await freePort();
+  const { id } = await createTunnel(daemon, token, frps, 'rfs_kept');
+  await addProxy(daemon, token, id, tcpTo('echo', echo.port, remote));
+  await start(daemon, token, id);
+  await statusUntil(daemon, token, id, (s) => s.connected === true, 2000);
+  const pid = await mainPid(host, id);
+  const conn = await EchoConnection.open(remote);
+  t.teardown(() => conn.close());
+  await conn.exchange('before');
+
+  await killDaemon(daemon);
+  for (let i = 0; i < 20; i++) await conn.exchange(`away ${i}`);
+  await roundTrip(remote, 'a new connection while the daemon is away');
+
+  const second = await startInside(host, daemon.dataDir);
+  daemons.push(second);
+  const token2 = await second.login();
+  await statusUntil(second, token2, id, (s) => s.state === 'running' && s.pid === pid && s.connected === true, 5000);
+  t.is(await mainPid(host, id), pid, 'the same unit process, not started again');
+  await conn.exchange('after the new daemon took over');
+  t.false(conn.closed);
+
+  // Stopped through the new daemon: the unit stops, frpc dies of SIGTERM, which is a clean stop.
+  const stop = await second.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token: token2 });
+  t.true(stop.body.success, stop.body.message);
+  t.like(await host.show(`tunnel_${id}.service`, 'ActiveState'), { ActiveState: 'inactive' });
+  await waitFor(
+    () => statusOf(second, token2, id),
+    (s) => s.state === 'stopped',
+  );
+});
