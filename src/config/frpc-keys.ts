@@ -1,10 +1,10 @@
 /**
- * What the frp client (frpc) v0.70 accepts at the top of its TOML config file and in visitors (the proxy keys
+ * What the frp client (frpc) v0.71 accepts at the top of its TOML config file and in visitors (the proxy keys
  * are in proxy-keys.ts), and the older snake_case spellings (the INI-era names the API specification still uses)
  * mapped to the current dotted names.
- * frpc refuses unknown keys (strict mode), so only keys listed here are ever written on request; keys whose
- * arrival in v0.70 is uncertain (clientID, transport.wireProtocol, auth.tokenSource, store) are left out on purpose:
- * they survive a rewrite when a file has them, but the API cannot set them.
+ * frpc refuses unknown keys (strict mode), so only keys listed here are ever written on request (test/real-frp/
+ * verify.test.ts has the real frpc check them). auth.tokenSource and store, structures of their own, are left
+ * out: they survive a rewrite when a file has them, but the API cannot set them.
  */
 
 export type ValueKind =
@@ -56,6 +56,7 @@ export const AUTH_METHODS = ['token', 'oidc'] as const;
 /** Top-level settings (frpc's ClientCommonConfig), by dotted name. */
 export const COMMON_KEYS: Readonly<Record<string, KeySpec>> = {
   user: string,
+  clientID: string,
   serverAddr: host,
   serverPort: port,
   natHoleStunServer: string,
@@ -97,6 +98,7 @@ export const COMMON_KEYS: Readonly<Record<string, KeySpec>> = {
   'webServer.tls.trustedCaFile': string,
   'webServer.tls.serverName': string,
   'transport.protocol': oneOf('tcp', 'kcp', 'quic', 'websocket', 'wss'),
+  'transport.wireProtocol': oneOf('v1', 'v2'),
   'transport.dialServerTimeout': integer,
   'transport.dialServerKeepalive': integer,
   'transport.connectServerLocalIP': host,
@@ -121,7 +123,7 @@ export const COMMON_KEYS: Readonly<Record<string, KeySpec>> = {
 /** The feature gates frpc knows (pkg/policy/featuregate); it refuses a file that names any other. */
 export const FEATURE_GATES = ['VirtualNet'] as const;
 
-/** The visitor types frpc v0.70 knows: the client side of stcp, xtcp and sudp proxies. */
+/** The visitor types frpc v0.71 knows: the client side of stcp, xtcp and sudp proxies. */
 export const VISITOR_TYPES = ['stcp', 'xtcp', 'sudp'] as const;
 
 /** What every visitor has (frpc's VisitorBaseConfig); its `plugin` (virtual_net, behind a feature gate) is left out. */

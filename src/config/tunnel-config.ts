@@ -327,7 +327,7 @@ export class TunnelConfig {
     return viewOf(block);
   }
 
-  /** Top-level keys (dotted) that frpc v0.70 does not know; frpc refuses to start with any of them. */
+  /** Top-level keys (dotted) that frpc v0.71 does not know; frpc refuses to start with any of them. */
   unknownKeys(): string[] {
     const unknown: string[] = [];
     const walk = (table: Table, prefix: string): void => {

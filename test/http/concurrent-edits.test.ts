@@ -9,7 +9,7 @@ test('creates at once get an admin port each; proxies at once on one server get 
   const { daemon, root } = await startWithRoot({ settingsToml: instanceSettings() });
   t.teardown(() => disposeWithTunnels(daemon, root));
   const made = await Promise.all(
-    Array.from({ length: 60 }, (_, i) => createInstance(daemon, root, `cc_${i}`, {}, { serverPort: '7000' })),
+    Array.from({ length: 24 }, (_, i) => createInstance(daemon, root, `cc_${i}`, {}, { serverPort: '7000' })),
   );
   const ports = await Promise.all(
     made.map(async ({ configPath }) =>

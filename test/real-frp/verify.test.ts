@@ -98,6 +98,7 @@ const CREATED: Array<[string, string, Tree]> = [
     'token',
     {
       user: 'edge01',
+      clientID: 'edge01-berlin',
       auth: { token: 'created-token', additionalScopes: ['HeartBeats', 'NewWorkConns'] },
       loginFailExit: true,
       natHoleStunServer: 'stun.example.com:3478',
@@ -108,6 +109,7 @@ const CREATED: Array<[string, string, Tree]> = [
       log: { to: 'console', level: 'debug', maxDays: 5, disablePrintColor: true },
       transport: {
         protocol: 'tcp',
+        wireProtocol: 'v2',
         dialServerTimeout: 5,
         dialServerKeepalive: 60,
         connectServerLocalIP: '127.0.0.1',
