@@ -1,15 +1,16 @@
 import { execFile } from 'node:child_process';
-import { constants, mkdirSync, openSync, readSync, closeSync, fstatSync, rmSync, statSync } from 'node:fs';
+import { constants, mkdirSync, openSync, readSync, closeSync, fstatSync, rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { Socket, type OnReadOpts, type SocketConstructorOpts } from 'node:net';
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { promisify } from 'node:util';
 import { map, share, Subject, type Observable } from 'rxjs';
-import { readLogLine, withoutStatusReads } from '../src/config/proxy-status.js';
+import { connectionIn, withoutStatusReads } from '../src/config/proxy-status.js';
 import { parseFrpcLine, stripAnsi, type InstanceLogEntry } from '../src/log/log-entries.js';
 import type { Logger } from '../src/log/logger.js';
 import { LogFileWriter, type LogFault, type RotationPolicy } from './log-file-writer.js';
+import { isFifo } from './output-keeper.js';
 import type { LogSource, LogSourceFactory } from './log-sources.js';
 
 /**
@@ -270,7 +271,7 @@ export class LogChannel {
     for (const line of lines.split('\n')) {
       const plain = stripAnsi(line).trimEnd();
       if (plain === '') continue;
-      const said = readLogLine(plain).connected;
+      const said = connectionIn(plain);
       if (said !== undefined) this.connectionSaid = said;
       this.runTail.push(plain);
       if (this.runTail.length > TAIL_LINES) this.runTail.shift();
@@ -299,14 +300,6 @@ export class LogChannel {
     await rm(this.pipePath, { force: true });
     for (let i = 0; i <= this.policy().files + 1; i++)
       await rm(i === 0 ? this.logPath : `${this.logPath}.${i}`, { force: true });
-  }
-}
-
-function isFifo(path: string): boolean {
-  try {
-    return statSync(path).isFIFO();
-  } catch {
-    return false;
   }
 }
 

@@ -188,7 +188,7 @@ function signal(pid: number, name: NodeJS.Signals): void {
   }
 }
 
-function isFifo(path: string): boolean {
+export function isFifo(path: string): boolean {
   try {
     return statSync(path).isFIFO();
   } catch {

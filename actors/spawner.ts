@@ -79,9 +79,7 @@ export class Spawner {
 
   /** Starts the spawner for tunnels that run without it (taken over at start-up): their output needs a keeper. */
   stayForTunnels(): void {
-    if (!this.output) return;
-    this.ensure();
-    this.idleCheck();
+    if (this.output) this.ensure();
   }
 
   /** Tells the spawner the current place of the tunnels' output (the rotation settings changed). */
@@ -144,11 +142,11 @@ export class Spawner {
     this.idle.unref();
   }
 
-  /** Closes the channel: the spawner exits by itself. */
   private busy(): boolean {
     return this.running.size > 0 || this.pending.size > 0 || this.othersRunning();
   }
 
+  /** Closes the channel: the spawner exits by itself. */
   private letGo(): void {
     if (this.busy()) return;
     const child = this.child;

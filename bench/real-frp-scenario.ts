@@ -490,19 +490,23 @@ export const realFrp: Scenario = {
         }
         rows.push({ metric: '  daemon + spawner CPU until the reply', value: cpu, unit: 's' });
       };
+      /** How many of the tunnels carry an echo round trip now. */
+      const echoThroughEach = async (label: string) =>
+        (
+          await inParallel(count, 32, (i) =>
+            roundTrip(ports[i]!, `${label} ${i}`, 10_000).then(
+              () => true,
+              () => false,
+            ),
+          )
+        ).filter(Boolean).length;
       step(`${count} instances created; starting all`);
       await started(1);
       const procs1 = await tunnelProcesses(dataDir);
       rows.push({ metric: 'frpc processes, one per tunnel', value: procs1.size, unit: 'proc', goal: String(count) });
-      const trips = await inParallel(count, 32, (i) =>
-        roundTrip(ports[i]!, `hello ${i}`, 10_000).then(
-          () => true,
-          () => false,
-        ),
-      );
       rows.push({
         metric: 'echo round trip through each tunnel',
-        value: trips.filter(Boolean).length,
+        value: await echoThroughEach('hello'),
         unit: 'ok',
         goal: String(count),
       });
@@ -808,15 +812,9 @@ export const realFrp: Scenario = {
         value: `${awayLines[count - 1]!.length} (${sum(awayLines[count - 1]!.map((l) => l.text.length + 1))})`,
         unit: 'lines',
       });
-      const tripsAfter = await inParallel(count, 32, (i) =>
-        roundTrip(ports[i]!, `again ${i}`, 10_000).then(
-          () => true,
-          () => false,
-        ),
-      );
       rows.push({
         metric: 'restart: echo round trip through each tunnel',
-        value: tripsAfter.filter(Boolean).length,
+        value: await echoThroughEach('again'),
         unit: 'ok',
         goal: String(count),
       });

@@ -36,15 +36,22 @@ export function parseStatus(body: string): Map<string, { status: string; err: st
  * after a lost connection it is the only line at the default level; `login to server success` ends one.
  */
 export function readLogLine(content: string): { connected?: boolean; lookAgain: boolean } {
-  if (content.includes('login to server success')) return { connected: true, lookAgain: true };
-  if (/try to connect to server|connect to server error|heartbeat timeout|login to the server failed/.test(content))
-    return { connected: false, lookAgain: true };
+  const connected = connectionIn(content);
+  if (connected !== undefined) return { connected, lookAgain: true };
   return {
     lookAgain:
       /start proxy success|start error|proxy added|proxy removed|success reload|health check status change/.test(
         content,
       ),
   };
+}
+
+/** What a line of frpc's log says of its connection to the server, if anything (see `readLogLine`). */
+export function connectionIn(content: string): boolean | undefined {
+  if (content.includes('login to server success')) return true;
+  if (/try to connect to server|connect to server error|heartbeat timeout|login to the server failed/.test(content))
+    return false;
+  return undefined;
 }
 
 /**

@@ -4,6 +4,7 @@ import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { stopKeeper } from '../../actors/output-keeper.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 
 export const CLI = join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
@@ -244,9 +245,10 @@ export function collectLines(proc: ChildProcess, into: string[]): void {
   }
 }
 
-/** Stops the daemon and removes its data dir. */
+/** Stops the daemon, and the keeper of its tunnels' output it leaves (which writes there), and removes its data dir. */
 export async function dispose(daemon: Daemon): Promise<void> {
   await daemon.stop('SIGKILL');
+  await stopKeeper(join(daemon.dataDir, 'logs'));
   await rm(daemon.dataDir, { recursive: true, force: true });
 }
 

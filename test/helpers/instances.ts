@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { PACKAGE_ROOT } from '../../src/paths.js';
@@ -113,6 +113,21 @@ async function tunnelProcesses(runs: (configPath: string) => boolean, is: (args:
     if (stat && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z') pids.push(Number(entry));
   }
   return pids;
+}
+
+/**
+ * The bytes of an instance's log, its rotated files included; a file rotated away between the listing and its
+ * reading counts as empty (the next look finds it under its new name).
+ */
+export async function logBytes(dataDir: string, id: string): Promise<number> {
+  const logs = join(dataDir, 'logs');
+  let total = 0;
+  for (const name of (await readdir(logs)).filter((n) => n.startsWith(`tunnel_${id}.log`)))
+    total += await stat(join(logs, name)).then(
+      (s) => s.size,
+      () => 0,
+    );
+  return total;
 }
 
 export async function waitFor<T>(probe: () => Promise<T>, until: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {

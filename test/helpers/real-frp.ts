@@ -1,7 +1,8 @@
 // A daemon whose tunnels are the real frpc, against a real frps on loopback: what the real-frp suites share.
 import type { ExecutionContext } from 'ava';
+import { readTunnelConfig, type AdminEndpoint } from '../../src/config/tunnel-config.js';
 import type { Daemon } from './daemon.js';
-import { Frps, REAL_FRPC } from './frp.js';
+import { Frps, REAL_FRPC, type FrpsOptions } from './frp.js';
 import { createInstance, instanceSettings, statusOf, waitFor } from './instances.js';
 import { openStream, wsUrl, type Stream } from './streams.js';
 
@@ -11,9 +12,9 @@ export const FRP_TOKEN = 'real-frp-test-token';
 export const realFrpSettings = (extra: Record<string, string | number> = {}): string =>
   instanceSettings({ 'Alerts.DebounceSecs': 1, 'Status.PollSecs': 600, ...extra }, REAL_FRPC);
 
-/** A real frps for one test, stopped with it. */
-export async function frpsFor(t: ExecutionContext): Promise<Frps> {
-  const frps = await Frps.start({ token: FRP_TOKEN });
+/** A real frps for one test (with the suites' token unless told otherwise), stopped with it. */
+export async function frpsFor(t: ExecutionContext, options: FrpsOptions = { token: FRP_TOKEN }): Promise<Frps> {
+  const frps = await Frps.start(options);
   t.teardown(() => frps.stop());
   return frps;
 }
@@ -50,6 +51,11 @@ export const httpTo = (name: string, localPort: number, domain: string) => ({
   localPort: String(localPort),
   customDomains: [domain],
 });
+
+/** Where tunnelward reaches the tunnel's admin API, read from its config file as tunnelward reads it. */
+export async function adminEndpointOf(configPath: string): Promise<AdminEndpoint> {
+  return (await readTunnelConfig(configPath)).adminEndpoint()!;
+}
 
 /** Adds a proxy through the API and returns the reply's data (`applied` says how it reached the tunnel). */
 export async function addProxy(daemon: Daemon, token: string, id: string, proxyInfo: object) {

@@ -1,7 +1,7 @@
 // Requests that come together must not both get what only one may have: an admin port, a remote port or a proxy
 // name on a server (frps refuses the second at run time, or frpc fails to listen).
 import test from 'ava';
-import { readFile } from 'node:fs/promises';
+import { readTunnelConfig } from '../../src/config/tunnel-config.js';
 import { disposeWithTunnels, startWithRoot } from '../helpers/daemon.js';
 import { createInstance, instanceSettings, tcpProxy } from '../helpers/instances.js';
 
@@ -12,9 +12,7 @@ test('creates at once get an admin port each; proxies at once on one server get 
     Array.from({ length: 24 }, (_, i) => createInstance(daemon, root, `cc_${i}`, {}, { serverPort: '7000' })),
   );
   const ports = await Promise.all(
-    made.map(async ({ configPath }) =>
-      Number(/\[webServer\][^[]*port = (\d+)/.exec(await readFile(configPath, 'utf8'))![1]),
-    ),
+    made.map(async ({ configPath }) => (await readTunnelConfig(configPath)).adminEndpoint()!.port),
   );
   t.is(new Set(ports).size, made.length, 'no admin port given twice');
 

@@ -2,32 +2,27 @@
 // keep carrying bytes and answering, because their output keeps flowing into their log files while no daemon reads
 // it (frpc writes its log synchronously: a pipe left full would stall it).
 import test from 'ava';
-import { readdir, readFile, rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
-import { startDaemon, type Daemon } from '../helpers/daemon.js';
+import { dispose, startDaemon, type Daemon } from '../helpers/daemon.js';
 import { echoServer, freePort, roundTrip } from '../helpers/frp.js';
-import { killTunnelsUnder } from '../helpers/instances.js';
-import { addProxy, createTunnel, frpsFor, realFrpSettings, start, statusUntil, tcpTo } from '../helpers/real-frp.js';
+import { killTunnelsUnder, logBytes } from '../helpers/instances.js';
+import { adminGet } from '../../actors/frpc-admin.js';
+import {
+  addProxy,
+  adminEndpointOf,
+  createTunnel,
+  frpsFor,
+  realFrpSettings,
+  start,
+  statusUntil,
+  tcpTo,
+} from '../helpers/real-frp.js';
 
 const AWAY_MS = 60_000;
 const BOOT = { TUNNELWARD_BOOT_ID: 'real-frp-away-boot' };
 
-async function logBytes(logs: string, id: string): Promise<number> {
-  let total = 0;
-  for (const name of (await readdir(logs)).filter((n) => n.startsWith(`tunnel_${id}.log`)))
-    total += (await stat(join(logs, name))).size;
-  return total;
-}
-
 /** frpc's admin API: it logs every request before it answers, so it stops answering once its output is stuck. */
 async function adminAnswers(configPath: string): Promise<boolean> {
-  const toml = await readFile(configPath, 'utf8');
-  const port = /\[webServer\][^[]*port = (\d+)/.exec(toml)![1];
-  const password = /\[webServer\][^[]*password = "([^"]+)"/.exec(toml)![1];
-  const res = await fetch(`http://127.0.0.1:${port}/api/status`, {
-    headers: { Authorization: `Basic ${Buffer.from(`tunnelward:${password}`).toString('base64')}` },
-    signal: AbortSignal.timeout(3000),
-  }).catch(() => undefined);
+  const res = await adminGet(await adminEndpointOf(configPath), '/api/status').catch(() => undefined);
   return res?.status === 200;
 }
 
@@ -41,10 +36,9 @@ test('the daemon stopped for a minute while frpc logs a lot: the tunnels carry b
   t.teardown(async () => {
     for (const d of daemons) await d.stop('SIGKILL');
     await killTunnelsUnder(first.dataDir);
-    await rm(first.dataDir, { recursive: true, force: true });
+    await dispose(first);
   });
   const token = await first.login();
-  const logs = join(first.dataDir, 'logs');
   const tunnels: Array<{ id: string; configPath: string; good: number; broken: number }> = [];
   for (let i = 0; i < 2; i++) {
     const [good, broken] = [await freePort(), await freePort()];
@@ -56,7 +50,7 @@ test('the daemon stopped for a minute while frpc logs a lot: the tunnels carry b
     await statusUntil(first, token, made.id, (s) => s.connected === true && s.proxyStatus.running === 2, 2000);
     tunnels.push({ ...made, good, broken });
   }
-  const before = await Promise.all(tunnels.map((x) => logBytes(logs, x.id)));
+  const before = await Promise.all(tunnels.map((x) => logBytes(first.dataDir, x.id)));
 
   await first.stop('SIGTERM');
   const until = Date.now() + AWAY_MS;
@@ -74,7 +68,7 @@ test('the daemon stopped for a minute while frpc logs a lot: the tunnels carry b
       for (const x of tunnels) t.true(await adminAnswers(x.configPath), `frpc answers after ${rounds} rounds`);
   }
   t.is(failures, 0, `every one of ${rounds} round trips per tunnel came back while the daemon was away`);
-  const written = (await Promise.all(tunnels.map((x) => logBytes(logs, x.id)))).map((n, i) => n - before[i]!);
+  const written = (await Promise.all(tunnels.map((x) => logBytes(first.dataDir, x.id)))).map((n, i) => n - before[i]!);
   t.log(`${rounds} rounds; written to the logs while away: ${written.join(', ')} bytes`);
   t.true(
     written.every((n) => n > 256 * 1024),

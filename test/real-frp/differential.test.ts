@@ -17,6 +17,7 @@ import { parseFrpcLine } from '../../src/log/log-entries.js';
 import { PROXY_EXAMPLES } from '../config/proxy-examples.js';
 import { echoServer, freePort, Frps, frpVersion, httpGet, httpServer, REAL_FRPC, roundTrip } from '../helpers/frp.js';
 import { FIXTURE_FRPC } from '../helpers/instances.js';
+import { frpsFor } from '../helpers/real-frp.js';
 
 type Side = 'real' | 'fixture';
 const BIN: Record<Side, string> = { real: REAL_FRPC, fixture: FIXTURE_FRPC };
@@ -549,12 +550,6 @@ async function fixtureWorld(t: ExecutionContext, server: Record<string, unknown>
   };
 }
 
-async function startFrps(t: ExecutionContext, extra = ''): Promise<Frps> {
-  const frps = await Frps.start({ extra });
-  t.teardown(() => frps.stop());
-  return frps;
-}
-
 /** An admin API call; a logged route's response line is awaited, so that it belongs to this step. */
 async function api(
   program: Program,
@@ -635,7 +630,7 @@ test('first login while the server is down (loginFailExit = false): status {}, r
   t.timeout(90_000);
   const echo = await echoServer();
   t.teardown(() => echo.close());
-  const frps = await startFrps(t);
+  const frps = await frpsFor(t, {});
   await frps.down();
   const remotePort = await freePort();
   const fixture = await fixtureWorld(t, {});
@@ -713,7 +708,7 @@ test('a life: proxies up, a port taken on frps, the admin API, reloads, the serv
   t.timeout(120_000);
   const [echo, web] = await Promise.all([echoServer(), httpServer('web')]);
   t.teardown(() => Promise.all([echo.close(), web.close()]));
-  const frps = await startFrps(t);
+  const frps = await frpsFor(t, {});
   const ports = {
     SSH: await freePort(),
     TAKEN: await freePort(),
@@ -873,7 +868,7 @@ test('real only: the lines of a health check and of a heartbeat timeout, which t
   const echo = await echoServer();
   t.teardown(() => echo.close());
   // Heartbeats are off while the tcp multiplexer runs (the default), and both ends must agree on it.
-  const frps = await startFrps(t, 'transport.tcpMux = false');
+  const frps = await frpsFor(t, { extra: 'transport.tcpMux = false' });
   t.teardown(() => {
     if (frps.pid && frps.running) process.kill(frps.pid, 'SIGCONT');
   });

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { disposeWithTunnels, startDaemon, startWithRoot, tempDir, type Daemon } from '../helpers/daemon.js';
+import { dispose, disposeWithTunnels, startDaemon, startWithRoot, tempDir, type Daemon } from '../helpers/daemon.js';
 import {
   echoServer,
   EchoConnection,
@@ -20,6 +20,7 @@ import {
 import { killTunnelsUnder, statusOf, waitFor } from '../helpers/instances.js';
 import {
   addProxy,
+  adminEndpointOf,
   alertsOf,
   createTunnel,
   frpsFor,
@@ -294,12 +295,10 @@ test('exit codes as the real frpc gives them: a config error, a failed first log
   await statusUntil(daemon, root, strict.id, (s) => s.state === 'running' && s.connected === true, 30_000);
 
   // frpc's own POST /api/stop: a graceful exit with code 0, a stop that nobody restarts.
-  const toml = await readFile(patient.configPath, 'utf8');
-  const port = /\[webServer\][^[]*port = (\d+)/.exec(toml)![1];
-  const password = /\[webServer\][^[]*password = "([^"]+)"/.exec(toml)![1];
-  const stopped = await fetch(`http://127.0.0.1:${port}/api/stop`, {
+  const admin = await adminEndpointOf(patient.configPath);
+  const stopped = await fetch(`http://${admin.host}:${admin.port}/api/stop`, {
     method: 'POST',
-    headers: { Authorization: `Basic ${Buffer.from(`tunnelward:${password}`).toString('base64')}` },
+    headers: { Authorization: `Basic ${Buffer.from(`${admin.user}:${admin.password}`).toString('base64')}` },
   });
   t.is(stopped.status, 200);
   await statusUntil(daemon, root, patient.id, (s) => s.state === 'stopped');
@@ -331,7 +330,7 @@ test('kill -9 of the daemon while tunnels carry bytes: they carry on, and the ne
     await first.stop('SIGKILL');
     await next.daemon?.stop('SIGKILL');
     await killTunnelsUnder(first.dataDir);
-    await rm(first.dataDir, { recursive: true, force: true });
+    await dispose(first);
   });
   const token = await first.login();
   const tunnels: Array<{ id: string; configPath: string; port: number }> = [];
