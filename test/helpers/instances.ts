@@ -130,6 +130,17 @@ export async function logBytes(dataDir: string, id: string): Promise<number> {
   return total;
 }
 
+/** Owner, group and permission bits of a file. */
+export async function fileAccess(path: string): Promise<{ uid: number; gid: number; mode: number }> {
+  const info = await stat(path);
+  return { uid: info.uid, gid: info.gid, mode: info.mode & 0o777 };
+}
+
+/** The real user and group of a process, from the text of its `/proc/<pid>/status`. */
+export function processIds(status: string): { uid: number; gid: number } {
+  return { uid: Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]), gid: Number(/^Gid:\s+(\d+)/m.exec(status)?.[1]) };
+}
+
 export async function waitFor<T>(probe: () => Promise<T>, until: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -1,6 +1,7 @@
 // A daemon whose tunnels are the real frpc, against a real frps on loopback: what the real-frp suites share.
 import type { ExecutionContext } from 'ava';
 import { readTunnelConfig, type AdminEndpoint } from '../../src/config/tunnel-config.js';
+import { processesByConfigPath } from '../../src/system/proc.js';
 import type { Daemon } from './daemon.js';
 import { Frps, REAL_FRPC, type FrpsOptions } from './frp.js';
 import { createInstance, instanceSettings, statusOf, waitFor } from './instances.js';
@@ -19,20 +20,24 @@ export async function frpsFor(t: ExecutionContext, options: FrpsOptions = { toke
   return frps;
 }
 
-/** An instance that is a client of `frps`; returns its id (as the API takes it) and config path. */
+/**
+ * An instance that is a client of `frps` (`extra`: more create fields, such as `runUser`); returns its id (as the
+ * API takes it) and config path.
+ */
 export function createTunnel(
   daemon: Daemon,
   token: string,
   frps: Frps,
   name: string,
   additionalProperties: Record<string, unknown> = {},
+  extra: Record<string, unknown> = {},
 ) {
   return createInstance(
     daemon,
     token,
     name,
     { 'auth.token': frps.token, ...additionalProperties },
-    { serverPort: String(frps.bindPort) },
+    { serverPort: String(frps.bindPort), ...extra },
   );
 }
 
@@ -51,6 +56,10 @@ export const httpTo = (name: string, localPort: number, domain: string) => ({
   localPort: String(localPort),
   customDomains: [domain],
 });
+
+/** Pids of the real frpc processes that run a config file. */
+export const frpcPids = (configPath: string): number[] =>
+  (processesByConfigPath(new Set([configPath])).get(configPath) ?? []).map((p) => p.pid);
 
 /** Where tunnelward reaches the tunnel's admin API, read from its config file as tunnelward reads it. */
 export async function adminEndpointOf(configPath: string): Promise<AdminEndpoint> {

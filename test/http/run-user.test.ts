@@ -2,7 +2,7 @@ import { chown } from 'node:fs/promises';
 import test from 'ava';
 import { currentOsUser } from '../../src/system/os-users.js';
 import { dispose, startDaemon, tempDir } from '../helpers/daemon.js';
-import { createInstance, instanceSettings, statusOf } from '../helpers/instances.js';
+import { createInstance, fileAccess, instanceSettings, statusOf } from '../helpers/instances.js';
 
 test('a daemon that is not root cannot run a tunnel as another user, and says so', async (t) => {
   // As root, run the daemon as nobody; otherwise the daemon is already not root.
@@ -28,8 +28,8 @@ test('a daemon that is not root cannot run a tunnel as another user, and says so
   await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: own.id }, { token });
 });
 
-test('as root, a tunnel runs as its runUser with that user owning its config file', async (t) => {
-  const { chmod, stat, readFile } = await import('node:fs/promises');
+test('as root, a tunnel runs as its runUser, its config file readable by that user and by no other', async (t) => {
+  const { chmod, readFile } = await import('node:fs/promises');
   const { tunnelPids } = await import('../helpers/instances.js');
   const dir = await tempDir();
   const daemon = await startDaemon({ dataDir: dir, settingsToml: instanceSettings() });
@@ -53,9 +53,74 @@ test('as root, a tunnel runs as its runUser with that user owning its config fil
   t.regex(status, /^Uid:\s+65534\s+65534/m);
   t.regex(status, /^Gid:\s+65534\s+65534/m);
   t.regex(status, /^Groups:\s*$/m, 'no supplementary groups carried over from root');
-  t.is((await stat(configPath)).uid, 65534);
-  t.is((await stat(configPath)).mode & 0o777, 0o600);
+  t.deepEqual(
+    await fileAccess(configPath),
+    { uid: 0, gid: 65534, mode: 0o640 },
+    'as written, not changed by the start',
+  );
   const environ = await readFile(`/proc/${pid}/environ`, 'latin1');
   t.false(environ.includes('TUNNELWARD_ADMIN_PASSWORD'), "tunnelward's environment is not passed on");
   await daemon.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token });
+});
+
+test('as root, every write of a config file makes it readable by the run user: create, edits, a new runUser, start-up', async (t) => {
+  if (process.getuid?.() !== 0) {
+    // Only root can give a file to another group: as anyone else the file is the daemon's own, mode 0600.
+    const daemon = await startDaemon({ settingsToml: instanceSettings() });
+    t.teardown(() => dispose(daemon));
+    const { configPath } = await createInstance(daemon, await daemon.login(), 'ru_mine');
+    t.is((await fileAccess(configPath)).mode, 0o600);
+    return;
+  }
+  const { chown, chmod, readdir } = await import('node:fs/promises');
+  const nobody = { uid: 0, gid: 65534, mode: 0o640 };
+  const rootOnly = { uid: 0, gid: 0, mode: 0o600 };
+  const dir = await tempDir();
+  const settingsToml = instanceSettings();
+  const daemon = await startDaemon({ dataDir: dir, settingsToml });
+  t.teardown(() => dispose(daemon));
+  const token = await daemon.login();
+  const { id, configPath } = await createInstance(daemon, token, 'ru_files', {}, { runUser: 'nobody' });
+  t.deepEqual(await fileAccess(configPath), nobody, 'as created');
+  const edit = await daemon.post(
+    '/tunnelAct/proxyMgr/create',
+    { instanceID: id, proxyInfo: { name: 'p', type: 'tcp', localPort: '22', remotePort: '7022' } },
+    { token },
+  );
+  t.true(edit.body.success, edit.body.message);
+  t.deepEqual(await fileAccess(configPath), nobody, 'after a proxy edit');
+  const common = await daemon.post(
+    '/tunnelAct/instanceMgr/modify',
+    { instanceID: id, type: 'configFile', modifiedData: { 'transport.poolCount': 2 } },
+    { token },
+  );
+  t.true(common.body.success, common.body.message);
+  t.deepEqual(await fileAccess(configPath), nobody, 'after a config file edit');
+
+  const toRoot = await daemon.post(
+    '/tunnelAct/instanceMgr/modify',
+    { instanceID: id, type: 'systemConfig', modifiedData: { runUser: 'root' } },
+    { token },
+  );
+  t.true(toRoot.body.success, toRoot.body.message);
+  t.deepEqual(await fileAccess(configPath), rootOnly, "a tunnel run as root: root's alone");
+  await daemon.post(
+    '/tunnelAct/instanceMgr/modify',
+    { instanceID: id, type: 'systemConfig', modifiedData: { runUser: 'nobody' } },
+    { token },
+  );
+  t.deepEqual(await fileAccess(configPath), nobody, 'back to nobody');
+  t.deepEqual(
+    (await readdir(`${dir}/instances`)).filter((name) => name.endsWith('.tmp')),
+    [],
+    'no temp file left behind',
+  );
+
+  // A file written before run users could read their files (root's, 0600) is set right at the next start-up.
+  await daemon.stop('SIGKILL');
+  await chown(configPath, 0, 0);
+  await chmod(configPath, 0o600);
+  const next = await startDaemon({ dataDir: dir });
+  t.teardown(() => next.stop('SIGKILL'));
+  t.deepEqual(await fileAccess(configPath), nobody, 'set right at start-up');
 });

@@ -2,10 +2,11 @@
 // against a real frps on the host's loopback (the network is shared): bytes through the tunnels, the status and
 // alerts read from the journal, a lost server, and tunnels that outlive a killed daemon.
 import test, { type ExecutionContext } from 'ava';
-import { rm } from 'node:fs/promises';
-import { startDaemon, type Daemon } from '../helpers/daemon.js';
+import { chmod, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { startDaemon, tempDir, type Daemon } from '../helpers/daemon.js';
 import { echoServer, EchoConnection, freePort, httpGet, httpServer, roundTrip } from '../helpers/frp.js';
-import { statusOf, waitFor } from '../helpers/instances.js';
+import { fileAccess, processIds, statusOf, waitFor } from '../helpers/instances.js';
 import {
   addProxy,
   alertsOf,
@@ -18,19 +19,18 @@ import {
   tcpTo,
 } from '../helpers/real-frp.js';
 import { enteredChild, SystemdHost } from '../helpers/systemd-host.js';
+import { lookupOsUser } from '../../src/system/os-users.js';
 
 const BOOT = { TUNNELWARD_BOOT_ID: 'real-frp-systemd-boot' };
 // Each test boots a systemd of its own: one at a time.
 const serial = test.serial;
 
+// journald tells followers of new entries every 250 ms: a start is confirmed well after that.
+const SETTINGS = realFrpSettings({ InitSystem: 'systemd', 'Instance.StartSecs': 0.8 });
+
+/** A daemon inside `host`: on a new data dir, or on `dataDir` as it stands. */
 async function startInside(host: SystemdHost, dataDir?: string): Promise<Daemon> {
-  return startDaemon({
-    wrap: host.enter,
-    dataDir,
-    // journald tells followers of new entries every 250 ms: a start is confirmed well after that.
-    settingsToml: dataDir ? undefined : realFrpSettings({ InitSystem: 'systemd', 'Instance.StartSecs': 0.8 }),
-    env: BOOT,
-  });
+  return startDaemon({ wrap: host.enter, dataDir, settingsToml: dataDir ? undefined : SETTINGS, env: BOOT });
 }
 
 async function killDaemon(daemon: Daemon): Promise<void> {
@@ -38,7 +38,7 @@ async function killDaemon(daemon: Daemon): Promise<void> {
   await daemon.exited;
 }
 
-async function setup(t: ExecutionContext) {
+async function setup(t: ExecutionContext, dataDir?: string) {
   const host = await SystemdHost.boot();
   const daemons: Daemon[] = [];
   t.teardown(async () => {
@@ -47,7 +47,7 @@ async function setup(t: ExecutionContext) {
     await host.shutdown();
     for (const d of daemons) await rm(d.dataDir, { recursive: true, force: true });
   });
-  const daemon = await startInside(host);
+  const daemon = await startInside(host, dataDir);
   daemons.push(daemon);
   return { host, daemon, daemons, token: await daemon.login() };
 }
@@ -136,3 +136,47 @@ serial('the daemon killed while units carry bytes: they carry on, and the next d
     (s) => s.state === 'stopped',
   );
 });
+
+serial(
+  'a unit with User=nobody: an unreachable config file refused at the start, then connected, hot reloads applied',
+  async (t) => {
+    t.timeout(120_000);
+    const runUser = lookupOsUser('nobody')!;
+    const frps = await frpsFor(t);
+    // The test's data dir is 0700: nobody cannot pass through it (a dir tunnelward makes itself is 0711).
+    const dataDir = await tempDir();
+    await writeFile(join(dataDir, 'settings.toml'), SETTINGS);
+    const { host, daemon, token } = await setup(t, dataDir);
+    const echo = await echoServer();
+    t.teardown(() => echo.close());
+    const [first, second] = [await freePort(), await freePort()];
+    const { id, configPath } = await createTunnel(daemon, token, frps, 'rfs_nobody', {}, { runUser: 'nobody' });
+    await addProxy(daemon, token, id, tcpTo('echo', echo.port, first));
+    const readable = { uid: 0, gid: runUser.gid, mode: 0o640 };
+    t.deepEqual(await fileAccess(configPath), readable);
+
+    const refused = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token });
+    t.is(refused.status, 400);
+    t.is(
+      refused.body.message,
+      `runUser nobody cannot reach ${configPath}: ${dataDir} is not searchable by it (chmod o+x ${dataDir})`,
+    );
+    t.like(await statusOf(daemon, token, id), { state: 'stopped' });
+
+    await chmod(dataDir, 0o711);
+    await start(daemon, token, id);
+    await statusUntil(daemon, token, id, (s) => s.connected === true && s.proxyStatus.running === 1, 5000);
+    t.like(await statusOf(daemon, token, id), { initSystem: 'systemd', state: 'running' });
+    const pid = await mainPid(host, id);
+    t.like(await host.show(`tunnel_${id}.service`, 'User'), { User: 'nobody' });
+    t.deepEqual(processIds(await host.readFile(`/proc/${pid}/status`)), { uid: runUser.uid, gid: runUser.gid });
+    await roundTrip(first, 'through a unit run as nobody');
+
+    const added = await addProxy(daemon, token, id, tcpTo('second', echo.port, second));
+    t.is(added.applied, 'reload');
+    t.deepEqual(await fileAccess(configPath), readable, 'the rewritten file is readable by nobody too');
+    await statusUntil(daemon, token, id, (s) => s.proxyStatus.running === 2, 5000);
+    await roundTrip(second, 'through the proxy added by the reload');
+    t.is(await mainPid(host, id), pid, 'reloaded, not restarted');
+  },
+);

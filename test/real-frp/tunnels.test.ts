@@ -23,6 +23,7 @@ import {
   adminEndpointOf,
   alertsOf,
   createTunnel,
+  frpcPids,
   frpsFor,
   httpTo,
   realFrpSettings,
@@ -30,7 +31,6 @@ import {
   statusUntil,
   tcpTo,
 } from '../helpers/real-frp.js';
-import { processesByConfigPath } from '../../src/system/proc.js';
 
 const BOOT = { TUNNELWARD_BOOT_ID: 'real-frp-boot' };
 
@@ -39,9 +39,6 @@ async function daemonFor(t: import('ava').ExecutionContext, settings: Record<str
   t.teardown(() => disposeWithTunnels(daemon, root));
   return { daemon, root };
 }
-
-const frpcPids = (configPath: string) =>
-  (processesByConfigPath(new Set([configPath])).get(configPath) ?? []).map((p) => p.pid);
 
 const instanceLog = async (daemon: Daemon, id: string) =>
   readFile(join(daemon.dataDir, 'logs', `tunnel_${id}.log`), 'utf8');
