@@ -7,13 +7,14 @@ import type { User } from '../src/accounts/account-service.js';
 import { readConfigText, type ImportFormat } from '../src/config/import-formats.js';
 import { readTunnelConfig, TunnelConfig, writeTunnelConfig, type AdminEndpoint } from '../src/config/tunnel-config.js';
 import { AppError, badRequest, conflict, notFound } from '../src/errors.js';
-import { removeStaleTempFiles, writeFileAtomic } from '../src/fs/atomic.js';
+import { removeStaleTempFiles } from '../src/fs/atomic.js';
 import type { InstanceEnvStore } from '../src/instances/instance-env.js';
 import type { InstanceRecord, InstanceStore } from '../src/instances/instance-store.js';
 import type { Logger } from '../src/log/logger.js';
 import type { SettingsStore } from '../src/settings/settings-store.js';
 import type { Database } from '../src/storage/database.js';
 import { lookupOsUser } from '../src/system/os-users.js';
+import { hasConfigFileAccess } from '../src/system/run-user-access.js';
 import { crashPoint } from '../src/util/crash-points.js';
 import { serviceNameOf, type BootService, type BootTarget } from './boot-services.js';
 import type { InstanceLifecycle } from './instance-lifecycle.js';
@@ -119,10 +120,35 @@ export class InstanceCatalogue {
     return this.version;
   }
 
-  /** Start-up: what a crash cut off is settled and the instance dir swept, before any tunnel is taken over. */
+  /**
+   * Start-up: what a crash cut off is settled, the instance dir swept and each config file made readable by its run
+   * user, before any tunnel is taken over.
+   */
   async settle(): Promise<void> {
     await this.settlePending();
     await this.sweepInstanceDir();
+    await this.settleFileAccess();
+  }
+
+  /**
+   * A config file written with other access than its run user needs (by an earlier tunnelward, or by hand) is
+   * written again, unchanged, by the one path that writes config files, which gives it that access.
+   */
+  private async settleFileAccess(): Promise<void> {
+    for (const record of this.records()) {
+      const right = await hasConfigFileAccess(record.configPath, record.runUser).catch(() => true);
+      if (right) continue;
+      await this.rewriteFor(record.configPath, record.runUser);
+      this.log.info(
+        { instanceID: record.id, runUser: record.runUser },
+        'config file given the access its run user needs',
+      );
+    }
+  }
+
+  /** Writes a config file again, unchanged, with the access `runUser` needs. */
+  private async rewriteFor(path: string, runUser: string): Promise<void> {
+    await writeTunnelConfig(path, await readFile(path, 'utf8'), runUser);
   }
 
   /**
@@ -284,7 +310,7 @@ export class InstanceCatalogue {
     crashPoint('create:recorded', record);
     try {
       await mkdir(instancePath, { recursive: true, mode: 0o711 });
-      await writeTunnelConfig(record.configPath, config);
+      await writeTunnelConfig(record.configPath, config, record.runUser);
       await this.logs.channel(record.id).ensurePipe();
     } catch (err) {
       await this.dismantle(record);
@@ -390,7 +416,7 @@ export class InstanceCatalogue {
   private async write(record: InstanceRecord, config: TunnelConfig): Promise<void> {
     const mine = await this.holdClaims(config, record.id);
     try {
-      await writeTunnelConfig(record.configPath, config);
+      await writeTunnelConfig(record.configPath, config, record.runUser);
       this.claims?.set(record.id, mine);
     } finally {
       this.pendingClaims.delete(mine);
@@ -478,6 +504,10 @@ export class InstanceCatalogue {
           return false;
         }
       };
+      // The config file follows a new run user first: a failure there changes nothing.
+      if (change.runUser !== undefined && change.runUser !== record.runUser) {
+        await this.rewriteFor(record.configPath, change.runUser);
+      }
       if (record.bootAtStart && (!wantBoot || identityChanged)) {
         if (await attempt(() => this.boot.disable(targetOf(record)))) bootAtStart = false;
       }
@@ -547,7 +577,7 @@ export class InstanceCatalogue {
       const reloaded = await reloadTunnel(endpoint);
       if (reloaded.ok) return { record, result, applied: 'reload' };
       if (reloaded.refused) {
-        await writeFileAtomic(record.configPath, before, { mode: 0o600 });
+        await writeTunnelConfig(record.configPath, before, record.runUser);
         this.claims = undefined;
         this.claimsLoad = undefined;
         throw badRequest(`frpc refused the change: ${reloaded.message}; the file is as it was and the tunnel runs on`);
@@ -574,7 +604,7 @@ export class InstanceCatalogue {
       const port = await this.freeAdminPort();
       try {
         config.setAdminEndpoint(port, ADMIN_USER, adminPassword());
-        await writeTunnelConfig(record.configPath, config);
+        await writeTunnelConfig(record.configPath, config, record.runUser);
         this.adminEndpoints?.set(id, config.adminEndpoint()!);
       } finally {
         this.pendingPorts.delete(port);

@@ -23,6 +23,7 @@ import type { Database } from '../src/storage/database.js';
 import { getMeta, setMeta } from '../src/storage/meta.js';
 import type { LiveProcess } from '../src/system/proc.js';
 import { lowMemoryCollection, MemoryReclaimer } from '../src/system/memory-reclaim.js';
+import { runUserCannotRead } from '../src/system/run-user-access.js';
 import { crashPoint } from '../src/util/crash-points.js';
 import { KeyedQueue } from '../src/util/keyed-queue.js';
 import type { InstanceLogs } from './instance-logs.js';
@@ -360,8 +361,13 @@ export class InstanceLifecycle {
     };
   }
 
-  /** Why the tunnel cannot be started as its config file stands (a placeholder with no variable), if it cannot. */
+  /**
+   * Why the tunnel cannot be started as its config file stands (its run user cannot open it, a placeholder with no
+   * variable), if it cannot: said here for every init system, rather than by the tunnel failing to start.
+   */
   async unstartable(record: InstanceRecord): Promise<string | undefined> {
+    const unreadable = await runUserCannotRead(record.configPath, record.runUser);
+    if (unreadable) return unreadable;
     const text = await readFile(record.configPath, 'utf8');
     const missing = missingEnvironment(envPlaceholders(text), this.env.of(record.id));
     if (missing.length === 0) return undefined;

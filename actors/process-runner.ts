@@ -1,5 +1,4 @@
 import { Subject, type Observable } from 'rxjs';
-import { chown, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Logger } from '../src/log/logger.js';
 import { currentOsUser, lookupOsUser } from '../src/system/os-users.js';
@@ -106,20 +105,6 @@ export interface TunnelProcess {
   startTicks: number | null;
 }
 
-/** The first directory from the root down to `dir` that a user may not pass through, if any. */
-async function unsearchableDir(dir: string, who: { uid: number; gid: number }): Promise<string | undefined> {
-  const parts = dir.split('/').filter(Boolean);
-  for (let i = 0; i <= parts.length; i++) {
-    const path = '/' + parts.slice(0, i).join('/');
-    const info = await stat(path);
-    const mode = info.mode;
-    const searchable =
-      info.uid === who.uid ? (mode & 0o100) !== 0 : info.gid === who.gid ? (mode & 0o010) !== 0 : (mode & 0o001) !== 0;
-    if (!searchable) return path;
-  }
-  return undefined;
-}
-
 /**
  * Runs tunnel clients as detached processes, each in its own process group with its output going into its named
  * pipe, so they outlive tunnelward. They are started by the spawner (a small process of its own, their parent:
@@ -180,16 +165,8 @@ export class ProcessRunner implements TunnelRunner {
   async spawn(request: SpawnRequest): Promise<TunnelProcess> {
     const executable = request.tunnelPath;
     if (request.output === undefined) throw new Error('a tunnel needs its output pipe');
+    // Whether the run user can open its config file was checked before the spawn (the lifecycle's `unstartable`).
     const { home, switchTo } = this.identityFor(request.runUser, request.instanceId);
-    if (switchTo) {
-      const blocked = await unsearchableDir(dirname(request.configPath), switchTo);
-      if (blocked) {
-        throw new Error(
-          `runUser ${request.runUser} cannot reach ${request.configPath}: ${blocked} is not searchable by it (chmod o+x ${blocked})`,
-        );
-      }
-      await chown(request.configPath, switchTo.uid, switchTo.gid);
-    }
     let spawned: Spawned;
     try {
       spawned = await this.spawner.spawn({

@@ -4,6 +4,7 @@ import { dirname, isAbsolute } from 'node:path';
 import { parse, stringify, TomlError } from 'smol-toml';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { writeFileAtomic } from '../fs/atomic.js';
+import { configFileAccess } from '../system/run-user-access.js';
 import { COMMON_KEYS, FEATURE_GATES, LEGACY_COMMON_KEYS } from './frpc-keys.js';
 import { envPlaceholders } from './go-template.js';
 import { normalizeDocument } from './legacy-shape.js';
@@ -461,9 +462,12 @@ export async function readTunnelConfig(path: string): Promise<TunnelConfig> {
   return TunnelConfig.parse(content, path);
 }
 
-/** Atomic, and mode 0600: the file holds `auth.token`. */
-export async function writeTunnelConfig(path: string, config: TunnelConfig): Promise<void> {
-  await writeFileAtomic(path, config.toString(), { mode: 0o600 });
+/**
+ * Atomic, and readable by tunnelward and the tunnel's run user alone (`configFileAccess`): the file holds
+ * `auth.token`. A config, or the text of one as it stood before.
+ */
+export async function writeTunnelConfig(path: string, config: TunnelConfig | string, runUser: string): Promise<void> {
+  await writeFileAtomic(path, config.toString(), configFileAccess(runUser));
 }
 
 function tomlReason(err: TomlError): string {

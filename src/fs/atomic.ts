@@ -3,13 +3,16 @@ import { open, readdir, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
 export interface AtomicWriteOptions {
-  /** File mode of the new file; defaults to 0o600 because what we write often holds secrets. */
+  /** File mode of the new file, exactly (whatever the umask); defaults to 0o600: what we write often holds secrets. */
   mode?: number;
+  /** Group of the new file (its owner stays the writer); the writer's own group when left out. */
+  group?: number;
 }
 
 /**
  * Replaces `path` with `data` so that a reader or a crash sees either the old file whole or the new one whole:
- * write a temp file in the same directory, fsync it, rename it over the target, fsync the directory.
+ * write a temp file in the same directory, fsync it, rename it over the target, fsync the directory. The temp file
+ * has its mode and group before anything is written into it, so the file is never there with other access.
  */
 export async function writeFileAtomic(
   path: string,
@@ -18,8 +21,11 @@ export async function writeFileAtomic(
 ): Promise<void> {
   const dir = dirname(path);
   const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
-  const handle = await open(tmp, 'wx', options.mode ?? 0o600);
+  const mode = options.mode ?? 0o600;
+  const handle = await open(tmp, 'wx', mode);
   try {
+    await handle.chmod(mode);
+    if (options.group !== undefined) await handle.chown(-1, options.group);
     await handle.writeFile(data);
     await handle.sync();
   } catch (err) {

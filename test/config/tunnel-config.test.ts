@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'smol-toml';
 import { AppError } from '../../src/errors.js';
+import { currentOsUser, lookupOsUser } from '../../src/system/os-users.js';
 import { envPlaceholders, onlyPlaceholders } from '../../src/config/go-template.js';
 import { expectedView, merged, POSTGRES, PROXY_EXAMPLES, VISITORS_TOML } from './proxy-examples.js';
 import { readTunnelConfig, TunnelConfig, writeTunnelConfig, type ProxyInput } from '../../src/config/tunnel-config.js';
@@ -1366,7 +1367,8 @@ test('log.to is refused unless it is console, saying why; a file with another on
 
 // ---- files ----
 
-test('write is atomic with mode 0600; read gives back the same config', async (t) => {
+test("write is atomic with mode 0600 for a tunnel run as tunnelward's own user; read gives back the same config", async (t) => {
+  const me = currentOsUser().name;
   const dir = await mkdtemp(join(tmpdir(), 'tunnel-config-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const path = join(dir, 'tunnel_1.toml');
@@ -1375,7 +1377,7 @@ test('write is atomic with mode 0600; read gives back the same config', async (t
     { 'auth.token': SECRET },
   );
   config.addProxy(tcp('ssh', 6000));
-  await writeTunnelConfig(path, config);
+  await writeTunnelConfig(path, config, me);
   t.is((await stat(path)).mode & 0o777, 0o600);
   t.deepEqual(await readdir(dir), ['tunnel_1.toml'], 'no temp file left behind');
   const read = await readTunnelConfig(path);
@@ -1383,9 +1385,16 @@ test('write is atomic with mode 0600; read gives back the same config', async (t
 
   // Rewriting over a looser file still leaves 0600.
   await writeFile(path, OLD_SHAPE, { mode: 0o644 });
-  await writeTunnelConfig(path, await readTunnelConfig(path));
+  await writeTunnelConfig(path, await readTunnelConfig(path), me);
   t.is((await stat(path)).mode & 0o777, 0o600);
   t.false((await readFile(path, 'utf8')).includes('[common]'));
+
+  // Written by root for a tunnel run as another user: root's file, that user's group, 0640.
+  if (process.getuid?.() !== 0) return;
+  await writeTunnelConfig(path, config, 'nobody');
+  const info = await stat(path);
+  t.deepEqual([info.uid, info.gid, info.mode & 0o777], [0, lookupOsUser('nobody')!.gid, 0o640]);
+  t.deepEqual(await readdir(dir), ['tunnel_1.toml'], 'no temp file left behind');
 });
 
 test('reading a missing file is a clear 404', async (t) => {
