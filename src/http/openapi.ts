@@ -1100,7 +1100,7 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
       body: schema('InstanceCommandRequest'),
       ok: ok(`${command}: the outcome`, schema('CommandOutcome')),
       errors: {
-        400: 'More than one of instanceID, instanceIDs, all; an invalid id; or a config file that cannot start (a placeholder with no variable).',
+        400: 'More than one of instanceID, instanceIDs, all; an invalid id; or a config file that cannot start (its runUser cannot reach or read it, a placeholder with no variable).',
         404: `${NO_INSTANCE} (In the many-instance forms, an unknown id is a failed result instead.)`,
         409: 'The state refuses the command (starting a running instance, or another command in progress).',
         500: 'The command failed: the message says how (exit code, signal, last log lines).',
