@@ -1,7 +1,7 @@
 import { chown } from 'node:fs/promises';
 import test from 'ava';
 import { currentOsUser } from '../../src/system/os-users.js';
-import { dispose, startDaemon, tempDir } from '../helpers/daemon.js';
+import { dispose, disposeWithTunnels, startDaemon, tempDir } from '../helpers/daemon.js';
 import { createInstance, fileAccess, instanceSettings, statusOf } from '../helpers/instances.js';
 
 test('a daemon that is not root cannot run a tunnel as another user, and says so', async (t) => {
@@ -33,8 +33,9 @@ test('as root, a tunnel runs as its runUser, its config file readable by that us
   const { tunnelPids } = await import('../helpers/instances.js');
   const dir = await tempDir();
   const daemon = await startDaemon({ dataDir: dir, settingsToml: instanceSettings() });
-  t.teardown(() => dispose(daemon));
   const token = await daemon.login();
+  // The tunnel is stopped even when an assertion fails on the way.
+  t.teardown(() => disposeWithTunnels(daemon, token));
   const { id, configPath } = await createInstance(daemon, token, 'ru_nobody', {}, { runUser: 'nobody' });
   if (process.getuid?.() !== 0) {
     // Only root can switch users: anyone else is refused with the reason.
