@@ -47,7 +47,7 @@ export interface AppDeps {
   log: Logger;
   /** Faults the daemon keeps serving through, for the self-check. */
   faults: RuntimeFaults;
-  /** Restarts the daemon in place; called after the reply to /system/restart has been sent. */
+  /** Restarts the daemon in place; called once the reply to /system/restart has been sent or its client has gone. */
   restart: () => void;
   /** The clock requests are timed by (the timestamp window); tests inject their own. */
   now?: () => number;
