@@ -217,7 +217,15 @@ async function startLocked(
   cleanups.push(() => tlsSub.unsubscribe());
   server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);
-  const streams = new LogStreams(server, { accounts, supervisor, systemLog, events, log, exposure });
+  const streams = new LogStreams(server, {
+    accounts,
+    supervisor,
+    systemLog,
+    events,
+    log,
+    exposure,
+    perToken: limits.perToken,
+  });
   await listen(server, options.port, options.host);
   cleanups.push(() => closeServer(server));
   // Cleanups run in reverse: streams close before the server waits for its connections.

@@ -32,10 +32,15 @@ export function authenticate(accounts: AccountService, perToken: RateLimiter): M
     const token = ctx.get('X-Token');
     if (!token) throw unauthorized('X-Token is required');
     ctx.state.auth = accounts.authenticate(token);
-    const wait = perToken.hit(ctx.state.auth.session.id);
-    if (wait > 0) throw tooManyRequests('too many requests for this token, slow down', wait / 1000);
+    countTokenRequest(perToken, ctx.state.auth);
     await next();
   };
+}
+
+/** Counts one request (or stream upgrade) of a session against its token's limit; past it, 429 until the window ends. */
+export function countTokenRequest(perToken: RateLimiter, auth: Authenticated): void {
+  const wait = perToken.hit(auth.session.id);
+  if (wait > 0) throw tooManyRequests('too many requests for this token, slow down', wait / 1000);
 }
 
 export function requireRole(minimum: UserType): Middleware<AppState> {

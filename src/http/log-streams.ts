@@ -11,7 +11,9 @@ import { DEFAULTS } from '../settings/defaults.js';
 import type { Logger } from '../log/logger.js';
 import type { SystemLog } from '../log/system-log.js';
 import { rawFailure } from './envelope.js';
+import { countTokenRequest } from './auth.js';
 import type { Exposure } from './exposure.js';
+import type { RateLimiter } from './rate-limiter.js';
 
 /** Earlier lines of an instance log a client may ask for (`?lines=`): read from the files at connect. */
 const MAX_REPLAY_LINES = 1000;
@@ -67,6 +69,8 @@ interface Deps {
   events: EventHub;
   log: Logger;
   exposure: Exposure;
+  /** The per-token request limit: an upgrade with a token counts as one request. */
+  perToken: RateLimiter;
 }
 
 /** A connected client: a bounded send buffer, and the subscriptions and timers to drop when it goes. */
@@ -151,8 +155,8 @@ class StreamClient {
 }
 
 /** Writes a refusal in the response envelope on a socket that asked for an upgrade, and closes it. */
-function refuse(socket: Duplex, status: number, message: string): void {
-  socket.end(rawFailure(status, message));
+function refuse(socket: Duplex, status: number, message: string, headers?: Record<string, string>): void {
+  socket.end(rawFailure(status, message, headers));
 }
 
 const toBuffer = (entry: unknown) => Buffer.from(JSON.stringify(entry));
@@ -225,7 +229,7 @@ export class LogStreams {
       if (!isStreamPath(url.pathname)) throw new AppError(404, `no such stream: ${url.pathname}`);
       this.handlers[url.pathname](url, req, socket, head);
     } catch (err) {
-      if (err instanceof AppError) refuse(socket, err.status, err.message);
+      if (err instanceof AppError) refuse(socket, err.status, err.message, err.headers);
       else {
         this.log.error({ err }, 'log stream upgrade failed');
         refuse(socket, 500, 'internal error');
@@ -251,10 +255,13 @@ export class LogStreams {
     return auth;
   }
 
-  /** `?token=`, checked when given. */
+  /** `?token=`, checked when given, and counted against the token's request limit like any request. */
   private optionalToken(url: URL): Authenticated | undefined {
     const token = url.searchParams.get('token');
-    return token ? this.deps.accounts.authenticate(token) : undefined;
+    if (!token) return undefined;
+    const auth = this.deps.accounts.authenticate(token);
+    countTokenRequest(this.deps.perToken, auth);
+    return auth;
   }
 
   /**
