@@ -145,6 +145,7 @@ async function startLocked(
     options.host,
     () => settings.get(),
     () => served !== undefined,
+    log.child({ component: 'exposure' }),
   );
 
   const audit = new AuditTrail(db, log.child({ component: 'audit' }), () => ({

@@ -2,12 +2,15 @@ import type { Middleware } from 'koa';
 import type { AccountService, Authenticated } from '../accounts/account-service.js';
 import { hasRole, isUserType, type UserType } from '../accounts/rules.js';
 import { forbidden, tooManyRequests, unauthorized } from '../errors.js';
+import type { RequestExposure } from './exposure.js';
 import type { RateLimiter } from './rate-limiter.js';
 
 export interface AppState {
   auth: Authenticated;
   /** When the request reached us: the timestamp window is measured against it, not against our own delays. */
   receivedAt: number;
+  /** Which of the contract's open doors are open to this request. */
+  exposure: RequestExposure;
 }
 
 /** `X-Timestamp` (Unix ms) must be within `windowMs` of the server clock when the request arrived: a replay is refused. */

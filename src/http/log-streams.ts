@@ -12,7 +12,7 @@ import type { Logger } from '../log/logger.js';
 import type { SystemLog } from '../log/system-log.js';
 import { rawFailure } from './envelope.js';
 import { countTokenRequest } from './auth.js';
-import type { Exposure } from './exposure.js';
+import type { Exposure, RequestExposure } from './exposure.js';
 import type { RateLimiter } from './rate-limiter.js';
 
 /** Earlier lines of an instance log a client may ask for (`?lines=`): read from the files at connect. */
@@ -33,7 +33,7 @@ export type StreamPath = (typeof STREAM_PATHS)[number];
 
 const isStreamPath = (path: string): path is StreamPath => (STREAM_PATHS as readonly string[]).includes(path);
 
-type StreamHandler = (url: URL, req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+type StreamHandler = (url: URL, req: IncomingMessage, socket: Duplex, head: Buffer, exposure: RequestExposure) => void;
 
 export interface LogStreamOptions {
   /** Bytes a client may have waiting for longer than `slowGraceMs`; past that it is closed as too slow. */
@@ -218,16 +218,17 @@ export class LogStreams {
   /** One handler per path of `STREAM_PATHS`: the type keeps the list and the dispatch the same. */
   private readonly handlers: Record<StreamPath, StreamHandler> = {
     '/system/getLogs': (...args) => this.systemStream(...args),
-    '/system/events': (...args) => this.eventStream(...args),
-    '/tunnelAct/instanceMgr/logs': (...args) => this.instanceStream(...args),
+    '/system/events': (url, req, socket, head) => this.eventStream(url, req, socket, head),
+    '/tunnelAct/instanceMgr/logs': (url, req, socket, head) => this.instanceStream(url, req, socket, head),
   };
 
   private onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', () => socket.destroy());
     const url = new URL(req.url ?? '/', 'http://localhost');
     try {
+      const exposure = this.deps.exposure.of(req);
       if (!isStreamPath(url.pathname)) throw new AppError(404, `no such stream: ${url.pathname}`);
-      this.handlers[url.pathname](url, req, socket, head);
+      this.handlers[url.pathname](url, req, socket, head, exposure);
     } catch (err) {
       if (err instanceof AppError) refuse(socket, err.status, err.message, err.headers);
       else {
@@ -237,9 +238,9 @@ export class LogStreams {
     }
   }
 
-  private systemStream(url: URL, req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    // Off loopback the daemon's log is not for whoever reaches the port (SystemLog.RequireToken).
-    const auth = this.deps.exposure.systemLogNeedsToken ? this.requiredToken(url) : this.optionalToken(url);
+  private systemStream(url: URL, req: IncomingMessage, socket: Duplex, head: Buffer, exposure: RequestExposure): void {
+    // Off loopback or behind a proxy the daemon's log is not for whoever reaches it (SystemLog.RequireToken).
+    const auth = exposure.systemLogNeedsToken ? this.requiredToken(url) : this.optionalToken(url);
     const { lines, follow } = replayParams(url, this.deps.systemLog.capacity, this.deps.systemLog.capacity);
     this.accept(req, socket, head, auth, undefined, (client) => {
       for (const entry of this.deps.systemLog.recent().slice(-lines || Infinity)) client.send(toBuffer(entry));
