@@ -1,8 +1,8 @@
 import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { userInfo } from 'node:os';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { freePort } from './helpers/frp.js';
 import initSqlJs from 'sql.js';
 import { collectLines, Daemon, dispose, spawnCli, startDaemon, tempDir } from './helpers/daemon.js';
@@ -241,35 +241,40 @@ async function parentAndGroup(pid: number): Promise<{ ppid: number; pgrp: number
   return { ppid: ppid!, pgrp: pgrp! };
 }
 
+/**
+ * A daemon in a process group of its own, as a shell gives a job in a terminal (a Ctrl-C signals that whole group);
+ * the daemons its restarts start print on the same output and are killed with it when the test ends.
+ */
+async function startInOwnGroup(t: ExecutionContext) {
+  const dataDir = await tempDir();
+  const first = new Daemon(spawnCli(['serve', '--data-dir', dataDir, '--port', '0'], {}, { detached: true }), dataDir);
+  collectLines(first.proc, first.output);
+  t.teardown(async () => {
+    try {
+      process.kill(-first.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  /** The URL the n-th daemon printed (each new daemon prints on the same output). */
+  const nthUrl = async (n: number) => {
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const printed = first.output.filter((l) => l.startsWith('tunnelward listening on '));
+      if (printed.length >= n) return printed[n - 1]!.split(' ').pop()!;
+      if (Date.now() > deadline) throw new Error(`no URL #${n}:\n${first.output.join('\n')}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  first.url = await nthUrl(1);
+  return { first, dataDir, nthUrl };
+}
+
 serial(
   'POST /system/restart: a new daemon takes over the same data dir, in the same process group as the first',
   async (t) => {
-    // Its own process group, as a shell gives a job in a terminal: a Ctrl-C signals that whole group.
-    const dataDir = await tempDir();
-    const first = new Daemon(
-      spawnCli(['serve', '--data-dir', dataDir, '--port', '0'], {}, { detached: true }),
-      dataDir,
-    );
-    collectLines(first.proc, first.output);
-    t.teardown(async () => {
-      try {
-        process.kill(-first.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-      await rm(dataDir, { recursive: true, force: true });
-    });
-    /** The URL the n-th daemon printed (each new daemon prints on the same output). */
-    const nthUrl = async (n: number) => {
-      const deadline = Date.now() + 20_000;
-      for (;;) {
-        const printed = first.output.filter((l) => l.startsWith('tunnelward listening on '));
-        if (printed.length >= n) return printed[n - 1]!.split(' ').pop()!;
-        if (Date.now() > deadline) throw new Error(`no URL #${n}:\n${first.output.join('\n')}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    };
-    first.url = await nthUrl(1);
+    const { first, dataDir, nthUrl } = await startInOwnGroup(t);
     const token = await first.login();
     const visitor = await first.userWithToken(token, 'rs_visitor', 'visitor');
     t.is((await first.post('/system/restart', {}, { token: visitor.token })).status, 403);
@@ -299,3 +304,22 @@ serial(
     await t.throwsAsync(stat(join(dataDir, 'tunnelward.pid')), { code: 'ENOENT' }, 'stopped cleanly');
   },
 );
+
+serial('POST /system/restart from a client that hangs up at once still restarts the daemon', async (t) => {
+  const { first, dataDir, nthUrl } = await startInOwnGroup(t);
+  const token = await first.login();
+  const { hostname, port } = new URL(first.url);
+  // The request, then the connection dropped before any reply can be read.
+  const body = '{}';
+  const request =
+    `POST /system/restart HTTP/1.1\r\nHost: ${hostname}:${port}\r\nX-Token: ${token}\r\n` +
+    `X-Timestamp: ${Date.now()}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+  await new Promise<void>((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(request, () => (socket.destroy(), resolve())));
+    socket.on('error', reject);
+  });
+  first.url = await nthUrl(2);
+  const pid = Number((await readFile(join(dataDir, 'tunnelward.pid'), 'utf8')).trim());
+  t.not(pid, first.pid, 'a new daemon');
+  t.is((await first.get('/system/getStatus')).status, 200);
+});

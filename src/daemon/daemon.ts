@@ -145,6 +145,7 @@ async function startLocked(
     options.host,
     () => settings.get(),
     () => served !== undefined,
+    log.child({ component: 'exposure' }),
   );
 
   const audit = new AuditTrail(db, log.child({ component: 'audit' }), () => ({
@@ -217,7 +218,15 @@ async function startLocked(
   cleanups.push(() => tlsSub.unsubscribe());
   server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);
-  const streams = new LogStreams(server, { accounts, supervisor, systemLog, events, log, exposure });
+  const streams = new LogStreams(server, {
+    accounts,
+    supervisor,
+    systemLog,
+    events,
+    log,
+    exposure,
+    perToken: limits.perToken,
+  });
   await listen(server, options.port, options.host);
   cleanups.push(() => closeServer(server));
   // Cleanups run in reverse: streams close before the server waits for its connections.

@@ -12,7 +12,7 @@ import { auditRequests } from './audit.js';
 import { clientAddress, type TrustedProxies } from './client-address.js';
 import { consoleAssets } from './console-assets.js';
 import { envelope } from './envelope.js';
-import type { Exposure } from './exposure.js';
+import { requestExposure, type Exposure } from './exposure.js';
 import { checkJsonBody } from './json-body-check.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { accountRoutes } from './routes/accounts.js';
@@ -47,14 +47,14 @@ export interface AppDeps {
   log: Logger;
   /** Faults the daemon keeps serving through, for the self-check. */
   faults: RuntimeFaults;
-  /** Restarts the daemon in place; called after the reply to /system/restart has been sent. */
+  /** Restarts the daemon in place; called once the reply to /system/restart has been sent or its client has gone. */
   restart: () => void;
   /** The clock requests are timed by (the timestamp window); tests inject their own. */
   now?: () => number;
   /** For the metrics: webhook outcomes and tunnel output so far. */
   webhookStats: () => { published: number; delivered: number; failed: number; dropped: number };
   logTotals: () => { lines: number; bytes: number };
-  /** What is open given where the daemon listens. */
+  /** What is open given where the daemon listens, whether a proxy is in front, and where a request came from. */
   exposure: Exposure;
   /** Whose X-Forwarded-For is believed. */
   trustedProxies: TrustedProxies;
@@ -97,6 +97,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const requests: RequestCounts = new Map();
   let known = new Set<string>();
   app.use(clientAddress(deps.trustedProxies));
+  app.use(requestExposure(deps.exposure));
   app.use(async (ctx, next) => {
     ctx.state.receivedAt = now();
     // Every answer is JSON (or the console's files, typed exactly): never to be sniffed into something else.

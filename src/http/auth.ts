@@ -2,12 +2,15 @@ import type { Middleware } from 'koa';
 import type { AccountService, Authenticated } from '../accounts/account-service.js';
 import { hasRole, isUserType, type UserType } from '../accounts/rules.js';
 import { forbidden, tooManyRequests, unauthorized } from '../errors.js';
+import type { RequestExposure } from './exposure.js';
 import type { RateLimiter } from './rate-limiter.js';
 
 export interface AppState {
   auth: Authenticated;
   /** When the request reached us: the timestamp window is measured against it, not against our own delays. */
   receivedAt: number;
+  /** Which of the contract's open doors are open to this request. */
+  exposure: RequestExposure;
 }
 
 /** `X-Timestamp` (Unix ms) must be within `windowMs` of the server clock when the request arrived: a replay is refused. */
@@ -32,10 +35,15 @@ export function authenticate(accounts: AccountService, perToken: RateLimiter): M
     const token = ctx.get('X-Token');
     if (!token) throw unauthorized('X-Token is required');
     ctx.state.auth = accounts.authenticate(token);
-    const wait = perToken.hit(ctx.state.auth.session.id);
-    if (wait > 0) throw tooManyRequests('too many requests for this token, slow down', wait / 1000);
+    countTokenRequest(perToken, ctx.state.auth);
     await next();
   };
+}
+
+/** Counts one request (or stream upgrade) of a session against its token's limit; past it, 429 until the window ends. */
+export function countTokenRequest(perToken: RateLimiter, auth: Authenticated): void {
+  const wait = perToken.hit(auth.session.id);
+  if (wait > 0) throw tooManyRequests('too many requests for this token, slow down', wait / 1000);
 }
 
 export function requireRole(minimum: UserType): Middleware<AppState> {

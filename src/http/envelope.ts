@@ -9,11 +9,12 @@ export function reply(ctx: Context, message: string, data?: unknown): void {
 }
 
 /** A whole failure response in the envelope, for a socket that Koa does not answer (a refused upgrade, a parse error). */
-export function rawFailure(status: number, message: string): string {
+export function rawFailure(status: number, message: string, headers: Record<string, string> = {}): string {
   const body = JSON.stringify({ success: false, message });
+  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
   return (
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+    `Content-Length: ${Buffer.byteLength(body)}\r\n${extra.join('')}Connection: close\r\n\r\n${body}`
   );
 }
 

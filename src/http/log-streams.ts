@@ -11,7 +11,9 @@ import { DEFAULTS } from '../settings/defaults.js';
 import type { Logger } from '../log/logger.js';
 import type { SystemLog } from '../log/system-log.js';
 import { rawFailure } from './envelope.js';
-import type { Exposure } from './exposure.js';
+import { countTokenRequest } from './auth.js';
+import type { Exposure, RequestExposure } from './exposure.js';
+import type { RateLimiter } from './rate-limiter.js';
 
 /** Earlier lines of an instance log a client may ask for (`?lines=`): read from the files at connect. */
 const MAX_REPLAY_LINES = 1000;
@@ -31,7 +33,7 @@ export type StreamPath = (typeof STREAM_PATHS)[number];
 
 const isStreamPath = (path: string): path is StreamPath => (STREAM_PATHS as readonly string[]).includes(path);
 
-type StreamHandler = (url: URL, req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+type StreamHandler = (url: URL, req: IncomingMessage, socket: Duplex, head: Buffer, exposure: RequestExposure) => void;
 
 export interface LogStreamOptions {
   /** Bytes a client may have waiting for longer than `slowGraceMs`; past that it is closed as too slow. */
@@ -67,6 +69,8 @@ interface Deps {
   events: EventHub;
   log: Logger;
   exposure: Exposure;
+  /** The per-token request limit: an upgrade with a token counts as one request. */
+  perToken: RateLimiter;
 }
 
 /** A connected client: a bounded send buffer, and the subscriptions and timers to drop when it goes. */
@@ -151,8 +155,8 @@ class StreamClient {
 }
 
 /** Writes a refusal in the response envelope on a socket that asked for an upgrade, and closes it. */
-function refuse(socket: Duplex, status: number, message: string): void {
-  socket.end(rawFailure(status, message));
+function refuse(socket: Duplex, status: number, message: string, headers?: Record<string, string>): void {
+  socket.end(rawFailure(status, message, headers));
 }
 
 const toBuffer = (entry: unknown) => Buffer.from(JSON.stringify(entry));
@@ -214,18 +218,19 @@ export class LogStreams {
   /** One handler per path of `STREAM_PATHS`: the type keeps the list and the dispatch the same. */
   private readonly handlers: Record<StreamPath, StreamHandler> = {
     '/system/getLogs': (...args) => this.systemStream(...args),
-    '/system/events': (...args) => this.eventStream(...args),
-    '/tunnelAct/instanceMgr/logs': (...args) => this.instanceStream(...args),
+    '/system/events': (url, req, socket, head) => this.eventStream(url, req, socket, head),
+    '/tunnelAct/instanceMgr/logs': (url, req, socket, head) => this.instanceStream(url, req, socket, head),
   };
 
   private onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', () => socket.destroy());
     const url = new URL(req.url ?? '/', 'http://localhost');
     try {
+      const exposure = this.deps.exposure.of(req);
       if (!isStreamPath(url.pathname)) throw new AppError(404, `no such stream: ${url.pathname}`);
-      this.handlers[url.pathname](url, req, socket, head);
+      this.handlers[url.pathname](url, req, socket, head, exposure);
     } catch (err) {
-      if (err instanceof AppError) refuse(socket, err.status, err.message);
+      if (err instanceof AppError) refuse(socket, err.status, err.message, err.headers);
       else {
         this.log.error({ err }, 'log stream upgrade failed');
         refuse(socket, 500, 'internal error');
@@ -233,9 +238,9 @@ export class LogStreams {
     }
   }
 
-  private systemStream(url: URL, req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    // Off loopback the daemon's log is not for whoever reaches the port (SystemLog.RequireToken).
-    const auth = this.deps.exposure.systemLogNeedsToken ? this.requiredToken(url) : this.optionalToken(url);
+  private systemStream(url: URL, req: IncomingMessage, socket: Duplex, head: Buffer, exposure: RequestExposure): void {
+    // Off loopback or behind a proxy the daemon's log is not for whoever reaches it (SystemLog.RequireToken).
+    const auth = exposure.systemLogNeedsToken ? this.requiredToken(url) : this.optionalToken(url);
     const { lines, follow } = replayParams(url, this.deps.systemLog.capacity, this.deps.systemLog.capacity);
     this.accept(req, socket, head, auth, undefined, (client) => {
       for (const entry of this.deps.systemLog.recent().slice(-lines || Infinity)) client.send(toBuffer(entry));
@@ -251,10 +256,13 @@ export class LogStreams {
     return auth;
   }
 
-  /** `?token=`, checked when given. */
+  /** `?token=`, checked when given, and counted against the token's request limit like any request. */
   private optionalToken(url: URL): Authenticated | undefined {
     const token = url.searchParams.get('token');
-    return token ? this.deps.accounts.authenticate(token) : undefined;
+    if (!token) return undefined;
+    const auth = this.deps.accounts.authenticate(token);
+    countTokenRequest(this.deps.perToken, auth);
+    return auth;
   }
 
   /**

@@ -102,7 +102,7 @@ export async function selfCheck(
     check('exposure', async () => {
       const doors = faults.openDoors();
       if (doors.length > 0) throw new Error(`open to whoever reaches the port: ${doors.join('; ')}`);
-      return 'nothing is open beyond what the settings chose (or the daemon listens on loopback only)';
+      return 'nothing is open beyond what the settings chose (or only this host reaches the daemon)';
     }),
   ]);
   const binary = results[3]!.ok ? tunnelPath : undefined;

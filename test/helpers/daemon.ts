@@ -39,6 +39,8 @@ export interface RequestOptions {
   headers?: Record<string, string>;
   /** X-Timestamp to send; `null` sends none. Defaults to now. */
   timestamp?: number | string | null;
+  /** The address the request leaves from (`rawRequest` only): any 127.x.y.z is this host's loopback. */
+  localAddress?: string;
 }
 
 /** A real tunnelward process on an ephemeral loopback port with its own data dir. */
@@ -97,7 +99,7 @@ export class Daemon {
     if (body !== undefined) headers['Content-Length'] = String(Buffer.byteLength(body));
     const { hostname, port } = new URL(this.url);
     return new Promise((resolve, reject) => {
-      const req = httpRequest({ method, hostname, port, path, headers }, (res) => {
+      const req = httpRequest({ method, hostname, port, path, headers, localAddress: options.localAddress }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('error', reject);

@@ -8,7 +8,7 @@ export interface Stream {
   waitFor(predicate: (messages: any[]) => boolean, timeoutMs?: number): Promise<any[]>;
 }
 
-/** Opens a log stream; rejects with `{ status, body }` when the server refuses the upgrade. */
+/** Opens a log stream; rejects with `{ status, headers, body }` when the server refuses the upgrade. */
 export function openStream(url: string): Promise<Stream> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url);
@@ -20,7 +20,7 @@ export function openStream(url: string): Promise<Stream> {
     ws.on('unexpected-response', (_req, res) => {
       let body = '';
       res.on('data', (c) => (body += c));
-      res.on('end', () => reject({ status: res.statusCode, body: JSON.parse(body) }));
+      res.on('end', () => reject({ status: res.statusCode, headers: res.headers, body: JSON.parse(body) }));
     });
     ws.on('error', (err) => reject(err));
     ws.on('open', () =>

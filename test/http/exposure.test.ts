@@ -1,6 +1,7 @@
 import test from 'ava';
-import { dispose, startDaemon, type Daemon } from '../helpers/daemon.js';
+import { ADMIN, Daemon, dispose, startDaemon, startWithRoot } from '../helpers/daemon.js';
 import { createInstance, instanceSettings } from '../helpers/instances.js';
+import { Nginx, readmeNginxRecipe } from '../helpers/nginx.js';
 import { openStream, wsUrl } from '../helpers/streams.js';
 
 const register = (daemon: Daemon, username: string) => daemon.post('/register', { username, passwd: 'Passw0rd!x' });
@@ -94,4 +95,79 @@ test('listening on 0.0.0.0: registration closed, the system log needs a token, v
   t.regex(open.message, /register a visitor.*log streams to anyone.*visitors see local addresses/);
   const shown = await daemon.get('/tunnelAct/instanceMgr/list', { token: root });
   t.true(shown.body.success);
+});
+
+/** The same daemon, reached through a reverse proxy at `url`. */
+function through(daemon: Daemon, url: string): Daemon {
+  const proxied = new Daemon(daemon.proc, daemon.dataDir);
+  proxied.url = url;
+  return proxied;
+}
+
+/** The client address the audit trail recorded for the latest login. */
+const lastLoginIp = async (daemon: Daemon, token: string) =>
+  (await daemon.get('/system/audit?action=login&limit=1', { token })).body.data.entries[0].ip;
+
+const UNTRUSTED_FORWARD = /arrived through a reverse proxy.*TrustedProxies is empty/;
+
+test("behind the README's nginx recipe: forwarded requests find the doors closed; a trusted proxy closes them for all and its clients' own addresses are recorded", async (t) => {
+  const { daemon, root } = await startWithRoot({ settingsToml: instanceSettings() });
+  t.teardown(() => dispose(daemon));
+  const nginx = await Nginx.start(`server {\n  listen @LISTEN@;\n${await readmeNginxRecipe(daemon.url)}}\n`);
+  t.teardown(() => nginx.stop());
+  const proxied = through(daemon, nginx.url);
+
+  // TrustedProxies is empty: a forwarded request may come from anywhere, so it finds the `auto` doors closed.
+  const closed = await register(proxied, 'proxied_guest');
+  t.is(closed.status, 403);
+  t.regex(closed.body.message, /self-registration is closed.*behind a reverse proxy/);
+  t.is(await systemLog(proxied), 401);
+  t.is(await systemLog(proxied, root), 101, 'the WebSocket upgrade passes through the recipe');
+  const seen = await views(proxied, root, 'proxied_inst');
+  t.is(seen.visitor.info.configPath, undefined);
+  t.is(seen.visitor.info.runUser, undefined);
+  t.is(seen.visitor.proxy.localIP, undefined);
+  t.is(seen.visitor.exported, 403);
+  t.is(seen.admin.proxy.localIP, '10.1.2.3', 'an admin still sees everything');
+  // The local host, reaching the daemon itself, still finds the contract as it is.
+  t.true((await register(daemon, 'local_guest')).body.success);
+
+  // The client's own address is not believed (the proxy is not named): the audit trail has nginx's.
+  const client = { body: ADMIN, localAddress: '127.0.0.2' };
+  t.is((await proxied.rawRequest('POST', '/login', client)).status, 200);
+  t.is(await lastLoginIp(daemon, root), '127.0.0.1');
+  // Said once in the daemon's log, however many forwarded requests follow.
+  await daemon.waitForOutput(UNTRUSTED_FORWARD);
+  t.is(daemon.output.filter((line) => UNTRUSTED_FORWARD.test(line)).length, 1);
+
+  // Named in TrustedProxies: the real client's address is logged and audited, and the doors are closed to everyone.
+  const trusted = await daemon.post('/settings/set', { TrustedProxies: ['127.0.0.1'] }, { token: root });
+  t.true(trusted.body.success, trusted.body.message);
+  t.is((await proxied.rawRequest('POST', '/login', client)).status, 200);
+  t.is(await lastLoginIp(daemon, root), '127.0.0.2');
+  await daemon.waitForOutput(/"action":"login".*"ip":"127\.0\.0\.2"/);
+  t.is((await register(proxied, 'proxied_guest')).status, 403);
+  t.is((await register(daemon, 'local_guest2')).status, 403, 'the proxy reaches the daemon from this host too');
+  t.is(await systemLog(daemon), 401);
+  t.is((await views(daemon, root, 'trusted_inst')).visitor.exported, 403);
+
+  // An explicitly opened door is named by the self-check; plain HTTP is not, the proxy in front holds the TLS.
+  t.true((await selfCheckExposure(daemon, root)).ok);
+  const opened = await daemon.post('/settings/set', { 'Register.Enabled': true }, { token: root });
+  t.true(opened.body.success, opened.body.message);
+  const open = await selfCheckExposure(daemon, root);
+  t.false(open.ok);
+  t.regex(open.message, /register a visitor/);
+  t.notRegex(open.message, /plain HTTP/);
+  t.true((await register(proxied, 'proxied_guest')).body.success);
+  t.is(daemon.output.filter((line) => UNTRUSTED_FORWARD.test(line)).length, 1);
+});
+
+test('with TrustedProxies set, the start-up warning names the doors left open, on loopback too', async (t) => {
+  const daemon = await startDaemon({
+    settingsToml: `TrustedProxies = ["127.0.0.1"]\n"Register.Enabled" = true\n`,
+  });
+  t.teardown(() => dispose(daemon));
+  await daemon.waitForOutput(/open door: anyone who reaches the port can register/);
+  t.false(daemon.output.some((line) => /open door: (plain HTTP|the daemon's log|visitors see)/.test(line)));
 });

@@ -1,6 +1,7 @@
 import test from 'ava';
-import { ADMIN } from '../helpers/daemon.js';
+import { ADMIN, dispose, startWithRoot } from '../helpers/daemon.js';
 import { inProcessApp } from '../helpers/app.js';
+import { openStream, wsUrl } from '../helpers/streams.js';
 
 const MINUTE = 60_000;
 
@@ -40,6 +41,32 @@ test('100 requests per minute per token, then 429; other tokens are unaffected; 
   t.is((await app.request('GET', '/sessionMgr/list', { token: other })).status, 200);
   app.clock.advance(MINUTE);
   t.is((await app.request('GET', '/sessionMgr/list', { token })).status, 200, 'recovered');
+});
+
+test('stream upgrades count against the token limit, and past it are refused before the upgrade with 429', async (t) => {
+  const { daemon, root } = await startWithRoot({ settingsToml: '[RateLimit]\nPerToken = 4\n' });
+  t.teardown(() => dispose(daemon));
+  const upgrade = (path: string) =>
+    openStream(wsUrl(daemon.url, `${path}${path.includes('?') ? '&' : '?'}token=${root}`)).then(
+      (stream) => (stream.ws.close(), { status: 101, headers: {} as Record<string, string>, body: undefined }),
+      (refusal: { status: number; headers: Record<string, string>; body: { success: boolean; message: string } }) =>
+        refusal,
+    );
+  // Two requests and two upgrades: the token's four for this minute.
+  t.is((await daemon.get('/sessionMgr/list', { token: root })).status, 200);
+  t.is((await upgrade('/system/getLogs')).status, 101);
+  t.is((await upgrade('/system/events')).status, 101);
+  t.is((await daemon.get('/sessionMgr/list', { token: root })).status, 200);
+
+  for (const path of ['/system/getLogs', '/system/events', '/tunnelAct/instanceMgr/logs?instanceID=1']) {
+    const refused = await upgrade(path);
+    t.is(refused.status, 429, path);
+    t.deepEqual(refused.body, { success: false, message: 'too many requests for this token, slow down' }, path);
+    t.regex(refused.headers['retry-after'] ?? '', /^\d+$/, path);
+  }
+  const after = await daemon.get('/sessionMgr/list', { token: root });
+  t.is(after.status, 429, 'the upgrades were counted with the requests');
+  t.truthy(after.headers.get('Retry-After'));
 });
 
 test('the limits are settings, applied at once', async (t) => {

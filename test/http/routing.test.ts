@@ -203,7 +203,7 @@ test.serial(
     const logs = (query: string) =>
       openStream(wsUrl(daemon.url, `/tunnelAct/instanceMgr/logs${query}`)).then(
         (stream) => (stream.ws.close(), { status: 101, body: undefined as any }),
-        (refusal: { status: number; body: any }) => refusal,
+        ({ status, body }: { status: number; body: any }) => ({ status, body }),
       );
     const system = await openStream(wsUrl(daemon.url, '/system/getLogs'));
     system.ws.close();

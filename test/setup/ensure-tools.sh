@@ -3,7 +3,8 @@
 # start-stop-daemon (dpkg) runs the init.d scripts, mkfifo (coreutils) makes the tunnels' output pipes.
 # A throwaway systemd for the systemd-mode tests (test/systemd/host.sh) needs systemd, nsenter/unshare (util-linux)
 # and pgrep (procps). openssl makes the self-signed certificates of the TLS tests. The web console's tests drive
-# Debian's Chromium (/usr/bin/chromium) through playwright-core.
+# Debian's Chromium (/usr/bin/chromium) through playwright-core. nginx stands in front of the daemon as the README's
+# reverse proxy (run by the test itself, with its own config; the package's own service is not used).
 # Installs what is missing when it can (root with apt-get); otherwise says what to install.
 missing=""
 command -v systemd-analyze >/dev/null 2>&1 || missing="$missing systemd"
@@ -13,6 +14,7 @@ command -v pgrep >/dev/null 2>&1 || missing="$missing procps"
 command -v nsenter >/dev/null 2>&1 || missing="$missing util-linux"
 command -v openssl >/dev/null 2>&1 || missing="$missing openssl"
 [ -x /usr/bin/chromium ] || missing="$missing chromium"
+[ -x /usr/sbin/nginx ] || missing="$missing nginx"
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing for the tests:$missing" >&2

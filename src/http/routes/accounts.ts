@@ -8,13 +8,14 @@ import { ResourceRouter } from '../resource-router.js';
 import { formatIso } from '../../util/time.js';
 
 /** /register, /login, /whoami and /logout. */
-export function accountRoutes({ accounts, limits, exposure, guards }: RouteDeps): ResourceRouter {
+export function accountRoutes({ accounts, limits, guards }: RouteDeps): ResourceRouter {
   const router = new ResourceRouter('', guards);
 
   router.post('/register', 'timestamp', limitByIp(limits.register, 'registration'), async (ctx) => {
-    if (!exposure.registerOpen) {
+    const { registerOpen, closedBecause } = ctx.state.exposure;
+    if (!registerOpen) {
       throw forbidden(
-        `self-registration is closed on this server (Register.Enabled${exposure.exposed ? ': closed by default off loopback' : ''})`,
+        `self-registration is closed on this server (Register.Enabled${closedBecause ? `: closed by default ${closedBecause}` : ''})`,
       );
     }
     const fields = body(ctx);

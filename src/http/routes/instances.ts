@@ -62,7 +62,7 @@ async function commandOutcome(supervisor: InstanceSupervisor, id: number, comman
 }
 
 /** /tunnelAct/instanceMgr/*: changes need an admin, reading any authenticated user. */
-export function instanceRoutes({ supervisor, guards, exposure }: RouteDeps): ResourceRouter {
+export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
   const router = new ResourceRouter('/tunnelAct/instanceMgr', guards);
 
   router.post('/create', 'admin', async (ctx) => {
@@ -129,7 +129,7 @@ export function instanceRoutes({ supervisor, guards, exposure }: RouteDeps): Res
   // masked for everyone but a superuser.
   router.get('/export', 'visitor', async (ctx) => {
     const record = supervisor.catalogue.record(instanceIdParam(ctx));
-    if (seesOnlyGuestView(exposure, ctx.state.auth.user.type)) {
+    if (seesOnlyGuestView(ctx.state.exposure, ctx.state.auth.user.type)) {
       throw forbidden('a visitor cannot export config files on this server (Visitor.ShowDetails)');
     }
     const masked = ctx.state.auth.user.type !== 'superuser';
@@ -235,7 +235,7 @@ export function instanceRoutes({ supervisor, guards, exposure }: RouteDeps): Res
     const view = supervisor.view(instanceIdParam(ctx));
     const config = await supervisor.catalogue.readConfig(view.record.id);
     const privileged = hasRole(ctx.state.auth.user.type, 'admin');
-    const guest = seesOnlyGuestView(exposure, ctx.state.auth.user.type);
+    const guest = seesOnlyGuestView(ctx.state.exposure, ctx.state.auth.user.type);
     reply(ctx, `instance ${view.record.name}`, {
       instanceID: view.record.id,
       name: view.record.name,

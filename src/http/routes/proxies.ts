@@ -16,7 +16,7 @@ function proxyInfo(fields: Fields): ProxyInput & Fields {
 }
 
 /** /tunnelAct/proxyMgr/*: edits the instance's config file; a running tunnel applies it by frpc's reload. */
-export function proxyRoutes({ supervisor, guards, exposure }: RouteDeps): ResourceRouter {
+export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
   const router = new ResourceRouter('/tunnelAct/proxyMgr', guards);
 
   const edited = (id: number, configPath: string, proxyName: string, applied: Applied) => ({
@@ -99,7 +99,7 @@ export function proxyRoutes({ supervisor, guards, exposure }: RouteDeps): Resour
         statusSince: seen ? new Date(seen.since).toISOString() : null,
       };
     });
-    const guest = seesOnlyGuestView(exposure, ctx.state.auth.user.type);
+    const guest = seesOnlyGuestView(ctx.state.exposure, ctx.state.auth.user.type);
     reply(ctx, `${proxies.length} proxies`, {
       instanceID: id,
       proxyCount: proxies.length,

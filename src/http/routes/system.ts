@@ -1,3 +1,4 @@
+import { finished } from 'node:stream';
 import type { Context } from 'koa';
 import type { AuditQuery } from '../../audit/audit-trail.js';
 import { badRequest } from '../../errors.js';
@@ -64,8 +65,8 @@ export function systemRoutes(deps: RouteDeps): ResourceRouter {
 
   router.post('/restart', 'admin', async (ctx) => {
     reply(ctx, 'restarting');
-    // Restart only once the reply has left.
-    ctx.res.once('finish', () => deps.restart());
+    // Once the reply has left, or its client has gone (before or while it is sent): the restart happens either way.
+    finished(ctx.res, () => deps.restart());
   });
 
   // The audit trail, newest first; `nextBefore` pages back.
