@@ -7,8 +7,9 @@ import { StringDecoder } from 'node:string_decoder';
 import { promisify } from 'node:util';
 import { map, share, Subject, type Observable } from 'rxjs';
 import { connectionIn, withoutStatusReads } from '../src/config/proxy-status.js';
-import { parseFrpcLine, stripAnsi, type InstanceLogEntry } from '../src/log/log-entries.js';
+import { parseFrpcLine, type InstanceLogEntry } from '../src/log/log-entries.js';
 import type { Logger } from '../src/log/logger.js';
+import { stripControls } from '../src/util/terminal-text.js';
 import { LogFileWriter, type LogFault, type RotationPolicy } from './log-file-writer.js';
 import { isFifo } from './output-keeper.js';
 import type { LogSource, LogSourceFactory } from './log-sources.js';
@@ -224,9 +225,12 @@ export class LogChannel {
     this.write(`${rest}\n`);
   }
 
-  /** Queues whole lines for the file and publishes them at once: followers do not wait for the disk. */
+  /**
+   * Queues whole lines for the file and publishes them at once: followers do not wait for the disk. Colour codes
+   * and every other control sequence are left out: what the tunnel prints can come from its server.
+   */
   private write(text: string): void {
-    const lines = withoutStatusReads(text);
+    const lines = withoutStatusReads(stripControls(text));
     if (lines === '') return;
     this.totals.bytes += Buffer.byteLength(lines);
     for (let at = lines.indexOf('\n'); at >= 0; at = lines.indexOf('\n', at + 1)) this.totals.lines++;
@@ -269,7 +273,7 @@ export class LogChannel {
 
   private keepTail(lines: string): void {
     for (const line of lines.split('\n')) {
-      const plain = stripAnsi(line).trimEnd();
+      const plain = line.trimEnd();
       if (plain === '') continue;
       const said = connectionIn(plain);
       if (said !== undefined) this.connectionSaid = said;
@@ -288,7 +292,7 @@ export class LogChannel {
   close(): void {
     this.stopReader();
     // Half a line read: written as it is, so that whoever reads the pipe next (the keeper) completes it.
-    if (this.partial !== '') this.file.append(this.partial);
+    if (this.partial !== '') this.file.append(stripControls(this.partial));
     this.partial = '';
     this.entries$.complete();
   }

@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import type { Logger } from '../src/log/logger.js';
 import { pidExists, procArgs, procStat } from '../src/system/proc.js';
+import { stripControls } from '../src/util/terminal-text.js';
 import { LogFileWriter, type RotationPolicy } from './log-file-writer.js';
 
 export const KEEPER_PID_FILE = 'keeper.pid';
@@ -43,12 +44,12 @@ interface Kept {
   file: LogFileWriter;
 }
 
-/** Whole lines go to the file; the rest waits for its end. */
+/** Whole lines go to the file, without control sequences as the daemon keeps them; the rest waits for its end. */
 function onText(k: Kept, chunk: string): void {
   const text = k.partial + chunk;
   const end = text.lastIndexOf('\n');
   k.partial = end < 0 ? text : text.slice(end + 1);
-  if (end >= 0) k.file.append(text.slice(0, end + 1));
+  if (end >= 0) k.file.append(stripControls(text.slice(0, end + 1)));
 }
 
 /** Reads what a pipe holds now, and whether anyone still writes to it (a read of 0 bytes: nobody does). */
@@ -91,7 +92,7 @@ export function keepOutput(dir: string, policy: RotationPolicy): Promise<void> {
     if (!kept.delete(k)) return;
     const rest = k.partial + k.decoder.end();
     // At end of file the last line is complete; handed over, the next daemon appends the rest of it.
-    if (rest) k.file.append(endOfFile ? `${rest}\n` : rest);
+    if (rest) k.file.append(stripControls(endOfFile ? `${rest}\n` : rest));
     k.reader?.destroy();
     if (kept.size === 0 && !opening) void finish();
   };

@@ -136,10 +136,14 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch(async (err: Error) => {
+  // The message can quote an argument or a server's reply: shown as a terminal shows it without acting on it.
+  const { forTerminal } = await import('./client/render.js');
   if (err instanceof UsageError) {
-    process.stderr.write(`tunnelward: ${err.message} (tunnelward help lists the commands and their flags)\n`);
+    process.stderr.write(
+      forTerminal(`tunnelward: ${err.message} (tunnelward help lists the commands and their flags)\n`),
+    );
     process.exit(2);
   }
-  process.stderr.write(`tunnelward: ${err.message}\n`);
+  process.stderr.write(forTerminal(`tunnelward: ${err.message}\n`));
   process.exit(1);
 });

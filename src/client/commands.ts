@@ -6,7 +6,7 @@ import { countFlag, flag, has, parseArgs, type FlagSpec, type Parsed } from './a
 import { configDir, Credentials } from './credentials.js';
 import { CliError, EXIT, usageError, type ExitCode } from './errors.js';
 import { ask } from './prompt.js';
-import { LEVEL_COLOURS, STATE_COLOURS, paint, shortDuration, table } from './render.js';
+import { LEVEL_COLOURS, STATE_COLOURS, forTerminal, paint, shortDuration, table } from './render.js';
 
 /** Where a command writes, so tests and scripts see exactly what a user would. */
 export interface Io {
@@ -562,10 +562,18 @@ export function clientUsage(): string {
   return lines.join('\n');
 }
 
-/** Runs one client command; resolves with its exit code, reporting a failure on stderr (and as JSON with --json). */
-export async function runClientCommand(name: string, argv: string[], io: Io): Promise<ExitCode> {
+/**
+ * Runs one client command; resolves with its exit code, reporting a failure on stderr (and as JSON with --json).
+ * Whatever it writes, the server's text and the user's own, reaches the terminal through `forTerminal`.
+ */
+export async function runClientCommand(name: string, argv: string[], terminal: Io): Promise<ExitCode> {
   const command = CLIENT_COMMANDS[name]!;
   let json = false;
+  const io: Io = {
+    ...terminal,
+    out: (text) => terminal.out(forTerminal(text, json)),
+    err: (text) => terminal.err(forTerminal(text)),
+  };
   try {
     const args = parseArgs(argv, command.flags ?? []);
     json = has(args, 'json');

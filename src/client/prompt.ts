@@ -1,8 +1,11 @@
 import { createInterface } from 'node:readline';
+import { forTerminal } from './render.js';
 
 /** Asks for one line; on a terminal with `hidden`, what is typed is not echoed. */
-export function ask(question: string, hidden = false): Promise<string> {
+export function ask(prompt: string, hidden = false): Promise<string> {
   const input = process.stdin;
+  // The question can hold a name given on the command line or in the environment.
+  const question = forTerminal(prompt);
   if (!input.isTTY || !hidden) {
     // A pipe: the first line is the answer (`echo "$PASS" | tunnelward login`).
     return new Promise((resolve, reject) => {

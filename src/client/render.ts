@@ -1,4 +1,6 @@
 /** Text for a terminal: tables, durations, colours (only when the output is a terminal that wants them). */
+import { randomBytes } from 'node:crypto';
+import { escapeControlsInJson, showControls } from '../util/terminal-text.js';
 
 export function useColour(stream: NodeJS.WriteStream = process.stdout, env: NodeJS.ProcessEnv = process.env): boolean {
   return Boolean(stream.isTTY) && !env.NO_COLOR && env.TERM !== 'dumb';
@@ -7,8 +9,23 @@ export function useColour(stream: NodeJS.WriteStream = process.stdout, env: Node
 const CODES = { red: 31, green: 32, yellow: 33, blue: 34, grey: 90, bold: 1 } as const;
 export type Colour = keyof typeof CODES;
 
+/**
+ * Where a colour code goes, until `forTerminal` makes it real once every control character of the text is shown
+ * visibly: unguessable, so that no text a server sends can pass for one.
+ */
+const COLOUR_MARK = `\u{fdd0}${randomBytes(8).toString('hex')}[`;
+
 export function paint(text: string, colour: Colour | undefined, on: boolean): string {
-  return on && colour ? `\x1b[${CODES[colour]}m${text}\x1b[0m` : text;
+  // Looked up as an own key: a colour named by the server (a state, a level) may be `constructor`.
+  return on && colour && Object.hasOwn(CODES, colour) ? `${COLOUR_MARK}${CODES[colour]}m${text}${COLOUR_MARK}0m` : text;
+}
+
+/**
+ * What the CLI writes, made safe for a terminal: every control character but tab and newline shown as `\xNN` (in
+ * JSON, DEL and C1 escaped as `\u00NN`), then the colours `paint` marked. All output goes through here.
+ */
+export function forTerminal(text: string, json = false): string {
+  return json ? escapeControlsInJson(text) : showControls(text).replaceAll(COLOUR_MARK, '\x1b[');
 }
 
 /** Columns padded to their widest cell; `colours` picks a colour per cell (the padding stays uncoloured). */
@@ -18,14 +35,16 @@ export function table(
   colourOf: (row: number, column: number) => Colour | undefined = () => undefined,
   colour = false,
 ): string {
-  const widths = header.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? '').length)));
+  // Widths as the cells are shown, control characters escaped.
+  const shown = rows.map((row) => row.map(showControls));
+  const widths = header.map((h, c) => Math.max(h.length, ...shown.map((r) => (r[c] ?? '').length)));
   const line = (cells: string[], paintCell: (cell: string, c: number) => string) =>
     cells
       .map((cell, c) => paintCell(cell, c) + (c < cells.length - 1 ? ' '.repeat(widths[c]! - cell.length) : ''))
       .join('  ')
       .trimEnd();
   const out = [line(header, (cell) => paint(cell, 'bold', colour))];
-  rows.forEach((row, r) => out.push(line(row, (cell, c) => paint(cell, colourOf(r, c), colour))));
+  shown.forEach((row, r) => out.push(line(row, (cell, c) => paint(cell, colourOf(r, c), colour))));
   return `${out.join('\n')}\n`;
 }
 

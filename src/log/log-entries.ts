@@ -1,3 +1,4 @@
+import { stripControls } from '../util/terminal-text.js';
 import { formatLogTimestamp } from '../util/time.js';
 
 /** An entry of the system log stream: level 0 DEBUG, 1 INFO, 2 WARNING, 3 ERROR, 4 FATAL. */
@@ -14,10 +15,6 @@ export interface InstanceLogEntry {
   timestamp: string;
 }
 
-const ANSI = /\x1b\[[0-9;?]*[A-Za-z]/g;
-
-export const stripAnsi = (text: string): string => text.replace(ANSI, '');
-
 const FRPC_LEVELS: Record<string, InstanceLogEntry['level']> = {
   T: 'DEBUG',
   D: 'DEBUG',
@@ -29,11 +26,12 @@ const FRPC_LEVELS: Record<string, InstanceLogEntry['level']> = {
 const FRPC_LINE = /^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(\.\d{1,3})? \[([TDIWE])\] (?:\[[\w./-]+:\d+\] )?(.*)$/;
 
 /**
- * Parses one line of frpc's output; colour codes are stripped first. A line frpc did not format (a Go panic, a
- * message of the shell) becomes an INFO entry stamped with the time it was read. Undefined for a blank line.
+ * Parses one line of frpc's output; colour codes and every other control sequence are stripped first. A line frpc
+ * did not format (a Go panic, a message of the shell) becomes an INFO entry stamped with the time it was read.
+ * Undefined for a blank line.
  */
 export function parseFrpcLine(raw: string, now: number): InstanceLogEntry | undefined {
-  const line = stripAnsi(raw).trimEnd();
+  const line = stripControls(raw).trimEnd();
   if (line === '') return undefined;
   const m = FRPC_LINE.exec(line);
   if (!m) return { level: 'INFO', content: line, timestamp: formatLogTimestamp(now) };
@@ -77,7 +75,9 @@ export function systemEntryFromPino(line: string): SystemLogEntry | undefined {
   const msg = typeof record.msg === 'string' ? record.msg : '';
   return {
     level,
-    content: fields.length > 0 ? `${msg} (${fields.join(' ')})` : msg,
+    // A message can hold what a client sent (a username tried at /login): no control sequence or line break of it
+    // is passed on.
+    content: stripControls(fields.length > 0 ? `${msg} (${fields.join(' ')})` : msg).replaceAll('\n', ' '),
     timestamp: formatLogTimestamp(Number(record.time) || Date.now()),
   };
 }

@@ -1,4 +1,5 @@
 import pino, { type Logger } from 'pino';
+import { escapeControlsInJson } from '../util/terminal-text.js';
 
 export type { Logger } from 'pino';
 
@@ -38,7 +39,9 @@ export function createLogger({ debug, onEntry, fd = 1 }: LoggerOptions): Logger 
   // Lines are handed over as bytes: buffered as text, each line would copy all that waits before it.
   const out = pino.destination({ dest: fd, sync: false, contentMode: 'buffer' });
   const destination = {
-    write(line: string) {
+    write(serialized: string) {
+      // pino escapes what JSON must (C0), not DEL or C1 (a one-byte CSI among them): journals are read on terminals.
+      const line = escapeControlsInJson(serialized);
       out.write(Buffer.from(line) as unknown as string);
       onEntry?.(line);
     },

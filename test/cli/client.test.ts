@@ -3,6 +3,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import { parse } from 'smol-toml';
+import { cli, loggedIn as loggedInAs } from '../helpers/cli.js';
 import { ADMIN, CLI, disposeWithTunnels, startWithRoot, tempDir, type Daemon } from '../helpers/daemon.js';
 import { createInstance, instanceSettings, waitFor } from '../helpers/instances.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
@@ -16,38 +17,8 @@ test.before(async () => {
 });
 test.after.always(() => disposeWithTunnels(daemon, root));
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** The real binary, with its own config dir and nothing of the test runner's TUNNELWARD_* variables. */
-function cli(args: string[], env: Record<string, string> = {}, input?: string): Promise<Run> {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TUNNELWARD_')));
-  const proc = spawn(process.execPath, [CLI, ...args], {
-    env: { ...base, NO_COLOR: '1', ...env },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  proc.stdout.on('data', (chunk: Buffer) => out.push(chunk));
-  proc.stderr.on('data', (chunk: Buffer) => err.push(chunk));
-  proc.stdin.end(input);
-  return new Promise((resolve) =>
-    proc.on('close', (code) =>
-      resolve({ code, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }),
-    ),
-  );
-}
-
-/** A user of the CLI: a config dir of their own, logged in to the test daemon. */
-async function loggedIn(username = ADMIN.username, passwd = ADMIN.passwd): Promise<Record<string, string>> {
-  const env = { XDG_CONFIG_HOME: await tempDir('tunnelward-cli-'), TUNNELWARD_URL: daemon.url };
-  const run = await cli(['login', '--user', username], { ...env, TUNNELWARD_PASSWORD: passwd });
-  if (run.code !== 0) throw new Error(`login failed: ${run.stderr}`);
-  return env;
-}
+/** A user of the CLI, logged in to the test daemon. */
+const loggedIn = (username?: string, passwd?: string) => loggedInAs(daemon, undefined, username, passwd);
 
 const listOf = async () => (await daemon.get('/tunnelAct/instanceMgr/list', { token: root })).body.data as any[];
 

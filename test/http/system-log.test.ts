@@ -89,3 +89,19 @@ test('secrets never reach the system log stream', async (t) => {
   t.false(all.includes(root));
   stream.ws.close();
 });
+
+test('a username tried at /login reaches neither the stream nor standard output with its control characters', async (t) => {
+  const stream = await openStream(wsUrl(daemon.url, '/system/getLogs'));
+  const username = 'sys\x1b]0;pwned\x07\x1b]52;c;cHduZWQ=\x1b\\\x9b2J\x1bPq\x1b\\\x85\x7fend';
+  t.is((await daemon.post('/login', { username, passwd: 'Wrong-pass-1!' })).status, 401);
+  const [entry] = (await stream.waitFor((m) => m.some((e) => /audit: sys.* login: failed/.test(e.content)))).filter(
+    (e) => /audit: sys/.test(e.content),
+  );
+  t.regex(entry.content, /^audit: sysend login: failed \(401\)/, 'the sequences are gone from the message');
+  t.false(/[\x00-\x08\x0a-\x1f\x7f-\x9f]/.test(entry.content), JSON.stringify(entry.content));
+  stream.ws.close();
+  // What the daemon writes for the journal is JSON with every control character escaped.
+  const [line] = await daemon.waitForOutput(/^\{.*"action":"login".*"user":"sys.*$/);
+  t.false(/[\x00-\x1f\x7f-\x9f]/.test(line!), JSON.stringify(line));
+  t.is(JSON.parse(line!).audit.user, username, 'and exactly what was tried, once parsed');
+});

@@ -1,0 +1,44 @@
+// The command-line client as a user runs it: the real binary, against a test daemon, with a config dir of its own.
+import { spawn } from 'node:child_process';
+import { rm } from 'node:fs/promises';
+import type { ExecutionContext } from 'ava';
+import { ADMIN, CLI, tempDir, type Daemon } from './daemon.js';
+
+export interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** The real binary, with nothing of the test runner's TUNNELWARD_* variables (and no colour unless `env` asks). */
+export function cli(args: string[], env: Record<string, string> = {}, input?: string): Promise<Run> {
+  const base = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TUNNELWARD_')));
+  const proc = spawn(process.execPath, [CLI, ...args], {
+    env: { ...base, NO_COLOR: '1', ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  proc.stdout.on('data', (chunk: Buffer) => out.push(chunk));
+  proc.stderr.on('data', (chunk: Buffer) => err.push(chunk));
+  proc.stdin.end(input);
+  return new Promise((resolve) =>
+    proc.on('close', (code) =>
+      resolve({ code, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }),
+    ),
+  );
+}
+
+/** A user of the CLI: a config dir of their own (removed when `t` ends, if given), logged in to `daemon`. */
+export async function loggedIn(
+  daemon: Daemon,
+  t?: ExecutionContext,
+  username = ADMIN.username,
+  passwd = ADMIN.passwd,
+): Promise<Record<string, string>> {
+  const env = { XDG_CONFIG_HOME: await tempDir('tunnelward-cli-'), TUNNELWARD_URL: daemon.url };
+  t?.teardown(() => rm(env.XDG_CONFIG_HOME, { recursive: true, force: true }));
+  const run = await cli(['login', '--user', username], { ...env, TUNNELWARD_PASSWORD: passwd });
+  if (run.code !== 0) throw new Error(`login failed: ${run.stderr}`);
+  return env;
+}
