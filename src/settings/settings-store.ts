@@ -5,6 +5,7 @@ import { parse, stringify, TomlError } from 'smol-toml';
 import { isTable, type Table } from '../config/toml-tree.js';
 import { AppError, badRequest, internal } from '../errors.js';
 import { writeFileAtomic } from '../fs/atomic.js';
+import { KeyedQueue } from '../util/keyed-queue.js';
 import { defaultSettings, type SettingKey, type Settings } from './defaults.js';
 import { APPLY_AT_NEXT_START, checkSetting, closestSettingKey, isSettingKey, SETTING_KEYS } from './schema.js';
 
@@ -71,6 +72,8 @@ function findNull(value: unknown, path: string): string | undefined {
 export class SettingsStore {
   readonly changes$ = new Subject<SettingsChange>();
   private current: Settings;
+  /** One change at a time: each starts from what the one before it wrote, so none is lost. */
+  private readonly writes = new KeyedQueue<string>();
 
   private constructor(
     readonly path: string,
@@ -126,9 +129,14 @@ export class SettingsStore {
 
   /**
    * Validates every key first, then writes the file, then applies the change in memory: an unknown key, a bad value
-   * or a failed write leaves both the file and the running settings as they were.
+   * or a failed write leaves both the file and the running settings as they were. Concurrent calls run one after
+   * the other.
    */
-  async set(patch: Record<string, unknown>): Promise<SetResult> {
+  set(patch: Record<string, unknown>): Promise<SetResult> {
+    return this.writes.run(this.path, () => this.apply(patch));
+  }
+
+  private async apply(patch: Record<string, unknown>): Promise<SetResult> {
     const unknown = Object.keys(patch).filter((key) => !isSettingKey(key));
     if (unknown.length > 0) throw badRequest(unknownKeysMessage(unknown));
     const known: Array<[SettingKey, unknown]> = [];

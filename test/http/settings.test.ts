@@ -164,3 +164,72 @@ test('a settings.toml with a bad value stops the start with a message naming the
   t.is(code, 1);
   t.regex(out.join('\n'), /Watchdog\.Enabled must be a boolean/);
 });
+
+test('concurrent sets of distinct keys all persist, in memory and on disk across a restart', async (t) => {
+  const { instanceSettings, FIXTURE_FRPC } = await import('../helpers/instances.js');
+  const daemon = await startDaemon({ settingsToml: instanceSettings({ 'RateLimit.PerToken': 1_000_000 }) });
+  t.teardown(() => dispose(daemon));
+  const root = await daemon.login();
+  const instances = join(daemon.dataDir, 'other-instances');
+  // Every known key but those that change how the daemon listens at its next start (address, TLS); each a new value.
+  const values: Record<string, unknown> = {
+    ListenPort: '7702',
+    TunnelPath: FIXTURE_FRPC,
+    InstancePath: instances,
+    Debug: true,
+    'Watchdog.Enabled': false,
+    'Watchdog.Port': 7603,
+    'Watchdog.BackoffSecs': 0.2,
+    'Watchdog.BackoffMaxSecs': 0.5,
+    'Watchdog.StartLimit': 4,
+    'Watchdog.NoRetryExitCodes': [1, 2],
+    'Watchdog.StableSecs': 61,
+    'Instance.StartSecs': 0.4,
+    'Instance.StopTimeoutSecs': 3,
+    'Notification.Enabled': true,
+    'Notification.Method': 'webhook',
+    'Webhook.Method': 'PUT',
+    'Webhook.URL': 'http://127.0.0.1:9/hook',
+    'Webhook.Headers': { 'X-Tag': 'concurrent' },
+    'Webhook.Body': { text: 'concurrent' },
+    'Webhook.TimeoutSecs': 6,
+    'Webhook.Retries': 0,
+    'Log.MaxBytes': 2048,
+    'Log.Files': 4,
+    'Alerts.DebounceSecs': 6,
+    'Status.PollSecs': 301,
+    InitSystem: 'process',
+    'Systemd.UnitDir': join(daemon.dataDir, 'units'),
+    'Systemd.Systemctl': FIXTURE_FRPC,
+    'Systemd.Journalctl': FIXTURE_FRPC,
+    'InitD.ScriptDir': join(daemon.dataDir, 'init.d'),
+    'InitD.UpdateRcD': FIXTURE_FRPC,
+    'InitD.PidDir': join(daemon.dataDir, 'run'),
+    'InitD.LogDir': join(daemon.dataDir, 'log'),
+    'Windows.Schtasks': FIXTURE_FRPC,
+    'RateLimit.Login': 999,
+    'RateLimit.PerToken': 999_999,
+    'RateLimit.Register': 31,
+    'Register.Enabled': false,
+    'SystemLog.RequireToken': true,
+    'Visitor.ShowDetails': false,
+    TrustedProxies: ['10.0.0.0/8'],
+    'Audit.RetentionDays': 91,
+    'Audit.MaxEntries': 20001,
+  };
+  t.is(Object.keys(values).length, 43);
+  const replies = await Promise.all(
+    Object.entries(values).map(([key, value]) => daemon.post('/settings/set', { [key]: value }, { token: root })),
+  );
+  for (const reply of replies) t.true(reply.body.success, reply.body.message);
+  const shown = (value: unknown) =>
+    value && typeof value === 'object' && 'X-Tag' in value ? { 'X-Tag': '********' } : value;
+  const expected = Object.fromEntries(Object.entries(values).map(([k, v]) => [k, shown(v)]));
+  t.like((await daemon.get('/settings/get', { token: root })).body.data, expected, 'every set is in memory');
+
+  await daemon.stop();
+  const again = await startDaemon({ dataDir: daemon.dataDir });
+  t.teardown(() => again.stop('SIGKILL'));
+  const token = await again.login();
+  t.like((await again.get('/settings/get', { token })).body.data, expected, 'and in the file');
+});
