@@ -204,8 +204,7 @@ const SCHEMAS: Record<string, Json> = {
     type: 'object',
     properties: SETTINGS,
     description:
-      'Any settings to change, several per request. Every key is checked first: an unknown key or an invalid value is a 400 naming it, and nothing changes.',
-    additionalProperties: false,
+      'Any settings to change, several per request. Every key is checked first: an invalid value is a 400 naming it, and nothing changes. A key tunnelward does not know is logged as a warning and ignored (a 400 with ?strict=true).',
   },
   Setting: obj({ key: str(), value: { description: 'the value, of the type the Settings schema gives the key' } }),
 
@@ -1014,10 +1013,22 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
       description:
         'The file is written atomically, then the change applies; ListenAddr, ListenPort and InitSystem take effect at the next start, as the message says.',
       access: 'admin',
+      query: [
+        {
+          name: 'strict',
+          in: 'query',
+          required: false,
+          description:
+            'true: an unknown key fails the request (400) and nothing changes; otherwise, as the contract says, it is logged as a warning and ignored, and the message names it.',
+          schema: str(undefined, { enum: ['true', 'false'] }),
+        },
+      ],
       body: schema('SettingsPatch'),
-      ok: ok('Saved (the message names the settings changed)'),
+      ok: ok(
+        'Saved: the message names the settings changed, and each unknown key ignored with the key it most likely meant',
+      ),
       errors: {
-        400: 'An unknown key (with the key it most likely meant), an invalid value or a null; the message names the key.',
+        400: 'An invalid value or a null, or with strict=true an unknown key (with the key it most likely meant); the message names the key.',
         500: 'Failed to save config: nothing changed.',
       },
     },

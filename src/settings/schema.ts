@@ -177,6 +177,16 @@ export function closestSettingKey(key: string): SettingKey | undefined {
   return best;
 }
 
+/** `Watchdog.Enable (did you mean Watchdog.Enabled?), Mystery`: unknown keys, each with the key it was likely meant as. */
+export function namedUnknownKeys(keys: readonly string[]): string {
+  return keys
+    .map((key) => {
+      const near = closestSettingKey(key);
+      return near ? `${key} (did you mean ${near}?)` : key;
+    })
+    .join(', ');
+}
+
 /** Levenshtein distance, or `limit` as soon as it is known to be at least that. */
 function editDistance(a: string, b: string, limit: number): number {
   if (Math.abs(a.length - b.length) >= limit) return limit;

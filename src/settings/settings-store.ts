@@ -7,7 +7,7 @@ import { AppError, badRequest, internal } from '../errors.js';
 import { writeFileAtomic } from '../fs/atomic.js';
 import { KeyedQueue } from '../util/keyed-queue.js';
 import { defaultSettings, type SettingKey, type Settings } from './defaults.js';
-import { APPLY_AT_NEXT_START, checkSetting, closestSettingKey, isSettingKey, SETTING_KEYS } from './schema.js';
+import { APPLY_AT_NEXT_START, checkSetting, isSettingKey, namedUnknownKeys, SETTING_KEYS } from './schema.js';
 
 export interface SettingsChange {
   changed: SettingKey[];
@@ -19,6 +19,13 @@ export interface SetResult {
   changed: SettingKey[];
   /** Changed keys that only apply at the next start of the daemon. */
   atNextStart: SettingKey[];
+  /** Keys tunnelward does not know, left out of the change (never with `strict`). */
+  ignored: string[];
+}
+
+export interface SetOptions {
+  /** An unknown key refuses the whole change (400), instead of being ignored as the contract says. */
+  strict?: boolean;
 }
 
 /** Where a flat key such as `Watchdog.Enabled` lives in the TOML tree: `[Watchdog] Enabled`. */
@@ -128,19 +135,20 @@ export class SettingsStore {
   }
 
   /**
-   * Validates every key first, then writes the file, then applies the change in memory: an unknown key, a bad value
-   * or a failed write leaves both the file and the running settings as they were. Concurrent calls run one after
-   * the other.
+   * Validates every key first, then writes the file, then applies the change in memory: a bad value (or, `strict`,
+   * an unknown key) or a failed write leaves both the file and the running settings as they were. Unknown keys are
+   * otherwise left out and named in the result. Concurrent calls run one after the other.
    */
-  set(patch: Record<string, unknown>): Promise<SetResult> {
-    return this.writes.run(this.path, () => this.apply(patch));
+  set(patch: Record<string, unknown>, options: SetOptions = {}): Promise<SetResult> {
+    return this.writes.run(this.path, () => this.apply(patch, options));
   }
 
-  private async apply(patch: Record<string, unknown>): Promise<SetResult> {
-    const unknown = Object.keys(patch).filter((key) => !isSettingKey(key));
-    if (unknown.length > 0) throw badRequest(unknownKeysMessage(unknown));
+  private async apply(patch: Record<string, unknown>, { strict = false }: SetOptions): Promise<SetResult> {
+    const ignored = Object.keys(patch).filter((key) => !isSettingKey(key));
+    if (strict && ignored.length > 0) throw badRequest(unknownKeysMessage(ignored));
     const known: Array<[SettingKey, unknown]> = [];
-    for (const [key, value] of Object.entries(patch) as Array<[SettingKey, unknown]>) {
+    for (const [key, value] of Object.entries(patch)) {
+      if (!isSettingKey(key)) continue;
       const problem = checkSetting(key, value);
       if (problem) throw badRequest(problem);
       const nullAt = findNull(value, key);
@@ -156,7 +164,7 @@ export class SettingsStore {
       this.current = SettingsStore.resolve(tree, this.defaults);
       this.changes$.next({ changed, settings: this.current });
     }
-    return { changed, atNextStart: changed.filter((k) => APPLY_AT_NEXT_START.has(k)) };
+    return { changed, atNextStart: changed.filter((k) => APPLY_AT_NEXT_START.has(k)), ignored };
   }
 
   private async write(tree: Table): Promise<void> {
@@ -179,11 +187,7 @@ export class SettingsStore {
 
 /** `Unknown setting key: Watchdog.Enable (did you mean Watchdog.Enabled?); nothing was changed`. */
 function unknownKeysMessage(keys: string[]): string {
-  const named = keys.map((key) => {
-    const near = closestSettingKey(key);
-    return near ? `${key} (did you mean ${near}?)` : key;
-  });
-  return `Unknown setting key${keys.length > 1 ? 's' : ''}: ${named.join(', ')}; nothing was changed`;
+  return `Unknown setting key${keys.length > 1 ? 's' : ''}: ${namedUnknownKeys(keys)}; nothing was changed`;
 }
 
 /** Top-level names in the file that are neither a setting nor a table holding settings. */

@@ -76,10 +76,35 @@ test('get and set: roles, types, unknown keys, persistence across a restart', as
   const unchanged = await daemon.get('/settings/get?key=Watchdog.Enabled', { token: admin.token });
   t.is(unchanged.body.data.value, true, 'a request with one bad value applies nothing');
 
-  // An unknown key (a typo most of the time) is a 400 that names it, suggests the key meant, and applies nothing.
+  // The contract: an unknown key is logged as a warning and does not fail the request; the known keys apply, and the
+  // message names each key ignored with the key it most likely meant.
+  const lenient = await daemon.post(
+    '/settings/set',
+    { 'Instance.StartSecs': 2, 'Watchdog.Enable': false, 'webhook.url': 'http://127.0.0.1:9/x', Mystery: 1 },
+    { token: admin.token },
+  );
+  t.is(lenient.status, 200);
+  t.true(lenient.body.success);
+  t.is(
+    lenient.body.message,
+    'settings saved: Instance.StartSecs; ignored unknown setting keys: Watchdog.Enable (did you mean ' +
+      'Watchdog.Enabled?), webhook.url (did you mean Webhook.URL?), Mystery',
+  );
+  t.is((await daemon.get('/settings/get?key=Instance.StartSecs', { token: admin.token })).body.data.value, 2);
+  t.is((await daemon.get('/settings/get?key=Watchdog.Enabled', { token: admin.token })).body.data.value, true);
+  for (const key of ['Watchdog.Enable', 'webhook.url', 'Mystery']) {
+    await daemon.waitForOutput(new RegExp(`"key":"${key}".*unknown setting key ignored`));
+  }
+  const afterLenient = parse(await readFile(join(daemon.dataDir, 'settings.toml'), 'utf8')) as any;
+  t.false('Mystery' in afterLenient, 'an ignored key is not written');
+  const onlyUnknown = await daemon.post('/settings/set', { Nope: 1 }, { token: admin.token });
+  t.true(onlyUnknown.body.success);
+  t.is(onlyUnknown.body.message, 'no setting changed; ignored unknown setting key: Nope');
+
+  // The strict form (the CLI's and the console's): an unknown key is a 400 that names it and applies nothing.
   const fileBefore = await readFile(join(daemon.dataDir, 'settings.toml'), 'utf8');
   const typo = await daemon.post(
-    '/settings/set',
+    '/settings/set?strict=true',
     { Debug: true, 'Watchdog.Enable': false, 'webhook.url': 'http://127.0.0.1:9/x', Mystery: 1 },
     { token: admin.token },
   );
@@ -92,6 +117,11 @@ test('get and set: roles, types, unknown keys, persistence across a restart', as
   );
   t.is((await daemon.get('/settings/get?key=Debug', { token: admin.token })).body.data.value, false);
   t.is(await readFile(join(daemon.dataDir, 'settings.toml'), 'utf8'), fileBefore, 'the file is untouched');
+  const notStrict = await daemon.post('/settings/set?strict=false', { Nope: 1 }, { token: admin.token });
+  t.true(notStrict.body.success);
+  const badStrict = await daemon.post('/settings/set?strict=yes', { Debug: true }, { token: admin.token });
+  t.is(badStrict.status, 400);
+  t.is(badStrict.body.message, 'strict must be true or false');
 
   const set = await daemon.post(
     '/settings/set',
