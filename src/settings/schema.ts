@@ -156,6 +156,31 @@ export const APPLY_AT_NEXT_START: ReadonlySet<SettingKey> = new Set<SettingKey>(
   'InitSystem',
 ]);
 
+/**
+ * Settings that name a program tunnelward runs (as its own user, root most often): only a superuser sets them, and
+ * only to a file that only root can change (see trustedProgram), checked again before each use.
+ */
+export const PROGRAM_KEYS: ReadonlySet<SettingKey> = new Set<SettingKey>([
+  'TunnelPath',
+  'Systemd.Systemctl',
+  'Systemd.Journalctl',
+  'InitD.UpdateRcD',
+  'Windows.Schtasks',
+]);
+
+/**
+ * What only a superuser may change: the programs, and the directories where tunnelward writes what it or root runs or
+ * reads back (units, init scripts, pid files, their logs, the tunnels' config files it hands to their users).
+ */
+export const SUPERUSER_KEYS: ReadonlySet<SettingKey> = new Set<SettingKey>([
+  ...PROGRAM_KEYS,
+  'InstancePath',
+  'Systemd.UnitDir',
+  'InitD.ScriptDir',
+  'InitD.PidDir',
+  'InitD.LogDir',
+]);
+
 /** Keys whose values are secrets and never appear in logs. */
 export const SECRET_KEYS: ReadonlySet<SettingKey> = new Set<SettingKey>(['Webhook.Headers']);
 

@@ -3,11 +3,20 @@ import { join } from 'node:path';
 import { Subject } from 'rxjs';
 import { parse, stringify, TomlError } from 'smol-toml';
 import { isTable, type Table } from '../config/toml-tree.js';
-import { AppError, badRequest, internal } from '../errors.js';
+import { AppError, badRequest, forbidden, internal } from '../errors.js';
 import { writeFileAtomic } from '../fs/atomic.js';
+import { trustedProgram } from '../system/trusted-program.js';
 import { KeyedQueue } from '../util/keyed-queue.js';
 import { defaultSettings, type SettingKey, type Settings } from './defaults.js';
-import { APPLY_AT_NEXT_START, checkSetting, isSettingKey, namedUnknownKeys, SETTING_KEYS } from './schema.js';
+import {
+  APPLY_AT_NEXT_START,
+  checkSetting,
+  isSettingKey,
+  namedUnknownKeys,
+  PROGRAM_KEYS,
+  SETTING_KEYS,
+  SUPERUSER_KEYS,
+} from './schema.js';
 
 export interface SettingsChange {
   changed: SettingKey[];
@@ -26,6 +35,8 @@ export interface SetResult {
 export interface SetOptions {
   /** An unknown key refuses the whole change (400), instead of being ignored as the contract says. */
   strict?: boolean;
+  /** Whether the caller may change SUPERUSER_KEYS (403 otherwise, nothing changed). */
+  superuser?: boolean;
 }
 
 /** Where a flat key such as `Watchdog.Enabled` lives in the TOML tree: `[Watchdog] Enabled`. */
@@ -143,7 +154,10 @@ export class SettingsStore {
     return this.writes.run(this.path, () => this.apply(patch, options));
   }
 
-  private async apply(patch: Record<string, unknown>, { strict = false }: SetOptions): Promise<SetResult> {
+  private async apply(
+    patch: Record<string, unknown>,
+    { strict = false, superuser = false }: SetOptions,
+  ): Promise<SetResult> {
     const ignored = Object.keys(patch).filter((key) => !isSettingKey(key));
     if (strict && ignored.length > 0) throw badRequest(unknownKeysMessage(ignored));
     const known: Array<[SettingKey, unknown]> = [];
@@ -156,6 +170,18 @@ export class SettingsStore {
       known.push([key, value]);
     }
     const changed = known.filter(([k, v]) => JSON.stringify(this.current[k]) !== JSON.stringify(v)).map(([k]) => k);
+    const guarded = changed.filter((k) => SUPERUSER_KEYS.has(k));
+    if (!superuser && guarded.length > 0) {
+      throw forbidden(
+        `only a superuser may change ${guarded.join(', ')} (programs tunnelward runs, and the directories where it ` +
+          'writes what it runs or reads back)',
+      );
+    }
+    for (const key of changed.filter((k) => PROGRAM_KEYS.has(k))) {
+      await trustedProgram(patch[key] as string).catch((err: Error) => {
+        throw badRequest(`${key} ${err.message}`);
+      });
+    }
     if (changed.length > 0) {
       const tree = structuredClone(this.tree);
       for (const [key, value] of known) assign(tree, key, value);

@@ -52,7 +52,10 @@ export function settingsRoutes({ settings, log, guards }: RouteDeps): ResourceRo
         ]),
       );
     }
-    const result = await settings.set(patch, { strict: strictParam(queryParam(ctx, 'strict')) });
+    const result = await settings.set(patch, {
+      strict: strictParam(queryParam(ctx, 'strict')),
+      superuser: ctx.state.auth.user.type === 'superuser',
+    });
     if (result.changed.length > 0) log.info({ keys: result.changed }, 'settings changed');
     for (const key of result.ignored) log.warn({ key }, 'unknown setting key ignored');
     const parts = [result.changed.length > 0 ? `settings saved: ${result.changed.join(', ')}` : 'no setting changed'];
