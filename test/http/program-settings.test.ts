@@ -1,7 +1,7 @@
-import { chmod, chown, copyFile, readFile, rm, symlink } from 'node:fs/promises';
+import { chmod, chown, copyFile, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
-import { dispose, programDir, startDaemon, tempDir } from '../helpers/daemon.js';
+import { dispose, programDir, startDaemon } from '../helpers/daemon.js';
 import { createInstance, FIXTURE_FRPC, instanceSettings, statusOf } from '../helpers/instances.js';
 
 /** A copy of the fixture frpc at `path`, with `mode`. */
@@ -17,7 +17,7 @@ const DIRECTORY_KEYS = ['InstancePath', 'Systemd.UnitDir', 'InitD.ScriptDir', 'I
 test('program settings: a superuser sets them, only to files that only root can change, checked again at each use', async (t) => {
   const programs = await programDir();
   t.teardown(() => rm(programs, { recursive: true, force: true }));
-  const unsafe = await tempDir();
+  const unsafe = await mkdtemp('/tmp/tunnelward-unsafe-'); // /tmp itself: writable by all, sticky
   t.teardown(() => rm(unsafe, { recursive: true, force: true }));
   // A link to the fixture (which imports its siblings), in a directory only root can change.
   const frpc = join(programs, 'frpc');
