@@ -7,9 +7,9 @@ import { restartPolicy, tunnelUnit, type RestartPolicy } from '../src/boot/syste
 import { createTaskArgs, deleteTaskArgs } from '../src/boot/windows-task.js';
 import { writeFileAtomic } from '../src/fs/atomic.js';
 import type { Settings } from '../src/settings/defaults.js';
-import { resolveExecutable } from '../src/system/self-check.js';
+import { trustedProgram } from '../src/system/trusted-program.js';
 import { coalesce } from '../src/util/coalesce.js';
-import { runCommand } from './commands.js';
+import { runProgram } from './commands.js';
 
 /** What a boot service is made from: one instance, as it is now. */
 export interface BootTarget {
@@ -63,7 +63,7 @@ export class SystemdBootService implements BootService {
   }
 
   private systemctl(...args: string[]) {
-    return runCommand([this.settings()['Systemd.Systemctl'], ...args]);
+    return runProgram([this.settings()['Systemd.Systemctl'], ...args]);
   }
 
   /** systemd's version (Debian 12 has 252), read once: which restart settings a unit may use depends on it. */
@@ -87,7 +87,7 @@ export class SystemdBootService implements BootService {
       serviceName: serviceNameOf(t.id),
       description: describe(t),
       runUser: t.runUser,
-      tunnelPath: await resolveExecutable(s.TunnelPath),
+      tunnelPath: await trustedProgram(s.TunnelPath),
       configPath: t.configPath,
       restart: await this.restartPolicy(),
     });
@@ -146,7 +146,7 @@ export class InitdBootService implements BootService {
       serviceName: serviceNameOf(t.id),
       description: describe(t),
       runUser: t.runUser,
-      tunnelPath: await resolveExecutable(s.TunnelPath),
+      tunnelPath: await trustedProgram(s.TunnelPath),
       configPath: t.configPath,
       pidFile: this.pidFile(t.id),
       logFile: this.logFile(t.id),
@@ -158,11 +158,11 @@ export class InitdBootService implements BootService {
 
   async enable(t: BootTarget): Promise<void> {
     await this.prepare(t);
-    await runCommand([this.settings()['InitD.UpdateRcD'], serviceNameOf(t.id), 'defaults']);
+    await runProgram([this.settings()['InitD.UpdateRcD'], serviceNameOf(t.id), 'defaults']);
   }
 
   async disable(t: BootTarget): Promise<void> {
-    await runCommand([this.settings()['InitD.UpdateRcD'], '-f', serviceNameOf(t.id), 'remove']);
+    await runProgram([this.settings()['InitD.UpdateRcD'], '-f', serviceNameOf(t.id), 'remove']);
   }
 
   async remove(t: BootTarget): Promise<void> {
@@ -180,7 +180,7 @@ export class WindowsBootService implements BootService {
 
   async enable(t: BootTarget): Promise<void> {
     const s = this.settings();
-    await runCommand([
+    await runProgram([
       s['Windows.Schtasks'],
       ...createTaskArgs({
         taskName: serviceNameOf(t.id),
@@ -192,7 +192,7 @@ export class WindowsBootService implements BootService {
   }
 
   async disable(t: BootTarget): Promise<void> {
-    await runCommand([this.settings()['Windows.Schtasks'], ...deleteTaskArgs(serviceNameOf(t.id))]);
+    await runProgram([this.settings()['Windows.Schtasks'], ...deleteTaskArgs(serviceNameOf(t.id))]);
   }
 
   async remove(t: BootTarget): Promise<void> {

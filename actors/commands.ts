@@ -1,8 +1,18 @@
 import { execFile } from 'node:child_process';
+import { trustedProgram } from '../src/system/trusted-program.js';
 
 export interface CommandResult {
   stdout: string;
   stderr: string;
+}
+
+/**
+ * Runs a program named by a setting (systemctl, journalctl, update-rc.d, schtasks) as `runCommand` does, once it is
+ * found to be a file only root can change: the path checked is the path run.
+ */
+export async function runProgram(argv: readonly string[], timeoutMs?: number): Promise<CommandResult> {
+  const [command, ...args] = argv;
+  return runCommand([await trustedProgram(command!), ...args], timeoutMs);
 }
 
 /**

@@ -24,6 +24,7 @@ import { getMeta, setMeta } from '../src/storage/meta.js';
 import type { LiveProcess } from '../src/system/proc.js';
 import { lowMemoryCollection, MemoryReclaimer } from '../src/system/memory-reclaim.js';
 import { runUserCannotRead } from '../src/system/run-user-access.js';
+import { trustedProgram } from '../src/system/trusted-program.js';
 import { crashPoint } from '../src/util/crash-points.js';
 import { KeyedQueue } from '../src/util/keyed-queue.js';
 import type { InstanceLogs } from './instance-logs.js';
@@ -391,7 +392,9 @@ export class InstanceLifecycle {
     let output: string | undefined;
     if (this.runner.capturesOutput) output = await channel.prepareForTunnel();
     else channel.startReading();
-    const proc = await this.runner.spawn({ ...this.requestFor(record), output });
+    // Checked at each start: a program changed since it was set is not run.
+    const tunnelPath = await trustedProgram(this.settings.value('TunnelPath'));
+    const proc = await this.runner.spawn({ ...this.requestFor(record), tunnelPath, output });
     crashPoint('spawn:spawned', record);
     this.store.setProcess(id, proc.pid, proc.startTicks);
     this.version++;

@@ -178,7 +178,7 @@ export class ProcessRunner implements TunnelRunner {
         output: request.output,
       });
     } catch (err) {
-      // The binary is checked by trying it, not beforehand: one exec instead of a stat, an access and an exec.
+      // The binary was found trustworthy just before (trustedProgram); it can still vanish in between.
       const code = err instanceof SpawnError ? err.code : undefined;
       const where = executable.includes('/') ? executable : `${executable} on PATH`;
       throw new Error(

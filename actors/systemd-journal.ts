@@ -3,7 +3,8 @@ import { Subject } from 'rxjs';
 import { JOURNAL_FIELDS, parseJournalLine, type JournalEvent } from '../src/boot/journal-entry.js';
 import { TUNNEL_SLICE } from '../src/boot/systemd-unit.js';
 import type { Logger } from '../src/log/logger.js';
-import { runCommand } from './commands.js';
+import { trustedProgram } from '../src/system/trusted-program.js';
+import { runProgram } from './commands.js';
 import type { LogSource } from './log-sources.js';
 
 /** What systemd says of a tunnel unit (everything but its output). */
@@ -42,7 +43,7 @@ export class JournalFollower {
    */
   async start(): Promise<void> {
     try {
-      const { stdout } = await runCommand([this.journalctl(), '-n', '1', '-o', 'json', '--output-fields=MESSAGE_ID']);
+      const { stdout } = await runProgram([this.journalctl(), '-n', '1', '-o', 'json', '--output-fields=MESSAGE_ID']);
       this.cursor = parseJournalLine(stdout.trim()).cursor;
     } catch (err) {
       this.log.warn({ err }, 'cannot read where the journal ends; following from now');
@@ -62,9 +63,20 @@ export class JournalFollower {
 
   private follow(): void {
     if (this.closed) return;
+    trustedProgram(this.journalctl()).then(
+      (journalctl) => this.followWith(journalctl),
+      (err: Error) => {
+        this.failures++;
+        this.followAgain(`cannot run journalctl: ${err.message}; trying again`, {});
+      },
+    );
+  }
+
+  private followWith(journalctl: string): void {
+    if (this.closed) return;
     const from = this.cursor ? ['--after-cursor', this.cursor] : ['-n', '0'];
     const child = spawn(
-      this.journalctl(),
+      journalctl,
       [
         '-f',
         '-q',
@@ -96,15 +108,20 @@ export class JournalFollower {
       if (this.child === child) this.child = undefined;
       if (this.closed) return;
       this.failures = read ? 0 : this.failures + 1;
-      // A cursor the journal no longer has (vacuumed) would fail every time: then follow from now.
-      if (this.failures >= 2 && this.cursor) {
-        this.log.warn({ cursor: this.cursor }, 'journalctl fails from the last cursor; following from now on');
-        this.cursor = undefined;
-      }
-      const delay = Math.min(REFOLLOW_MAX_MS, REFOLLOW_MS * 2 ** Math.max(0, this.failures - 1));
-      this.log.warn({ code, signal, stderr: stderr.trim(), delay }, 'journalctl ended; following again');
-      setTimeout(() => this.follow(), delay).unref();
+      this.followAgain('journalctl ended; following again', { code, signal, stderr: stderr.trim() });
     });
+  }
+
+  /** Follows again after a delay that doubles while journalctl keeps failing. */
+  private followAgain(message: string, details: object): void {
+    // A cursor the journal no longer has (vacuumed) would fail every time: then follow from now.
+    if (this.failures >= 2 && this.cursor) {
+      this.log.warn({ cursor: this.cursor }, 'journalctl fails from the last cursor; following from now on');
+      this.cursor = undefined;
+    }
+    const delay = Math.min(REFOLLOW_MAX_MS, REFOLLOW_MS * 2 ** Math.max(0, this.failures - 1));
+    this.log.warn({ ...details, delay }, message);
+    setTimeout(() => this.follow(), delay).unref();
   }
 
   /** Lines in order; a unit's output is handed over in one piece per chunk, before anything systemd says after it. */

@@ -6,7 +6,7 @@ import type { Settings } from '../src/settings/defaults.js';
 import { procStat, type LiveProcess } from '../src/system/proc.js';
 import { Batcher } from '../src/util/batcher.js';
 import { serviceNameOf, type SystemdBootService } from './boot-services.js';
-import { runCommand } from './commands.js';
+import { runProgram } from './commands.js';
 import type { ProcessExit } from './pid-watcher.js';
 import {
   refuseEnvironment,
@@ -67,7 +67,7 @@ export class SystemdRunner implements TunnelRunner {
   }
 
   private systemctl(...args: string[]) {
-    return runCommand([this.settings()['Systemd.Systemctl'], ...args]);
+    return runProgram([this.settings()['Systemd.Systemctl'], ...args]);
   }
 
   /** What systemd says of these units now, in as few calls as their number allows. */
@@ -125,7 +125,7 @@ export class SystemdRunner implements TunnelRunner {
   /** The unit's last lines in the journal, to explain a start that failed. */
   private async lastLines(unit: string): Promise<string> {
     const journalctl = this.settings()['Systemd.Journalctl'];
-    const lines = await runCommand([journalctl, '-u', unit, '-n', '5', '-o', 'cat', '--no-pager', '-q']).then(
+    const lines = await runProgram([journalctl, '-u', unit, '-n', '5', '-o', 'cat', '--no-pager', '-q']).then(
       ({ stdout }) => stdout.trim(),
       () => '',
     );

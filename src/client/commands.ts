@@ -520,7 +520,7 @@ const settings: Command = {
         const key = pair.slice(0, eq);
         patch[key] = settingValue(pair.slice(eq + 1), current[key]);
       }
-      const { message } = await client.post('/settings/set', patch);
+      const { message } = await client.post('/settings/set?strict=true', patch);
       if (ctx.json) print(ctx, { message });
       else ctx.io.out(`${message}\n`);
       return;

@@ -1,6 +1,6 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { runCommand } from '../../actors/commands.js';
+import { runProgram } from '../../actors/commands.js';
 import { tunnelwardUnit } from '../boot/systemd-unit.js';
 import { writeFileAtomic } from '../fs/atomic.js';
 import { PACKAGE_ROOT } from '../paths.js';
@@ -46,13 +46,13 @@ export async function serviceCommand(options: ServiceCommandOptions, out: (text:
   if (options.action === 'install') {
     await mkdir(unitDir, { recursive: true });
     await writeFileAtomic(path, unit, { mode: 0o644 });
-    await runCommand([systemctl, 'daemon-reload']);
-    await runCommand([systemctl, 'enable', UNIT]);
+    await runProgram([systemctl, 'daemon-reload']);
+    await runProgram([systemctl, 'enable', UNIT]);
     out(`installed and enabled ${path}; start it with: ${systemctl} start ${UNIT}\n`);
   } else {
-    await runCommand([systemctl, 'disable', UNIT]);
+    await runProgram([systemctl, 'disable', UNIT]);
     await rm(path, { force: true });
-    await runCommand([systemctl, 'daemon-reload']);
+    await runProgram([systemctl, 'daemon-reload']);
     out(`disabled and removed ${path}\n`);
   }
 }

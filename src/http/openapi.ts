@@ -48,7 +48,9 @@ const INIT_SYSTEMS = ['process', 'systemd', 'init.d', 'windows'];
 const CONFIG_FORMATS = ['toml', 'ini', 'yaml', 'json'];
 
 const ABSOLUTE_PATH = 'an absolute path of letters, digits and _ . / + @ : , = - (no .. segment)';
-const COMMAND = 'a command: an absolute path, or a program name looked up on PATH';
+const SUPERUSER_SETS = 'a superuser sets it';
+const COMMAND =
+  'a command: an absolute path, or a program name looked up on PATH; an executable file owned by root and writable by neither group nor others, in directories that are the same (checked when set and before each use); a superuser sets it';
 const secondsFrom = (min: number, max: number, description: string) =>
   num(`${description} (seconds)`, { minimum: min, maximum: max });
 const intFrom = (min: number, max: number, description: string) => int(description, { minimum: min, maximum: max });
@@ -60,7 +62,7 @@ const SETTINGS: Record<string, Json> = {
     pattern: '^[0-9]{1,5}$',
   }),
   TunnelPath: str(`the frpc binary: ${COMMAND}`),
-  InstancePath: str(`directory of the instance config files: ${ABSOLUTE_PATH}`),
+  InstancePath: str(`directory of the instance config files: ${ABSOLUTE_PATH}; ${SUPERUSER_SETS}`),
   Debug: bool('DEBUG entries in the system log'),
   'Watchdog.Enabled': bool('restart crashed tunnels'),
   'Watchdog.Port': intFrom(0, 65535, 'kept for the contract; 0: the watchdog runs inside the daemon'),
@@ -92,13 +94,13 @@ const SETTINGS: Record<string, Json> = {
   'Log.MaxBytes': intFrom(256, 1024 * 1024 * 1024, 'an instance log is rotated before it passes this size'),
   'Log.Files': intFrom(1, 100, 'rotated log files kept per instance'),
   InitSystem: str('what runs the tunnels; applies at the next start', { enum: ['auto', ...INIT_SYSTEMS] }),
-  'Systemd.UnitDir': str(ABSOLUTE_PATH),
+  'Systemd.UnitDir': str(`${ABSOLUTE_PATH}; ${SUPERUSER_SETS}`),
   'Systemd.Systemctl': str(COMMAND),
   'Systemd.Journalctl': str(COMMAND),
-  'InitD.ScriptDir': str(ABSOLUTE_PATH),
+  'InitD.ScriptDir': str(`${ABSOLUTE_PATH}; ${SUPERUSER_SETS}`),
   'InitD.UpdateRcD': str(COMMAND),
-  'InitD.PidDir': str(ABSOLUTE_PATH),
-  'InitD.LogDir': str(ABSOLUTE_PATH),
+  'InitD.PidDir': str(`${ABSOLUTE_PATH}; ${SUPERUSER_SETS}`),
+  'InitD.LogDir': str(`${ABSOLUTE_PATH}; ${SUPERUSER_SETS}`),
   'Windows.Schtasks': str(COMMAND),
   'RateLimit.Login': intFrom(1, 1_000_000, '/login requests per minute per IP'),
   'RateLimit.PerToken': intFrom(1, 1_000_000, 'requests per minute per token'),
@@ -204,8 +206,7 @@ const SCHEMAS: Record<string, Json> = {
     type: 'object',
     properties: SETTINGS,
     description:
-      'Any settings to change, several per request. Every key is checked first: an unknown key or an invalid value is a 400 naming it, and nothing changes.',
-    additionalProperties: false,
+      'Any settings to change, several per request. Every key is checked first: an invalid value is a 400 naming it, and nothing changes. A key tunnelward does not know is logged as a warning and ignored (a 400 with ?strict=true).',
   },
   Setting: obj({ key: str(), value: { description: 'the value, of the type the Settings schema gives the key' } }),
 
@@ -1014,10 +1015,23 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
       description:
         'The file is written atomically, then the change applies; ListenAddr, ListenPort and InitSystem take effect at the next start, as the message says.',
       access: 'admin',
+      query: [
+        {
+          name: 'strict',
+          in: 'query',
+          required: false,
+          description:
+            'true: an unknown key fails the request (400) and nothing changes; otherwise, as the contract says, it is logged as a warning and ignored, and the message names it.',
+          schema: str(undefined, { enum: ['true', 'false'] }),
+        },
+      ],
       body: schema('SettingsPatch'),
-      ok: ok('Saved (the message names the settings changed)'),
+      ok: ok(
+        'Saved: the message names the settings changed, and each unknown key ignored with the key it most likely meant',
+      ),
       errors: {
-        400: 'An unknown key (with the key it most likely meant), an invalid value or a null; the message names the key.',
+        400: 'An invalid value or a null, a program setting that is not an executable file only root can change (the message says which path and why), or with strict=true an unknown key (with the key it most likely meant); the message names the key.',
+        403: 'An admin changing a setting that names a program tunnelward runs or a directory where it writes what it runs: a superuser only.',
         500: 'Failed to save config: nothing changed.',
       },
     },

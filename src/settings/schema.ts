@@ -156,6 +156,31 @@ export const APPLY_AT_NEXT_START: ReadonlySet<SettingKey> = new Set<SettingKey>(
   'InitSystem',
 ]);
 
+/**
+ * Settings that name a program tunnelward runs (as its own user, root most often): only a superuser sets them, and
+ * only to a file that only root can change (see trustedProgram), checked again before each use.
+ */
+export const PROGRAM_KEYS: ReadonlySet<SettingKey> = new Set<SettingKey>([
+  'TunnelPath',
+  'Systemd.Systemctl',
+  'Systemd.Journalctl',
+  'InitD.UpdateRcD',
+  'Windows.Schtasks',
+]);
+
+/**
+ * What only a superuser may change: the programs, and the directories where tunnelward writes what it or root runs or
+ * reads back (units, init scripts, pid files, their logs, the tunnels' config files it hands to their users).
+ */
+export const SUPERUSER_KEYS: ReadonlySet<SettingKey> = new Set<SettingKey>([
+  ...PROGRAM_KEYS,
+  'InstancePath',
+  'Systemd.UnitDir',
+  'InitD.ScriptDir',
+  'InitD.PidDir',
+  'InitD.LogDir',
+]);
+
 /** Keys whose values are secrets and never appear in logs. */
 export const SECRET_KEYS: ReadonlySet<SettingKey> = new Set<SettingKey>(['Webhook.Headers']);
 
@@ -175,6 +200,16 @@ export function closestSettingKey(key: string): SettingKey | undefined {
     if (distance < bestDistance) [best, bestDistance] = [known, distance];
   }
   return best;
+}
+
+/** `Watchdog.Enable (did you mean Watchdog.Enabled?), Mystery`: unknown keys, each with the key it was likely meant as. */
+export function namedUnknownKeys(keys: readonly string[]): string {
+  return keys
+    .map((key) => {
+      const near = closestSettingKey(key);
+      return near ? `${key} (did you mean ${near}?)` : key;
+    })
+    .join(', ');
 }
 
 /** Levenshtein distance, or `limit` as soon as it is known to be at least that. */

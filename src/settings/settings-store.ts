@@ -3,10 +3,20 @@ import { join } from 'node:path';
 import { Subject } from 'rxjs';
 import { parse, stringify, TomlError } from 'smol-toml';
 import { isTable, type Table } from '../config/toml-tree.js';
-import { AppError, badRequest, internal } from '../errors.js';
+import { AppError, badRequest, forbidden, internal } from '../errors.js';
 import { writeFileAtomic } from '../fs/atomic.js';
+import { trustedProgram } from '../system/trusted-program.js';
+import { KeyedQueue } from '../util/keyed-queue.js';
 import { defaultSettings, type SettingKey, type Settings } from './defaults.js';
-import { APPLY_AT_NEXT_START, checkSetting, closestSettingKey, isSettingKey, SETTING_KEYS } from './schema.js';
+import {
+  APPLY_AT_NEXT_START,
+  checkSetting,
+  isSettingKey,
+  namedUnknownKeys,
+  PROGRAM_KEYS,
+  SETTING_KEYS,
+  SUPERUSER_KEYS,
+} from './schema.js';
 
 export interface SettingsChange {
   changed: SettingKey[];
@@ -18,6 +28,15 @@ export interface SetResult {
   changed: SettingKey[];
   /** Changed keys that only apply at the next start of the daemon. */
   atNextStart: SettingKey[];
+  /** Keys tunnelward does not know, left out of the change (never with `strict`). */
+  ignored: string[];
+}
+
+export interface SetOptions {
+  /** An unknown key refuses the whole change (400), instead of being ignored as the contract says. */
+  strict?: boolean;
+  /** Whether the caller may change SUPERUSER_KEYS (403 otherwise, nothing changed). */
+  superuser?: boolean;
 }
 
 /** Where a flat key such as `Watchdog.Enabled` lives in the TOML tree: `[Watchdog] Enabled`. */
@@ -71,6 +90,8 @@ function findNull(value: unknown, path: string): string | undefined {
 export class SettingsStore {
   readonly changes$ = new Subject<SettingsChange>();
   private current: Settings;
+  /** One change at a time: each starts from what the one before it wrote, so none is lost. */
+  private readonly writes = new KeyedQueue<string>();
 
   private constructor(
     readonly path: string,
@@ -125,14 +146,23 @@ export class SettingsStore {
   }
 
   /**
-   * Validates every key first, then writes the file, then applies the change in memory: an unknown key, a bad value
-   * or a failed write leaves both the file and the running settings as they were.
+   * Validates every key first, then writes the file, then applies the change in memory: a bad value (or, `strict`,
+   * an unknown key) or a failed write leaves both the file and the running settings as they were. Unknown keys are
+   * otherwise left out and named in the result. Concurrent calls run one after the other.
    */
-  async set(patch: Record<string, unknown>): Promise<SetResult> {
-    const unknown = Object.keys(patch).filter((key) => !isSettingKey(key));
-    if (unknown.length > 0) throw badRequest(unknownKeysMessage(unknown));
+  set(patch: Record<string, unknown>, options: SetOptions = {}): Promise<SetResult> {
+    return this.writes.run(this.path, () => this.apply(patch, options));
+  }
+
+  private async apply(
+    patch: Record<string, unknown>,
+    { strict = false, superuser = false }: SetOptions,
+  ): Promise<SetResult> {
+    const ignored = Object.keys(patch).filter((key) => !isSettingKey(key));
+    if (strict && ignored.length > 0) throw badRequest(unknownKeysMessage(ignored));
     const known: Array<[SettingKey, unknown]> = [];
-    for (const [key, value] of Object.entries(patch) as Array<[SettingKey, unknown]>) {
+    for (const [key, value] of Object.entries(patch)) {
+      if (!isSettingKey(key)) continue;
       const problem = checkSetting(key, value);
       if (problem) throw badRequest(problem);
       const nullAt = findNull(value, key);
@@ -140,6 +170,18 @@ export class SettingsStore {
       known.push([key, value]);
     }
     const changed = known.filter(([k, v]) => JSON.stringify(this.current[k]) !== JSON.stringify(v)).map(([k]) => k);
+    const guarded = changed.filter((k) => SUPERUSER_KEYS.has(k));
+    if (!superuser && guarded.length > 0) {
+      throw forbidden(
+        `only a superuser may change ${guarded.join(', ')} (programs tunnelward runs, and the directories where it ` +
+          'writes what it runs or reads back)',
+      );
+    }
+    for (const key of changed.filter((k) => PROGRAM_KEYS.has(k))) {
+      await trustedProgram(patch[key] as string).catch((err: Error) => {
+        throw badRequest(`${key} ${err.message}`);
+      });
+    }
     if (changed.length > 0) {
       const tree = structuredClone(this.tree);
       for (const [key, value] of known) assign(tree, key, value);
@@ -148,7 +190,7 @@ export class SettingsStore {
       this.current = SettingsStore.resolve(tree, this.defaults);
       this.changes$.next({ changed, settings: this.current });
     }
-    return { changed, atNextStart: changed.filter((k) => APPLY_AT_NEXT_START.has(k)) };
+    return { changed, atNextStart: changed.filter((k) => APPLY_AT_NEXT_START.has(k)), ignored };
   }
 
   private async write(tree: Table): Promise<void> {
@@ -171,11 +213,7 @@ export class SettingsStore {
 
 /** `Unknown setting key: Watchdog.Enable (did you mean Watchdog.Enabled?); nothing was changed`. */
 function unknownKeysMessage(keys: string[]): string {
-  const named = keys.map((key) => {
-    const near = closestSettingKey(key);
-    return near ? `${key} (did you mean ${near}?)` : key;
-  });
-  return `Unknown setting key${keys.length > 1 ? 's' : ''}: ${named.join(', ')}; nothing was changed`;
+  return `Unknown setting key${keys.length > 1 ? 's' : ''}: ${namedUnknownKeys(keys)}; nothing was changed`;
 }
 
 /** Top-level names in the file that are neither a setting nor a table holding settings. */

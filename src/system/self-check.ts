@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process';
-import { constants } from 'node:fs';
-import { access, mkdir, stat, unlink, writeFile } from 'node:fs/promises';
-import { delimiter, isAbsolute, join } from 'node:path';
+import { mkdir, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { SettingsStore } from '../settings/settings-store.js';
+import { trustedProgram } from './trusted-program.js';
 
 const run = promisify(execFile);
 
@@ -11,29 +11,6 @@ export interface CheckResult {
   name: string;
   ok: boolean;
   message: string;
-}
-
-/** Finds an executable the way a shell would: a path as it is, a bare name on PATH. */
-export async function resolveExecutable(command: string): Promise<string> {
-  const candidates =
-    command.includes('/') || isAbsolute(command)
-      ? [command]
-      : (process.env.PATH ?? '')
-          .split(delimiter)
-          .filter(Boolean)
-          .map((dir) => join(dir, command));
-  for (const candidate of candidates) {
-    try {
-      const info = await stat(candidate);
-      if (!info.isFile()) continue;
-      await access(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not this one
-    }
-  }
-  const where = candidates.length === 1 ? candidates[0] : `${command} on PATH`;
-  throw new Error(`${where} is missing or not an executable file`);
 }
 
 async function check(name: string, probe: () => Promise<string>): Promise<CheckResult> {
@@ -75,6 +52,8 @@ export async function selfCheck(
   faults: RuntimeFaults,
 ): Promise<CheckResult[]> {
   const tunnelPath = settings.value('TunnelPath');
+  /** The path checked is the path asked for its version. */
+  let program: string | undefined;
   const results = await Promise.all([
     check('settings', async () => {
       await SettingsStore.load(dataDir);
@@ -82,7 +61,7 @@ export async function selfCheck(
     }),
     check('dataDir', () => writable(dataDir)),
     check('instancePath', () => writable(settings.value('InstancePath'))),
-    check('tunnelPath', async () => `${await resolveExecutable(tunnelPath)} is executable`),
+    check('tunnelPath', async () => `${(program = await trustedProgram(tunnelPath))} is executable`),
     check('database', async () => {
       const reason = faults.database();
       if (reason) throw new Error(`the database cannot be saved (${reason}): recent changes are held in memory only`);
@@ -105,7 +84,7 @@ export async function selfCheck(
       return 'nothing is open beyond what the settings chose (or only this host reaches the daemon)';
     }),
   ]);
-  const binary = results[3]!.ok ? tunnelPath : undefined;
+  const binary = results[3]!.ok ? program : undefined;
   results.push(
     await check('tunnelVersion', async () => {
       if (!binary) throw new Error('no tunnel client to ask');

@@ -1,18 +1,18 @@
 import { execFile } from 'node:child_process';
-import { mkdir, readFile, rm, stat, symlink } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm, stat, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
 import { PACKAGE_ROOT } from '../../src/paths.js';
-import { dispose, startDaemon, tempDir } from '../helpers/daemon.js';
+import { dispose, programDir, startDaemon } from '../helpers/daemon.js';
 import { createInstance, instanceSettings, statusOf, tunnelPids, waitFor } from '../helpers/instances.js';
 
 const run = promisify(execFile);
 const RECORDER = join(PACKAGE_ROOT, 'test', 'fixtures', 'record-command.mjs');
 
-/** A temporary root with recording stand-ins named like the real commands. */
+/** A temporary root with recording stand-ins named like the real commands (where the daemon runs programs from). */
 async function fakeRoot() {
-  const root = await tempDir('tunnelward-root-');
+  const root = await programDir('tunnelward-root-');
   const bin = join(root, 'bin');
   await mkdir(bin);
   for (const name of ['systemctl', 'update-rc.d', 'schtasks']) await symlink(RECORDER, join(bin, name));
@@ -146,6 +146,31 @@ test('each bootServiceError case answers success with the error, and the record 
   t.true(unsupported.body.success);
   t.like(unsupported.body.data, { bootAtStart: false, instanceName: 'bs_win' });
   t.regex(unsupported.body.data.bootServiceError, /tunnelPath must be an absolute Windows path/);
+});
+
+test('a systemctl whose directory became writable by others after it was set is not run, and the error says why', async (t) => {
+  const fake = await fakeRoot();
+  t.teardown(() => rm(fake.root, { recursive: true, force: true }));
+  const daemon = await startDaemon({
+    settingsToml: instanceSettings({
+      InitSystem: 'systemd',
+      'Systemd.UnitDir': join(fake.root, 'units'),
+      'Systemd.Systemctl': join(fake.bin, 'systemctl'),
+    }),
+    env: { TUNNELWARD_TEST_RECORD: fake.record },
+  });
+  t.teardown(() => dispose(daemon));
+  const token = await daemon.login();
+  const { id } = await createInstance(daemon, token, 'bs_unsafe');
+  t.true((await fake.commands()).length > 0, 'run while it was safe');
+  await chmod(fake.bin, 0o775);
+  const enable = await modify(daemon, token, id, { bootAtStart: true });
+  t.like(enable.body.data, { bootAtStart: false });
+  t.regex(
+    enable.body.data.bootServiceError,
+    new RegExp(`^${fake.bin}/systemctl is refused: ${fake.bin} is writable by its group \\(mode 0775`),
+  );
+  t.deepEqual(await fake.commands(), [], 'nothing was run');
 });
 
 test('disabling that fails keeps bootAtStart on; a rename while on that fails is reported too', async (t) => {

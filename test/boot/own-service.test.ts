@@ -1,10 +1,10 @@
 import { execFile } from 'node:child_process';
-import { mkdir, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
 import { PACKAGE_ROOT } from '../../src/paths.js';
-import { CLI, tempDir } from '../helpers/daemon.js';
+import { CLI, programDir, tempDir } from '../helpers/daemon.js';
 
 const run = promisify(execFile);
 
@@ -27,8 +27,9 @@ test('service install --print prints a unit that systemd-analyze accepts and tha
 test('service install and uninstall write the unit and run systemctl (recorded here)', async (t) => {
   const dir = await tempDir();
   t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const bin = join(dir, 'bin');
-  await mkdir(bin);
+  // systemctl's stand-in where the daemon runs programs from: not under /tmp.
+  const bin = await programDir('bin-');
+  t.teardown(() => rm(bin, { recursive: true, force: true }));
   await symlink(join(PACKAGE_ROOT, 'test', 'fixtures', 'record-command.mjs'), join(bin, 'systemctl'));
   const units = join(dir, 'units');
   await writeFile(

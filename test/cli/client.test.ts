@@ -255,6 +255,14 @@ test('create, proxies, settings and users from the command line', async (t) => {
   t.is(got.stdout.trim(), '3');
   const bad = await cli(['settings', 'set', 'Instance.StopTimeoutSecs=soon'], env);
   t.is(bad.code, 1);
+  // The CLI asks for the strict form: a typo is refused with the key meant, and nothing changes.
+  const typo = await cli(['settings', 'set', 'Instance.StopTimeoutSecs=4', 'Watchdog.Enable=false'], env);
+  t.is(typo.code, 1);
+  t.regex(typo.stderr, /Watchdog\.Enable \(did you mean Watchdog\.Enabled\?\); nothing was changed/);
+  t.is((await cli(['settings', 'get', 'Instance.StopTimeoutSecs'], env)).stdout.trim(), '3');
+  const missing = await cli(['settings', 'set', 'TunnelPath=/nonexistent/frpc'], env);
+  t.is(missing.code, 1);
+  t.regex(missing.stderr, /TunnelPath \/nonexistent\/frpc is missing or not an executable file/);
 
   const users = await cli(['users', '--json'], env);
   t.true((JSON.parse(users.stdout) as any[]).some((u) => u.Username === 'admin' && u.Passwd === ''));

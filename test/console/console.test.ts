@@ -335,7 +335,9 @@ test.serial('settings: grouped, checked by type, a masked secret kept when sent 
   await page.getByRole('button', { name: 'Add header' }).click();
   await page.getByLabel('Header 2 name').fill('X-Extra');
   await page.getByLabel('Header 2 value').fill('extra-value');
+  const request = page.waitForRequest((r) => r.url().includes('/settings/set'));
   await page.getByRole('button', { name: 'Save settings' }).click();
+  t.regex((await request).url(), /\/settings\/set\?strict=true$/, 'the strict form: a key the daemon lacks fails');
   await page.getByRole('status').filter({ hasText: 'settings saved' }).waitFor();
   const saved = await readFile(join(daemon.dataDir, 'settings.toml'), 'utf8');
   t.regex(saved, /StartLimit = 4/);

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -191,6 +191,19 @@ export function exchangeRaw(url: string, data: string | Buffer): Promise<string>
 
 export async function tempDir(prefix = 'tunnelward-test-'): Promise<string> {
   return mkdtemp(join(tmpdir(), prefix));
+}
+
+/**
+ * A temp dir for programs the daemon is to run. Not under /tmp, which everyone may write to (the daemon refuses a
+ * program there): under the checkout, in directories only their owner may change.
+ */
+export async function programDir(prefix = 'programs-'): Promise<string> {
+  const parent = join(PACKAGE_ROOT, '.test-programs');
+  await mkdir(parent, { recursive: true });
+  await chmod(parent, 0o755);
+  const dir = await mkdtemp(join(parent, prefix));
+  await chmod(dir, 0o755);
+  return dir;
 }
 
 /** Spawns the CLI with arguments, without waiting for anything. */

@@ -1,6 +1,8 @@
+import { rm, symlink } from 'node:fs/promises';
+import { join } from 'node:path';
 import test from 'ava';
-import { dispose, startDaemon } from '../helpers/daemon.js';
-import { instanceSettings } from '../helpers/instances.js';
+import { dispose, programDir, startDaemon } from '../helpers/daemon.js';
+import { FIXTURE_FRPC, instanceSettings } from '../helpers/instances.js';
 
 test('selfCheck reports each check; admins only', async (t) => {
   const daemon = await startDaemon({ settingsToml: instanceSettings() });
@@ -26,11 +28,17 @@ test('selfCheck reports each check; admins only', async (t) => {
   t.is(byName.tunnelVersion.message, '0.71.0');
   t.regex(byName.tunnelPath.message, /frpc\.mjs is executable/);
 
-  await daemon.post('/settings/set', { TunnelPath: '/nonexistent/frpc' }, { token: root });
+  // A binary that goes away after it was set.
+  const programs = await programDir();
+  t.teardown(() => rm(programs, { recursive: true, force: true }));
+  const frpc = join(programs, 'frpc');
+  await symlink(FIXTURE_FRPC, frpc);
+  t.true((await daemon.post('/settings/set', { TunnelPath: frpc }, { token: root })).body.success);
+  await rm(frpc);
   const broken = await daemon.get('/system/selfCheck', { token: root });
   t.false(broken.body.data.ok);
   const after = Object.fromEntries(broken.body.data.checks.map((c: any) => [c.name, c]));
-  t.like(after.tunnelPath, { ok: false, message: '/nonexistent/frpc is missing or not an executable file' });
+  t.like(after.tunnelPath, { ok: false, message: `${frpc} is missing or not an executable file` });
   t.like(after.tunnelVersion, { ok: false });
   t.like(after.settings, { ok: true });
   t.regex(broken.body.message, /2 checks found a problem/);

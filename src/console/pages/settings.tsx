@@ -219,7 +219,10 @@ export function SettingsPage() {
     setBusy(true);
     setServerError(null);
     try {
-      const reply = await post('/settings/set', Object.fromEntries(changed.map((f) => [f.key, f.parsed.value])));
+      const reply = await post(
+        '/settings/set?strict=true',
+        Object.fromEntries(changed.map((f) => [f.key, f.parsed.value])),
+      );
       notify(reply.message);
       await load();
     } catch (err) {

@@ -1,6 +1,6 @@
 import type { Settings } from '../../settings/defaults.js';
-import { isSettingKey } from '../../settings/schema.js';
-import { notFound } from '../../errors.js';
+import { isSettingKey, namedUnknownKeys } from '../../settings/schema.js';
+import { badRequest, notFound } from '../../errors.js';
 import { reply } from '../envelope.js';
 import { body, queryParam } from '../params.js';
 import type { RouteDeps } from '../app.js';
@@ -14,6 +14,13 @@ const maskHeaders = (headers: Record<string, string>) =>
 
 function shown(settings: Readonly<Settings>, key: keyof Settings): unknown {
   return key === 'Webhook.Headers' ? maskHeaders(settings[key]) : settings[key];
+}
+
+/** `?strict=true`: an unknown key fails the request (the CLI's and the console's form); the contract ignores it. */
+function strictParam(value: string | undefined): boolean {
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  throw badRequest('strict must be true or false');
 }
 
 /** /settings/*: an admin's. */
@@ -45,10 +52,18 @@ export function settingsRoutes({ settings, log, guards }: RouteDeps): ResourceRo
         ]),
       );
     }
-    const result = await settings.set(patch);
+    const result = await settings.set(patch, {
+      strict: strictParam(queryParam(ctx, 'strict')),
+      superuser: ctx.state.auth.user.type === 'superuser',
+    });
     if (result.changed.length > 0) log.info({ keys: result.changed }, 'settings changed');
+    for (const key of result.ignored) log.warn({ key }, 'unknown setting key ignored');
     const parts = [result.changed.length > 0 ? `settings saved: ${result.changed.join(', ')}` : 'no setting changed'];
     if (result.atNextStart.length > 0) parts.push(`${result.atNextStart.join(', ')} take effect at the next start`);
+    if (result.ignored.length > 0) {
+      const s = result.ignored.length > 1 ? 's' : '';
+      parts.push(`ignored unknown setting key${s}: ${namedUnknownKeys(result.ignored)}`);
+    }
     reply(ctx, parts.join('; '));
   });
 
