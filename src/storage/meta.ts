@@ -64,15 +64,16 @@ export class PersistentCounter {
 
   private reserve(): void {
     this.reserved = this.value + COUNTER_BLOCK;
-    setMeta(this.db, this.key, String(this.reserved));
-    this.save();
+    // Written after whatever transaction is under way (they are synchronous), so that its rollback cannot undo it.
+    queueMicrotask(() => this.save());
   }
 
   private save(): void {
-    if (this.saving) return;
+    if (this.saving || this.db.isClosed) return;
     this.saving = true;
     clearTimeout(this.retry);
     const upTo = this.reserved;
+    setMeta(this.db, this.key, String(upTo));
     this.db.persist().then(
       () => {
         this.saving = false;
