@@ -180,11 +180,10 @@ export class LogChannel {
       const found = isFifo(own);
       if (found) this.startReading(onWriterGone, own);
       return (
-        `its output pipe ${this.pipePath} was missing: ` +
+        `its output pipe ${this.pipePath} was missing (a restart of the tunnel makes it again): until then ` +
         (found
-          ? "its output is read through the tunnel's own end of the pipe, but nothing keeps it flowing while tunnelward is away"
-          : 'its output cannot be read') +
-        ' until it is restarted, which makes the pipe again'
+          ? "its output is read through the tunnel's own end of the pipe, and nothing keeps it flowing while tunnelward is away"
+          : 'its output cannot be read')
       );
     } catch (err) {
       return `cannot read its output until it is restarted: ${(err as Error).message}`;
