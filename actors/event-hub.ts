@@ -1,12 +1,23 @@
 import { Subject } from 'rxjs';
+import { crashPoint } from '../src/util/crash-points.js';
 import type { Draft, NotificationEvent } from './webhook-notifier.js';
 
 /** Events after a sequence number: all of them, or `lost` when some are no longer kept. */
 export type Since = { events: NotificationEvent[] } | { lost: true; oldest: number | null };
 
+/** Where the events' numbers come from (storage/meta.ts's PersistentCounter). */
+export interface EventNumbers {
+  /** The last number handed out before the hub began. */
+  readonly current: number;
+  next(): number;
+  /** Nothing when `n` may be shown now; otherwise a promise of when it may (no restart can hand it out again). */
+  saved(n: number): Promise<void> | undefined;
+}
+
 /**
  * Every event of the daemon, numbered once (`seq`, persisted, monotonic across restarts) and stamped, then handed
- * to whoever follows: the webhook notifier and the clients of `/system/events`. The latest ones are kept, so a
+ * to whoever follows: the webhook notifier and the clients of `/system/events`. An event whose number is not yet
+ * safe from reuse after a crash waits (with those after it, in order) until it is. The latest ones are kept, so a
  * client that reconnects can ask for what it missed.
  */
 export class EventHub {
@@ -15,22 +26,36 @@ export class EventHub {
   private readonly history: NotificationEvent[] = [];
   private start = 0;
   private last: number;
+  /** Numbered, waiting for their numbers to be saved, oldest first. */
+  private held: NotificationEvent[] = [];
 
   constructor(
-    private readonly nextSeq: () => number,
-    /** The last number handed out before this hub began. */
-    lastSeq: number,
+    private readonly numbers: EventNumbers,
     private readonly capacity: number,
   ) {
-    this.last = lastSeq;
+    this.last = numbers.current;
   }
 
+  /** The seq of the latest event handed out. */
   get lastSeq(): number {
     return this.last;
   }
 
-  publish(draft: Draft): NotificationEvent {
-    const event: NotificationEvent = { ...draft, at: new Date().toISOString(), seq: this.nextSeq() };
+  publish(draft: Draft): void {
+    const event: NotificationEvent = { ...draft, at: new Date().toISOString(), seq: this.numbers.next() };
+    const saved = this.numbers.saved(event.seq);
+    if (saved === undefined && this.held.length === 0) return this.issue(event);
+    this.held.push(event);
+    // Numbers are saved in order: once this one's is, so are those of the events held before it.
+    if (saved === undefined) this.release(event.seq);
+    else void saved.then(() => this.release(event.seq));
+  }
+
+  private release(upTo: number): void {
+    while (this.held.length > 0 && this.held[0]!.seq <= upTo) this.issue(this.held.shift()!);
+  }
+
+  private issue(event: NotificationEvent): void {
     this.last = event.seq;
     if (this.history.length < this.capacity) this.history.push(event);
     else {
@@ -38,7 +63,7 @@ export class EventHub {
       this.start = (this.start + 1) % this.capacity;
     }
     this.events$.next(event);
-    return event;
+    crashPoint('event:issued', { id: event.seq });
   }
 
   /** The events after `seq`, in order, if every one of them is still kept. */

@@ -238,11 +238,23 @@ export class InstanceLifecycle {
       this.runner.stopStray(stray.pid);
     }
     if (pid === null) return null;
-    // Drain what it wrote while we were away, then follow it.
+    // Drain what it wrote while we were away, then follow it. Output that cannot be read is this instance's
+    // trouble alone: it is said, and the tunnel is taken over all the same.
     const adoptedPid = pid;
-    this.logs.channel(record.id).startReading(() => this.runner.checkNow(adoptedPid));
+    const problem = this.logs.channel(record.id).readTakenOver(pid, () => this.runner.checkNow(adoptedPid));
+    if (problem) this.outputProblem(record.id, pid, problem);
     this.createActor(record).send({ type: 'ADOPT', pid });
     return pid;
+  }
+
+  private outputProblem(instanceID: number, pid: number, problem: string): void {
+    this.log.error({ instanceID, pid }, `a tunnel taken over at start-up: ${problem}`);
+    this.logs.faults$.next({
+      instanceID,
+      fault: { since: Date.now(), reason: problem, lostBytes: 0 },
+      recovered: false,
+      message: problem,
+    });
   }
 
   /** Ends every process found running the config files of these instances (being undone or removed). */

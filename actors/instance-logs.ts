@@ -36,6 +36,8 @@ export interface LogFaultEvent {
   instanceID: number;
   fault: LogFault;
   recovered: boolean;
+  /** What is wrong when it is not the log file (the tunnel's output cannot be read). */
+  message?: string;
 }
 
 /** How long without new output before the pipe counts as drained after a tunnel exits. */
@@ -135,14 +137,14 @@ export class LogChannel {
    * only, and end-of-file means its last writer, the tunnel, is gone: `onWriterGone` hears it at once, long
    * before a poll of its pid would.
    */
-  startReading(onWriterGone?: () => void): void {
+  startReading(onWriterGone?: () => void, path = this.pipePath): void {
     if (this.reader) return;
     if (this.source) {
       this.reader = this.source(this.id, (text) => this.onData(text));
       return;
     }
     const mode = onWriterGone ? constants.O_RDONLY : constants.O_RDWR;
-    const fd = openSync(this.pipePath, mode | constants.O_NONBLOCK);
+    const fd = openSync(path, mode | constants.O_NONBLOCK);
     const decoder = new StringDecoder('utf8');
     const onread: OnReadOpts = {
       buffer: PIPE_READS,
@@ -165,6 +167,28 @@ export class LogChannel {
     }
     reader.on('error', (err) => this.log.warn({ instanceID: this.id, err }, 'reading the tunnel output failed'));
     this.reader = reader;
+  }
+
+  /**
+   * Starts draining the output of tunnel `pid`, found running at start-up (see `startReading`). When the pipe's
+   * name is gone (removed while no daemon ran), the tunnel still holds the pipe itself, and it is read through the
+   * tunnel's own descriptor. Returns what is wrong, if anything: the instance says it, and is taken over all the same.
+   */
+  readTakenOver(pid: number, onWriterGone: () => void): string | undefined {
+    try {
+      if (this.source || isFifo(this.pipePath)) return void this.startReading(onWriterGone);
+      const own = `/proc/${pid}/fd/1`;
+      const found = isFifo(own);
+      if (found) this.startReading(onWriterGone, own);
+      return (
+        `its output pipe ${this.pipePath} was missing (a restart of the tunnel makes it again): until then ` +
+        (found
+          ? "its output is read through the tunnel's own end of the pipe, and nothing keeps it flowing while tunnelward is away"
+          : 'its output cannot be read')
+      );
+    } catch (err) {
+      return `cannot read its output until it is restarted: ${(err as Error).message}`;
+    }
   }
 
   /**

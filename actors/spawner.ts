@@ -8,6 +8,12 @@ const SPAWNER_MAIN = fileURLToPath(new URL('./spawner-process.js', import.meta.u
 /** How long the spawner stays once it has no tunnel and nothing to start: it costs a process while it lives. */
 const IDLE_MS = 30_000;
 
+/**
+ * How long a spawn may wait for the spawner's answer. A fork takes ~1 ms, so even a thousand starts at once answer
+ * well within it; a spawner silent this long is wedged: the spawn fails and the spawner is replaced.
+ */
+export const SPAWN_TIMEOUT_MS = 10_000;
+
 export interface SpawnOrder {
   file: string;
   args: string[];
@@ -61,9 +67,12 @@ export interface OutputPlace {
  */
 export class Spawner {
   private child: ChildProcess | undefined;
-  private readonly pending = new Map<number, { resolve: (spawned: Spawned) => void; reject: (err: Error) => void }>();
-  /** Tunnels the current spawner started that have not exited, with what settles their end. */
-  private readonly running = new Map<number, (exit: SpawnedExit) => void>();
+  /** Spawns sent and not yet answered, with the spawner each was sent to. */
+  private readonly pending = new Map<number, Pending>();
+  /** Tunnels a spawner started that have not exited, with their spawner and what settles their end. */
+  private readonly running = new Map<number, { child: ChildProcess; ended: (exit: SpawnedExit) => void }>();
+  /** Spawns given up on (no answer in time), with their spawner: a tunnel it may still report is ended at once. */
+  private readonly givenUp = new Map<number, ChildProcess>();
   private refs = 0;
   private idle: NodeJS.Timeout | undefined;
 
@@ -92,9 +101,40 @@ export class Spawner {
     clearTimeout(this.idle);
     const ref = ++this.refs;
     return new Promise<Spawned>((resolve, reject) => {
-      this.pending.set(ref, { resolve, reject });
+      const timer = setTimeout(() => this.noAnswer(ref), SPAWN_TIMEOUT_MS);
+      timer.unref();
+      this.pending.set(ref, { child, resolve, reject, timer });
       child.send({ type: 'spawn', ref, ...order });
     });
+  }
+
+  /** A spawn the spawner did not answer in time: it fails, and the spawner, wedged, is replaced. */
+  private noAnswer(ref: number): void {
+    const waiter = this.pending.get(ref);
+    if (!waiter) return;
+    const { child } = waiter;
+    this.log.error(
+      { spawnerPid: child.pid, timeoutMs: SPAWN_TIMEOUT_MS },
+      'the spawner did not answer a spawn in time; it is replaced',
+    );
+    // Every spawn sent to it fails now, each once; the next goes to a new spawner.
+    for (const [other, w] of this.pending) {
+      if (w.child !== child) continue;
+      this.settle(other)?.reject(
+        new SpawnError('ETIMEDOUT', `the spawner did not answer within ${SPAWN_TIMEOUT_MS / 1000} s; it is replaced`),
+      );
+      this.givenUp.set(other, child);
+    }
+    if (this.child === child) this.child = undefined;
+    child.kill('SIGKILL');
+  }
+
+  private settle(ref: number): Pending | undefined {
+    const waiter = this.pending.get(ref);
+    if (!waiter) return undefined;
+    clearTimeout(waiter.timer);
+    this.pending.delete(ref);
+    return waiter;
   }
 
   private ensure(): ChildProcess {
@@ -107,26 +147,30 @@ export class Spawner {
     });
     this.child = child;
     if (this.output) child.send({ type: 'keep', ...this.output() });
-    child.on('message', (m: SpawnerMessage) => this.onMessage(m));
+    child.on('message', (m: SpawnerMessage) => this.onMessage(child, m));
     child.on('error', (err) => this.log.error({ err }, 'spawner error'));
     child.once('exit', (code, signal) => this.onExit(child, code, signal));
     this.log.info({ spawnerPid: child.pid }, 'spawner started');
     return child;
   }
 
-  private onMessage(m: SpawnerMessage): void {
+  private onMessage(child: ChildProcess, m: SpawnerMessage): void {
     if (m.type === 'exit') {
-      this.running.get(m.pid)?.({ code: m.code, signal: m.signal });
+      this.running.get(m.pid)?.ended({ code: m.code, signal: m.signal });
       this.running.delete(m.pid);
       this.idleCheck();
       return;
     }
-    const waiter = this.pending.get(m.ref);
+    if (this.givenUp.delete(m.ref)) {
+      // Its start has already failed: a tunnel it brought after all must not run on unknown.
+      if (m.type === 'spawned') killGroup(m.pid);
+      return;
+    }
+    const waiter = this.settle(m.ref);
     if (!waiter) return;
-    this.pending.delete(m.ref);
     if (m.type === 'spawned') {
       // Its end is awaited from now on: the exit may be the very next message.
-      const exited = new Promise<SpawnedExit>((resolve) => this.running.set(m.pid, resolve));
+      const exited = new Promise<SpawnedExit>((resolve) => this.running.set(m.pid, { child, ended: resolve }));
       waiter.resolve({ pid: m.pid, exited });
     } else {
       waiter.reject(new SpawnError(m.code, m.message));
@@ -156,20 +200,42 @@ export class Spawner {
 
   private onExit(child: ChildProcess, code: number | null, signal: string | null): void {
     if (this.child === child) this.child = undefined;
-    for (const waiter of this.pending.values()) waiter.reject(new SpawnError('EIO', 'the spawner process ended'));
-    this.pending.clear();
-    if (this.running.size > 0) {
-      this.log.warn({ code, signal, tunnels: this.running.size }, 'the spawner ended; its tunnels run on');
-      for (const [pid, ended] of this.running) this.orphaned(pid, ended);
-      this.running.clear();
+    for (const [ref, gone] of this.givenUp) if (gone === child) this.givenUp.delete(ref);
+    for (const [ref, waiter] of this.pending)
+      if (waiter.child === child) this.settle(ref)?.reject(new SpawnError('EIO', 'the spawner process ended'));
+    const orphans = [...this.running].filter(([, r]) => r.child === child);
+    if (orphans.length > 0) {
+      this.log.warn({ code, signal, tunnels: orphans.length }, 'the spawner ended; its tunnels run on');
+      for (const [pid, { ended }] of orphans) {
+        this.running.delete(pid);
+        this.orphaned(pid, ended);
+      }
     }
   }
 
   close(): void {
     clearTimeout(this.idle);
+    for (const ref of [...this.pending.keys()])
+      this.settle(ref)?.reject(new SpawnError('ECANCELED', 'tunnelward is stopping'));
     const child = this.child;
     this.child = undefined;
     if (child?.connected) child.disconnect();
+  }
+}
+
+interface Pending {
+  child: ChildProcess;
+  resolve: (spawned: Spawned) => void;
+  reject: (err: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+/** Ends a tunnel and its process group. */
+function killGroup(pid: number): void {
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // gone already
   }
 }
 

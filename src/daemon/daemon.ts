@@ -121,7 +121,7 @@ async function startLocked(
   );
   const supervisor = new InstanceSupervisor(db, settings, runner, boot, logs, log, join(dataDir, 'orphaned'));
   const counter = new PersistentCounter(db, 'event_seq');
-  const events = new EventHub(counter.next, counter.current, DEFAULTS.eventHistory);
+  const events = new EventHub(counter, DEFAULTS.eventHistory);
   const notifier = new WebhookNotifier(() => settings.get(), log);
   // Webhooks get what an instance's life means (started, crashed, ...); the event stream gets every event.
   const notifications = events.events$.subscribe((e) => isWebhookEvent(e) && notifier.publish(e));

@@ -57,15 +57,17 @@ export function publishEvents(hub: EventHub, supervisor: InstanceSupervisor, log
     ),
   );
   subscription.add(
-    logs.faults$.subscribe(({ instanceID, fault, recovered }) =>
+    logs.faults$.subscribe(({ instanceID, fault, recovered, message }) =>
       hub.publish({
         event: recovered ? 'instance.logRecovered' : 'instance.logFailed',
         instanceID,
         name: supervisor.catalogue.nameOf(instanceID),
         ...NO_PROCESS,
-        message: recovered
-          ? `log file writable again; ${fault.lostBytes} bytes of output were dropped`
-          : `cannot write the log file: ${fault.reason}`,
+        message:
+          message ??
+          (recovered
+            ? `log file writable again; ${fault.lostBytes} bytes of output were dropped`
+            : `cannot write the log file: ${fault.reason}`),
       }),
     ),
   );

@@ -167,6 +167,10 @@ export class Database {
     }
   }
 
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
   /** Resolves when every mutation made so far is durable on disk. */
   persist(): Promise<void> {
     if (this.closed) return Promise.reject(new Error('database is closed'));

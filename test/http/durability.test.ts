@@ -1,7 +1,7 @@
 import { access, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
-import { dispose, startDaemon, type Daemon } from '../helpers/daemon.js';
+import { collectLines, dispose, spawnCli, startDaemon, type Daemon } from '../helpers/daemon.js';
 import {
   createInstance,
   instanceSettings,
@@ -11,6 +11,7 @@ import {
   waitFor,
   type CreatedInstance,
 } from '../helpers/instances.js';
+import { openStream, wsUrl } from '../helpers/streams.js';
 
 // Every step of create, start, restart, stop and delete is cut off by a SIGKILL of the daemon (TUNNELWARD_CRASH_AT,
 // aimed at one instance), and the next daemon on the same data dir, within the same boot of the host, must say
@@ -188,4 +189,33 @@ test('start-up removes temp files of cut-off writes and moves unowned config fil
   t.true(await exists(configPath), 'an owned file stays');
   const made = await createInstance(next, await next.login(), 'du_after_sweep');
   t.is(Number(made.id), 41, 'ids up to the stray file are never handed out');
+});
+
+test('an event seq handed out just before a kill -9 is never handed out again', async (t) => {
+  const first = await startDaemon({ env: BOOT });
+  t.teardown(() => dispose(first));
+  await first.stop('SIGKILL');
+  // A daemon that dies of SIGKILL right after it has handed out its first event (service.started).
+  const cut = spawnCli(['serve', '--data-dir', first.dataDir, '--port', '0'], {
+    ...BOOT,
+    TUNNELWARD_CRASH_AT: 'event:issued',
+  });
+  const lines: string[] = [];
+  collectLines(cut, lines);
+  const ended = await new Promise<NodeJS.Signals | null>((resolve) =>
+    cut.once('close', (_code, signal) => resolve(signal)),
+  );
+  t.is(ended, 'SIGKILL', lines.join('\n'));
+  const issued = Number(
+    lines.map((line) => /crash point event:issued reached \((\d+)\)/.exec(line)?.[1]).find(Boolean),
+  );
+  t.true(issued > 0, lines.join('\n'));
+
+  const next = await startDaemon({ dataDir: first.dataDir, env: BOOT });
+  t.teardown(() => next.stop('SIGKILL'));
+  const stream = await openStream(wsUrl(next.url, `/system/events?token=${await next.login()}`));
+  t.teardown(() => stream.ws.close());
+  const [hello] = await stream.waitFor((m) => m.length > 0);
+  // Its own service.started is the latest event: numbered above the one the killed daemon handed out.
+  t.true(hello.lastSeq > issued, `seq ${hello.lastSeq} after ${issued} was handed out before the kill`);
 });

@@ -1,6 +1,16 @@
+import { rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import test from 'ava';
 import { startDaemon, dispose, type Daemon } from '../helpers/daemon.js';
-import { createInstance, instanceSettings, statusOf, tunnelPids, waitFor } from '../helpers/instances.js';
+import {
+  createInstance,
+  instanceSettings,
+  killTunnelsUnder,
+  logBytes,
+  statusOf,
+  tunnelPids,
+  waitFor,
+} from '../helpers/instances.js';
 
 const BOOT = { TUNNELWARD_BOOT_ID: 'boot-a' };
 
@@ -112,4 +122,48 @@ test('desired state and boots: same boot restores what should run; a new boot st
   );
   t.false((await statusOf(newBoot, token3, wanted.id)).isRunning, 'after a reboot only bootAtStart instances start');
   t.false((await statusOf(newBoot, token3, idle.id)).isRunning);
+});
+
+test("one tunnel's output pipe removed while the daemon was away: the next daemon starts, takes every tunnel over, and says what is wrong with that one", async (t) => {
+  const first = await startDaemon({ settingsToml: instanceSettings(), env: BOOT });
+  t.teardown(async () => {
+    await killTunnelsUnder(first.dataDir);
+    await dispose(first);
+  });
+  const token = await first.login();
+  // Each writes a line every 50 ms: whether its output is still read shows in its log file.
+  const ticking = { metadatas: { 'fixture.logEveryMs': '50' } };
+  const made = await Promise.all(['rp_kept', 'rp_lost'].map((n) => createInstance(first, token, n, ticking)));
+  await startAll(
+    first,
+    token,
+    made.map((m) => m.id),
+  );
+  const pids = await Promise.all(made.map((m) => tunnelPids(m.configPath)));
+  await first.stop('SIGKILL');
+  const lost = made[1]!;
+  await rm(join(first.dataDir, 'logs', `tunnel_${lost.id}.pipe`));
+
+  const second = await startDaemon({ dataDir: first.dataDir, env: BOOT });
+  t.teardown(() => second.stop('SIGKILL'));
+  const token2 = await second.login();
+  for (const [i, m] of made.entries())
+    t.like(await statusOf(second, token2, m.id), { state: 'running', pid: pids[i]![0] }, 'taken over');
+  await second.waitForOutput(
+    new RegExp(`"instanceID":${lost.id},.*its output pipe \\S+tunnel_${lost.id}\\.pipe was missing`),
+  );
+  // Its output is still read (through the tunnel's own end of the pipe), and so is the other's.
+  for (const m of made) {
+    const before = await logBytes(first.dataDir, m.id);
+    await waitFor(
+      () => logBytes(first.dataDir, m.id),
+      (bytes) => bytes > before,
+    );
+  }
+  // A restart gives it a new pipe.
+  t.true(
+    (await second.post('/tunnelAct/instanceMgr/restart', { instanceID: lost.id }, { token: token2 })).body.success,
+  );
+  t.like(await statusOf(second, token2, lost.id), { state: 'running' });
+  t.true((await stat(join(first.dataDir, 'logs', `tunnel_${lost.id}.pipe`))).isFIFO());
 });

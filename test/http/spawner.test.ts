@@ -83,3 +83,46 @@ test('the exit code of a tunnel the spawner started reaches the instance', async
   );
   t.like(crashed.lastExit, { code: 7, signal: null });
 });
+
+test('a spawner that stops answering: the start fails with a clear error within the timeout, the instance is not left busy, and the spawner is replaced', async (t) => {
+  const { daemon, root } = await startWithRoot({ settingsToml: instanceSettings() });
+  t.teardown(() => disposeWithTunnels(daemon, root));
+  const a = await createInstance(daemon, root, 'sp_wedge_a');
+  const b = await createInstance(daemon, root, 'sp_wedge_b');
+  t.true((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: a.id }, { token: root })).body.success);
+  const wedged = (await spawnerOf(daemon.pid))!;
+  const [pidA] = await tunnelPids(a.configPath);
+  // Stopped, not dead: its channel stays open and it answers nothing.
+  process.kill(wedged, 'SIGSTOP');
+  t.teardown(() => {
+    try {
+      process.kill(wedged, 'SIGKILL');
+    } catch {
+      // replaced already
+    }
+  });
+
+  const started = Date.now();
+  const res = await Promise.race([
+    daemon.post('/tunnelAct/instanceMgr/start', { instanceID: b.id }, { token: root }),
+    new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error('the start got no answer within 40 s')), 40_000).unref(),
+    ),
+  ]);
+  t.false(res.body.success);
+  t.regex(res.body.message, /the spawner did not answer within \d+ s/);
+  t.true(Date.now() - started < 40_000);
+  t.like(await statusOf(daemon, root, b.id), { state: 'stopped', isRunning: false }, 'not left busy');
+  t.deepEqual(await tunnelPids(b.configPath), []);
+
+  // The wedged spawner is gone; its tunnel runs on, watched, and the next start has a new spawner.
+  await waitFor(
+    () => cmdline(wedged),
+    (line) => !line.includes('spawner-process.js'),
+  );
+  t.like(await statusOf(daemon, root, a.id), { state: 'running', pid: pidA });
+  t.true((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: b.id }, { token: root })).body.success);
+  const fresh = await spawnerOf(daemon.pid);
+  t.truthy(fresh);
+  t.not(fresh, wedged);
+});

@@ -109,14 +109,39 @@ test('a persistent counter never repeats a number across reopenings, and writes 
   const path = await fresh(t);
   let db = await Database.open(path);
   let counter = new PersistentCounter(db, 'test_seq');
+  await counter.saved(1);
+  t.is(Number(getMeta(db, 'test_seq')), 1000, 'a block is set aside before any number is handed out');
   const first = Array.from({ length: 1500 }, () => counter.next());
   t.deepEqual(first.slice(0, 3), [1, 2, 3]);
   t.is(counter.current, 1500);
-  t.is(Number(getMeta(db, 'test_seq')), 2000, 'two blocks set aside for 1500 numbers');
+  const saving = counter.saved(1500);
+  t.truthy(saving, 'not yet on disk');
+  await saving;
+  t.is(counter.saved(1500), undefined, 'on disk');
+  t.is(Number(getMeta(db, 'test_seq')), 2002, 'the next block is set aside while half of one is left');
   await db.close();
   db = await Database.open(path);
   counter = new PersistentCounter(db, 'test_seq');
-  t.is(counter.current, 2000, 'after a reopening it stands past every number that may have been handed out');
-  t.is(counter.next(), 2001);
+  t.is(counter.current, 2002, 'after a reopening it stands past every number that may have been handed out');
+  t.is(counter.next(), 2003);
   await db.close();
+});
+
+test('a counter bumped inside a transaction that is rolled back still has its block on disk', async (t) => {
+  const path = await fresh(t);
+  const db = await Database.open(path);
+  const counter = new PersistentCounter(db, 'test_seq');
+  await counter.saved(1);
+  let n = 0;
+  t.throws(() =>
+    db.transaction(() => {
+      for (let i = 0; i < 1200; i++) n = counter.next();
+      throw new Error('rolled back');
+    }),
+  );
+  await counter.saved(n);
+  await db.close();
+  const again = await Database.open(path);
+  t.true(Number(getMeta(again, 'test_seq')) >= n, 'a restart starts above every number handed out');
+  await again.close();
 });
