@@ -185,7 +185,9 @@ export class InstanceLifecycle {
     // A tunnel whose parent went away: the end of its output pipe tells its end, as for one adopted at start-up.
     this.orphanSub = this.runner.orphaned$?.subscribe((pid) => {
       const record = this.store.all().find((r) => r.pid === pid);
-      if (record) this.logs.channel(record.id).readAsAdopted(() => this.runner.checkNow(pid));
+      if (!record) return;
+      const problem = this.logs.channel(record.id).readAsAdopted(pid, () => this.runner.checkNow(pid));
+      if (problem) this.outputProblem(record.id, pid, problem);
     });
     this.settingsSub = this.settings.changes$.subscribe(({ changed, settings }) => {
       if (changed.some((k) => k.startsWith('Watchdog.') || k.startsWith('Instance.'))) {
@@ -248,7 +250,7 @@ export class InstanceLifecycle {
   }
 
   private outputProblem(instanceID: number, pid: number, problem: string): void {
-    this.log.error({ instanceID, pid }, `a tunnel taken over at start-up: ${problem}`);
+    this.log.error({ instanceID, pid }, `a tunnel taken over: ${problem}`);
     this.logs.faults$.next({
       instanceID,
       fault: { since: Date.now(), reason: problem, lostBytes: 0 },

@@ -193,12 +193,13 @@ export class LogChannel {
 
   /**
    * From now on reads as for an adopted tunnel (its parent is gone, so its exit must be heard some other way):
-   * end-of-file on the pipe tells `onWriterGone`. What the pipe holds is still read; nothing is lost.
+   * end-of-file on the pipe tells `onWriterGone`. What the pipe holds is still read; nothing is lost. Returns what
+   * is wrong, if anything, as `readTakenOver` does.
    */
-  readAsAdopted(onWriterGone: () => void): void {
-    if (this.source) return;
+  readAsAdopted(pid: number, onWriterGone: () => void): string | undefined {
+    if (this.source) return undefined;
     this.stopReader();
-    this.startReading(onWriterGone);
+    return this.readTakenOver(pid, onWriterGone);
   }
 
   /**

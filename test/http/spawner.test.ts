@@ -2,7 +2,8 @@ import { NODE_FLAGS } from '../../src/system/node-flags.js';
 // Tunnels are started by the spawner, a small process of the daemon's: it is their parent (exit codes known),
 // and losing it loses no tunnel.
 import test from 'ava';
-import { readFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { disposeWithTunnels, startWithRoot } from '../helpers/daemon.js';
 import { createInstance, instanceSettings, statusOf, tunnelPids, waitFor } from '../helpers/instances.js';
 
@@ -125,4 +126,26 @@ test('a spawner that stops answering: the start fails with a clear error within 
   const fresh = await spawnerOf(daemon.pid);
   t.truthy(fresh);
   t.not(fresh, wedged);
+});
+
+test("a tunnel's output pipe removed while it runs, then its spawner killed: the daemon runs on, says so, and still hears the tunnel's end", async (t) => {
+  const { daemon, root } = await startWithRoot({ settingsToml: instanceSettings() });
+  t.teardown(() => disposeWithTunnels(daemon, root));
+  const a = await createInstance(daemon, root, 'sp_nopipe');
+  t.true((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: a.id }, { token: root })).body.success);
+  const spawner = (await spawnerOf(daemon.pid))!;
+  const [pid] = await tunnelPids(a.configPath);
+  await rm(join(daemon.dataDir, 'logs', `tunnel_${a.id}.pipe`));
+
+  process.kill(spawner, 'SIGKILL');
+  await daemon.waitForOutput(/a tunnel taken over: its output pipe \S+ was missing/);
+  t.like(await statusOf(daemon, root, a.id), { state: 'running', pid });
+
+  // Its output is read through its own end of the pipe, so its end is still heard, and the restart makes the pipe again.
+  process.kill(pid!, 'SIGKILL');
+  await waitFor(
+    () => tunnelPids(a.configPath),
+    (pids) => pids.length === 1 && pids[0] !== pid,
+  );
+  t.like(await statusOf(daemon, root, a.id), { restarts: 1 });
 });
