@@ -1,11 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Subject } from 'rxjs';
 import type { User } from '../src/accounts/account-service.js';
 import { readConfigText, type ImportFormat } from '../src/config/import-formats.js';
-import { readTunnelConfig, TunnelConfig, writeTunnelConfig, type AdminEndpoint } from '../src/config/tunnel-config.js';
+import {
+  readTunnelConfig,
+  readTunnelConfigText,
+  TunnelConfig,
+  writeTunnelConfig,
+  type AdminEndpoint,
+} from '../src/config/tunnel-config.js';
 import { AppError, badRequest, conflict, notFound } from '../src/errors.js';
 import { removeStaleTempFiles, writeFileAtomic } from '../src/fs/atomic.js';
 import type { InstanceEnvStore } from '../src/instances/instance-env.js';
@@ -538,8 +544,8 @@ export class InstanceCatalogue {
     edit: (config: TunnelConfig) => T,
   ): Promise<{ record: InstanceRecord; result: T; applied: Applied }> {
     return this.modify(id, 'proxies', async (record) => {
-      const before = await readFile(record.configPath, 'utf8');
-      const config = await readTunnelConfig(record.configPath);
+      const before = await readTunnelConfigText(record.configPath);
+      const config = TunnelConfig.parse(before, record.configPath);
       const result = edit(config);
       await this.write(record, config);
       const endpoint = config.adminEndpoint();

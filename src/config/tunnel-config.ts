@@ -2,7 +2,7 @@ import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute } from 'node:path';
 import { parse, stringify, TomlError } from 'smol-toml';
-import { badRequest, conflict, notFound } from '../errors.js';
+import { badRequest, conflict, internal, notFound } from '../errors.js';
 import { writeFileAtomic } from '../fs/atomic.js';
 import { COMMON_KEYS, FEATURE_GATES, LEGACY_COMMON_KEYS } from './frpc-keys.js';
 import { envPlaceholders } from './go-template.js';
@@ -451,14 +451,25 @@ function stringifyDocument(doc: Table): string {
 }
 
 export async function readTunnelConfig(path: string): Promise<TunnelConfig> {
-  let content: string;
+  return TunnelConfig.parse(await readTunnelConfigText(path), path);
+}
+
+/**
+ * The text of an instance's config file. One removed behind tunnelward's back is a 409 (the instance is there, its
+ * file is not) that says what to do; one that cannot be read says why, by its error code only.
+ */
+export async function readTunnelConfigText(path: string): Promise<string> {
   try {
-    content = await readFile(path, 'utf8');
+    return await readFile(path, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw notFound(`Config file not found: ${path}`);
-    throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') {
+      throw conflict(
+        `the config file ${path} is missing (removed outside tunnelward): restore it, or delete the instance`,
+      );
+    }
+    throw internal(`cannot read the config file ${path}: ${code ?? 'read error'}`);
   }
-  return TunnelConfig.parse(content, path);
 }
 
 /** Atomic, and mode 0600: the file holds `auth.token`. */

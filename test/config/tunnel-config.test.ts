@@ -1388,11 +1388,14 @@ test('write is atomic with mode 0600; read gives back the same config', async (t
   t.false((await readFile(path, 'utf8')).includes('[common]'));
 });
 
-test('reading a missing file is a clear 404', async (t) => {
+test('reading a missing file is a clear 409: the instance is there, its file is not', async (t) => {
   const path = join(tmpdir(), 'tunnel-config-missing', 'nope.toml');
   const err = await t.throwsAsync(readTunnelConfig(path), { instanceOf: AppError });
-  t.is(err.status, 404);
-  t.is(err.message, `Config file not found: ${path}`);
+  t.is(err.status, 409);
+  t.is(
+    err.message,
+    `the config file ${path} is missing (removed outside tunnelward): restore it, or delete the instance`,
+  );
 });
 
 test('the admin endpoint: only tunnelward writes webServer, on loopback; a file an operator set is read as it is', (t) => {
