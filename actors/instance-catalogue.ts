@@ -15,7 +15,7 @@ import {
 import { AppError, badRequest, conflict, notFound } from '../src/errors.js';
 import { removeStaleTempFiles, writeFileAtomic } from '../src/fs/atomic.js';
 import type { InstanceEnvStore } from '../src/instances/instance-env.js';
-import type { InstanceRecord, InstanceStore } from '../src/instances/instance-store.js';
+import { nameInUse, type InstanceRecord, type InstanceStore } from '../src/instances/instance-store.js';
 import type { Logger } from '../src/log/logger.js';
 import type { SettingsStore } from '../src/settings/settings-store.js';
 import type { Database } from '../src/storage/database.js';
@@ -240,7 +240,7 @@ export class InstanceCatalogue {
   private checkNewInstance(input: { name: string; runUser: string }): void {
     checkInstanceName(input.name);
     checkRunUser(input.runUser);
-    if (this.store.nameTaken(input.name)) throw conflict(`an instance named ${input.name} already exists`);
+    if (this.store.nameTaken(input.name)) throw nameInUse(input.name);
   }
 
   /**
@@ -274,7 +274,7 @@ export class InstanceCatalogue {
     const endpoint = config.adminEndpoint()!;
     const instancePath = this.settings.value('InstancePath');
     // Checked again with no wait before the insert: another create may have taken the name meanwhile.
-    if (this.store.nameTaken(input.name)) throw conflict(`an instance named ${input.name} already exists`);
+    if (this.store.nameTaken(input.name)) throw nameInUse(input.name);
     const record = this.store.insert({
       name: input.name,
       bootAtStart: input.bootAtStart,
@@ -466,7 +466,7 @@ export class InstanceCatalogue {
     return this.modify(id, 'system config', async (record) => {
       if (change.name !== undefined) {
         checkInstanceName(change.name);
-        if (this.store.nameTaken(change.name, id)) throw conflict(`an instance named ${change.name} already exists`);
+        if (this.store.nameTaken(change.name, id)) throw nameInUse(change.name);
       }
       if (change.runUser !== undefined) checkRunUser(change.runUser);
       const wantBoot = change.bootAtStart ?? record.bootAtStart;
@@ -484,10 +484,12 @@ export class InstanceCatalogue {
           return false;
         }
       };
+      // Taken in the same turn as the check above: a create or rename that comes while the boot service is
+      // being changed finds the name in use, not this change (which would fail half done).
+      let updated = this.store.update(id, { name: change.name, runUser: change.runUser }) ?? record;
       if (record.bootAtStart && (!wantBoot || identityChanged)) {
         if (await attempt(() => this.boot.disable(targetOf(record)))) bootAtStart = false;
       }
-      let updated = this.store.update(id, { name: change.name, runUser: change.runUser }) ?? record;
       if (!bootServiceError && wantBoot && !bootAtStart) {
         if (await attempt(() => this.boot.enable(targetOf(updated)))) bootAtStart = true;
       } else if (!bootServiceError && identityChanged && this.runsThroughInit()) {
