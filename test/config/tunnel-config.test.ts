@@ -340,7 +340,8 @@ test('a file that is not TOML is refused naming the file, without quoting its co
   );
   t.false(err.message.includes('auth.token'));
   fails(t, () => TunnelConfig.parse('proxies = 3'), 400, /proxies must be an array of tables/);
-  fails(t, () => TunnelConfig.parse('__proto__ = { a = 1 }'), 400, /not valid TOML/);
+  fails(t, () => TunnelConfig.parse('__proto__ = { a = 1 }'), 400, /has the reserved key "__proto__" at its top level/);
+  fails(t, () => TunnelConfig.parse('[transport]\ntoString = 1'), 400, /reserved key "toString" inside transport/);
 });
 
 // ---- setCommon ----
