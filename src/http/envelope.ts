@@ -42,7 +42,9 @@ export function envelope(): Middleware {
         ctx.status = 404;
         ctx.body = { success: false, message: `no such endpoint: ${ctx.method} ${ctx.path}` };
       }
-    } catch (err) {
+    } catch (thrown) {
+      // Whatever was thrown (null, a string) is answered in the envelope and logged as an Error.
+      const err = thrown instanceof Error ? thrown : new Error(`a non-error was thrown: ${typeof thrown}`);
       const e = err as Error & { status?: number; expose?: boolean };
       let status = 500;
       let message = 'internal error';
