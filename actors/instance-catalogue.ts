@@ -1,15 +1,21 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Subject } from 'rxjs';
 import type { User } from '../src/accounts/account-service.js';
 import { readConfigText, type ImportFormat } from '../src/config/import-formats.js';
-import { readTunnelConfig, TunnelConfig, writeTunnelConfig, type AdminEndpoint } from '../src/config/tunnel-config.js';
+import {
+  readTunnelConfig,
+  readTunnelConfigText,
+  TunnelConfig,
+  writeTunnelConfig,
+  type AdminEndpoint,
+} from '../src/config/tunnel-config.js';
 import { AppError, badRequest, conflict, notFound } from '../src/errors.js';
 import { removeStaleTempFiles } from '../src/fs/atomic.js';
 import type { InstanceEnvStore } from '../src/instances/instance-env.js';
-import type { InstanceRecord, InstanceStore } from '../src/instances/instance-store.js';
+import { nameInUse, type InstanceRecord, type InstanceStore } from '../src/instances/instance-store.js';
 import type { Logger } from '../src/log/logger.js';
 import type { SettingsStore } from '../src/settings/settings-store.js';
 import type { Database } from '../src/storage/database.js';
@@ -148,7 +154,7 @@ export class InstanceCatalogue {
 
   /** Writes a config file again, unchanged, with the access `runUser` needs. */
   private async rewriteFor(path: string, runUser: string): Promise<void> {
-    await writeTunnelConfig(path, await readFile(path, 'utf8'), runUser);
+    await writeTunnelConfig(path, await readTunnelConfigText(path), runUser);
   }
 
   /**
@@ -260,7 +266,7 @@ export class InstanceCatalogue {
   private checkNewInstance(input: { name: string; runUser: string }): void {
     checkInstanceName(input.name);
     checkRunUser(input.runUser);
-    if (this.store.nameTaken(input.name)) throw conflict(`an instance named ${input.name} already exists`);
+    if (this.store.nameTaken(input.name)) throw nameInUse(input.name);
   }
 
   /**
@@ -294,7 +300,7 @@ export class InstanceCatalogue {
     const endpoint = config.adminEndpoint()!;
     const instancePath = this.settings.value('InstancePath');
     // Checked again with no wait before the insert: another create may have taken the name meanwhile.
-    if (this.store.nameTaken(input.name)) throw conflict(`an instance named ${input.name} already exists`);
+    if (this.store.nameTaken(input.name)) throw nameInUse(input.name);
     const record = this.store.insert({
       name: input.name,
       bootAtStart: input.bootAtStart,
@@ -486,7 +492,7 @@ export class InstanceCatalogue {
     return this.modify(id, 'system config', async (record) => {
       if (change.name !== undefined) {
         checkInstanceName(change.name);
-        if (this.store.nameTaken(change.name, id)) throw conflict(`an instance named ${change.name} already exists`);
+        if (this.store.nameTaken(change.name, id)) throw nameInUse(change.name);
       }
       if (change.runUser !== undefined) checkRunUser(change.runUser);
       const wantBoot = change.bootAtStart ?? record.bootAtStart;
@@ -504,14 +510,21 @@ export class InstanceCatalogue {
           return false;
         }
       };
-      // The config file follows a new run user first: a failure there changes nothing.
+      // Taken in the same turn as the check above: a create or rename that comes while the boot service is
+      // being changed finds the name in use, not this change (which would fail half done).
+      let updated = this.store.update(id, { name: change.name, runUser: change.runUser }) ?? record;
+      // The config file follows a new run user: a failure there changes nothing.
       if (change.runUser !== undefined && change.runUser !== record.runUser) {
-        await this.rewriteFor(record.configPath, change.runUser);
+        try {
+          await this.rewriteFor(record.configPath, change.runUser);
+        } catch (err) {
+          this.store.update(id, { name: record.name, runUser: record.runUser });
+          throw err;
+        }
       }
       if (record.bootAtStart && (!wantBoot || identityChanged)) {
         if (await attempt(() => this.boot.disable(targetOf(record)))) bootAtStart = false;
       }
-      let updated = this.store.update(id, { name: change.name, runUser: change.runUser }) ?? record;
       if (!bootServiceError && wantBoot && !bootAtStart) {
         if (await attempt(() => this.boot.enable(targetOf(updated)))) bootAtStart = true;
       } else if (!bootServiceError && identityChanged && this.runsThroughInit()) {
@@ -568,8 +581,8 @@ export class InstanceCatalogue {
     edit: (config: TunnelConfig) => T,
   ): Promise<{ record: InstanceRecord; result: T; applied: Applied }> {
     return this.modify(id, 'proxies', async (record) => {
-      const before = await readFile(record.configPath, 'utf8');
-      const config = await readTunnelConfig(record.configPath);
+      const before = await readTunnelConfigText(record.configPath);
+      const config = TunnelConfig.parse(before, record.configPath);
       const result = edit(config);
       await this.write(record, config);
       const endpoint = config.adminEndpoint();

@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { Subject } from 'rxjs';
 import { createActor, fromCallback, fromPromise, type Actor, type EventObject } from 'xstate';
 import {
@@ -13,6 +12,7 @@ import {
 } from '../machines/instance.machine.js';
 import { envPlaceholders } from '../src/config/go-template.js';
 import { loginFailedAtStart } from '../src/config/proxy-status.js';
+import { readTunnelConfigText } from '../src/config/tunnel-config.js';
 import { notFound } from '../src/errors.js';
 import { missingEnvironment, type InstanceEnvStore } from '../src/instances/instance-env.js';
 import type { InstanceRecord, InstanceStore } from '../src/instances/instance-store.js';
@@ -381,9 +381,9 @@ export class InstanceLifecycle {
    * variable), if it cannot: said here for every init system, rather than by the tunnel failing to start.
    */
   async unstartable(record: InstanceRecord): Promise<string | undefined> {
+    const text = await readTunnelConfigText(record.configPath);
     const unreadable = await runUserCannotRead(record.configPath, record.runUser);
     if (unreadable) return unreadable;
-    const text = await readFile(record.configPath, 'utf8');
     const missing = missingEnvironment(envPlaceholders(text), this.env.of(record.id));
     if (missing.length === 0) return undefined;
     const names = missing.join(', ');

@@ -32,6 +32,8 @@ export interface Authenticated {
 }
 
 const LOGIN_FAILED = 'invalid username or password';
+/** A password changed this many times during one login's checks fails it: the caller tries again. */
+const MAX_VERIFICATIONS = 3;
 
 /** Users, passwords and login sessions. */
 export class AccountService {
@@ -77,11 +79,10 @@ export class AccountService {
   /** Same time and same message whether the user does not exist or the password is wrong. */
   async login(username: string, passwd: string): Promise<{ token: string; user: User; session: Session }> {
     if (passwd.length > PASSWORD_MAX_LENGTH) throw unauthorized(LOGIN_FAILED);
-    const found = this.store.credentialsByName(username);
-    const ok = found ? await this.hasher.verify(found.passwdHash, passwd) : await this.hasher.verifyDecoy(passwd);
-    // The user may have been removed while we verified.
-    const user = found && ok ? this.store.userById(found.user.id) : undefined;
+    const user = await this.verifiedUser(() => this.store.credentialsByName(username), passwd);
     if (!user) throw unauthorized(LOGIN_FAILED);
+    // From the check of the current hash to the session's insert nothing waits: a password change comes wholly
+    // before (and ends this session with the others) or wholly after (and the old password fails here).
     const token = newToken();
     const now = this.now();
     const session: Session = {
@@ -194,9 +195,32 @@ export class AccountService {
 
   /** Whether `passwd` is still the password of user `userId` (false when there is no such user). */
   async passwordMatches(userId: number, passwd: string): Promise<boolean> {
-    const user = this.store.userById(userId);
-    const found = user && this.store.credentialsByName(user.username);
-    return found ? this.hasher.verify(found.passwdHash, passwd) : false;
+    const credentials = () => {
+      const user = this.store.userById(userId);
+      return user && this.store.credentialsByName(user.username);
+    };
+    return (await this.verifiedUser(credentials, passwd)) !== undefined;
+  }
+
+  /**
+   * The user whose password `passwd` is when the check ends, or undefined. A verification is slow and the password
+   * may change (or the user go) meanwhile, so the hash is read again after it: a changed one is verified in turn.
+   * An unknown user costs a verification all the same.
+   */
+  private async verifiedUser(
+    credentials: () => { user: User; passwdHash: string } | undefined,
+    passwd: string,
+  ): Promise<User | undefined> {
+    let found = credentials();
+    if (!found) return this.hasher.verifyDecoy(passwd).then(() => undefined);
+    for (let tries = 0; tries < MAX_VERIFICATIONS; tries++) {
+      const ok = await this.hasher.verify(found.passwdHash, passwd);
+      const current = credentials();
+      if (!current) return undefined;
+      if (current.passwdHash === found.passwdHash) return ok ? current.user : undefined;
+      found = current;
+    }
+    return undefined;
   }
 
   listUsers(): User[] {

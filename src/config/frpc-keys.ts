@@ -38,6 +38,18 @@ export interface KeySpec {
   secret?: boolean;
 }
 
+/**
+ * The longest of `specs`' keys that `path` lies inside (`metadatas` for `metadatas.owner`), if any. Each known key is
+ * tried against the path's start, so the cost follows the number of keys, not the number of parts of the path.
+ */
+export function enclosingKey(specs: Readonly<Record<string, KeySpec>>, path: string): string | undefined {
+  let found: string | undefined;
+  for (const key of Object.keys(specs)) {
+    if (key.length > (found?.length ?? 0) && path.startsWith(`${key}.`)) found = key;
+  }
+  return found;
+}
+
 const string: KeySpec = { kind: 'string' };
 const secret: KeySpec = { kind: 'string', secret: true };
 const host: KeySpec = { kind: 'string', format: 'host' };

@@ -1,7 +1,8 @@
 import { parse as parseToml } from 'smol-toml';
 import { AppError, badRequest } from '../errors.js';
 import { COMMON_KEYS } from './frpc-keys.js';
-import { isTable, type Table } from './toml-tree.js';
+import { isReservedKey, reservedKeyMessage } from '../util/reserved-keys.js';
+import { isTable, MAX_DEPTH, tooDeep, type Table } from './toml-tree.js';
 import { parseTomlDocument } from './tunnel-config.js';
 import { safeLabel } from './value-check.js';
 
@@ -57,6 +58,8 @@ async function guessFormat(text: string): Promise<{ format: ImportFormat; tree?:
       ? { format: 'ini' }
       : { format: 'toml', tree };
   } catch (err) {
+    // TOML that is refused for what it holds (too deep, a reserved key) is TOML all the same: that is the answer.
+    if (err instanceof AppError && !err.message.startsWith(`${WHAT} is not valid TOML`)) throw err;
     tomlError = err;
   }
   if (looksLikeIni(text)) return { format: 'ini' };
@@ -142,7 +145,7 @@ function readIni(text: string): Table {
     if (current === undefined) throw badRequest(`content is not valid INI (${at}: a setting before any [section])`);
     const setting = SETTING.exec(trimmed);
     const key = setting ? setting[1]! : trimmed;
-    checkKeyName(key);
+    checkKeyName(key, `at line ${index + 1}`);
     current[key] = setting ? unquote(setting[2]!) : 'true';
   });
   const common = sections.get('common');
@@ -208,7 +211,7 @@ function readJson(text: string): Table {
 
 async function readYaml(text: string): Promise<Table> {
   // Flow collections nested thousands deep cost the parser hundreds of MB before it gives up: refused first.
-  if (flowDepth(text) > MAX_DEPTH) throw tooDeep();
+  if (flowDepth(text) > MAX_DEPTH) throw tooDeep(WHAT);
   const { parse, YAMLError } = await import('yaml');
   let tree: unknown;
   try {
@@ -221,10 +224,6 @@ async function readYaml(text: string): Promise<Table> {
   }
   return settingsTree(tree, 'YAML');
 }
-
-/** No frpc setting nests deeper than a few tables and arrays. */
-const MAX_DEPTH = 32;
-const tooDeep = () => badRequest(`content nests deeper than ${MAX_DEPTH} levels, which no frpc setting does`);
 
 /** How deep `[` and `{` nest in the text (quotes not considered: an upper bound of YAML's flow nesting). */
 function flowDepth(text: string): number {
@@ -245,19 +244,19 @@ function settingsTree(tree: unknown, format: string): Table {
 
 /** YAML's aliases can make a document contain itself: the depth limit ends that too. */
 function withoutNulls(value: unknown, depth: number): unknown {
-  if (depth > MAX_DEPTH) throw tooDeep();
+  if (depth > MAX_DEPTH) throw tooDeep(WHAT);
   if (Array.isArray(value)) return value.map((item) => withoutNulls(item, depth + 1));
   if (!isTable(value)) return value;
   const out: Table = {};
   for (const [key, item] of Object.entries(value)) {
-    checkKeyName(key);
+    checkKeyName(key, `${depth === 0 ? 'at its top level' : `${depth} levels down`}`);
     if (item !== null) out[key] = withoutNulls(item, depth + 1);
   }
   return out;
 }
 
-function checkKeyName(key: string): void {
-  if (key === '__proto__') throw badRequest('content holds a key named __proto__, which is no frpc key');
+function checkKeyName(key: string, where: string): void {
+  if (isReservedKey(key)) throw badRequest(reservedKeyMessage(WHAT, key, where));
 }
 
 function lineAndColumn(text: string, offset: number): string {

@@ -1,4 +1,4 @@
-import { SPECS, type KeySpec } from './frpc-keys.js';
+import { enclosingKey, SPECS, type KeySpec } from './frpc-keys.js';
 
 /**
  * The keys of a `[[proxies]]` block as frpc v0.70 decodes them (pkg/config/v1/proxy.go and proxy_plugin.go).
@@ -162,12 +162,8 @@ export function requiredPluginKeys(pluginType: string): readonly string[] {
 
 /** The table a dotted key points into when it is not a key itself but an entry of a map key (`metadatas.owner`). */
 export function mapKeyOf(path: string): string | undefined {
-  const parts = path.split('.');
-  for (let end = parts.length - 1; end > 0; end--) {
-    const key = parts.slice(0, end).join('.');
-    if (Object.hasOwn(ALL_PROXY_KEYS, key)) return ALL_PROXY_KEYS[key]!.kind === 'stringMap' ? key : undefined;
-  }
-  return undefined;
+  const key = enclosingKey(ALL_PROXY_KEYS, path);
+  return key !== undefined && ALL_PROXY_KEYS[key]!.kind === 'stringMap' ? key : undefined;
 }
 
 /** True when a dotted path is a table of known keys (`plugin`, `transport`), which `null` removes whole. */

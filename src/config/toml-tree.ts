@@ -1,9 +1,38 @@
 import { badRequest } from '../errors.js';
+import { isReservedKey, reservedKeyMessage } from '../util/reserved-keys.js';
 
 // Small operations on parsed TOML tables, shared by the config reader and editor.
 
 /** A parsed TOML table. */
 export type Table = Record<string, unknown>;
+
+/** No frpc setting nests deeper than a few tables and arrays. */
+export const MAX_DEPTH = 32;
+
+export const tooDeep = (what: string) =>
+  badRequest(`${what} nests deeper than ${MAX_DEPTH} levels, which no frpc setting does`);
+
+/**
+ * Refuses a parsed document that nests deeper than any frpc setting (a 20 000-part dotted key is 20 000 tables) or
+ * holds a key that names what every object has. Walked with an explicit stack, and only as deep as the bound.
+ */
+export function checkTree(tree: Table, what: string): void {
+  const pending: Array<{ value: unknown; depth: number; where: string }> = [{ value: tree, depth: 0, where: '' }];
+  while (pending.length > 0) {
+    const { value, depth, where } = pending.pop()!;
+    if (Array.isArray(value)) {
+      if (depth >= MAX_DEPTH) throw tooDeep(what);
+      value.forEach((item, i) => pending.push({ value: item, depth: depth + 1, where: `${where}[${i}]` }));
+    } else if (isTable(value)) {
+      if (depth >= MAX_DEPTH) throw tooDeep(what);
+      for (const [key, item] of Object.entries(value)) {
+        if (isReservedKey(key))
+          throw badRequest(reservedKeyMessage(what, key, where ? `inside ${where}` : 'at its top level'));
+        pending.push({ value: item, depth: depth + 1, where: where ? `${where}.${key}` : key });
+      }
+    }
+  }
+}
 
 export function isTable(value: unknown): value is Table {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date);

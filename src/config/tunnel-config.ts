@@ -2,17 +2,17 @@ import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute } from 'node:path';
 import { parse, stringify, TomlError } from 'smol-toml';
-import { badRequest, conflict, notFound } from '../errors.js';
+import { badRequest, conflict, internal, notFound } from '../errors.js';
 import { writeFileAtomic } from '../fs/atomic.js';
 import { configFileAccess } from '../system/run-user-access.js';
-import { COMMON_KEYS, FEATURE_GATES, LEGACY_COMMON_KEYS } from './frpc-keys.js';
+import { COMMON_KEYS, enclosingKey, FEATURE_GATES, LEGACY_COMMON_KEYS } from './frpc-keys.js';
 import { envPlaceholders } from './go-template.js';
 import { normalizeDocument } from './legacy-shape.js';
 import { editProxy, readProxyChanges, type ProxyInput } from './proxy-edit.js';
 import { REMOTE_PORT_TYPES } from './proxy-keys.js';
 import { SECRET_MASK, viewOf, type ProxyView } from './proxy-view.js';
 import { maskSecrets } from './secret-mask.js';
-import { copyTree, deletePath, getPath, isTable, setPath, text, type Table } from './toml-tree.js';
+import { checkTree, copyTree, deletePath, getPath, isTable, setPath, text, type Table } from './toml-tree.js';
 import { checkEntryName, checkValue, messageOf, safeLabel } from './value-check.js';
 import { checkVisitor } from './visitor-check.js';
 
@@ -432,15 +432,19 @@ export class TunnelConfig {
 
 /** A TOML document as parsed, unchanged; a syntax error is a 400 that names `what` and never quotes the text. */
 export function parseTomlDocument(text: string, what: string): Table {
+  let tree: Table;
   try {
-    // Older files may start with a byte-order mark; big integers in keys we don't own must survive.
-    return parse(text.replace(/^\uFEFF/, ''), { integersAsBigInt: 'asNeeded', unsafeKeyBehaviour: 'throw' });
+    // Older files may start with a byte-order mark; big integers in keys we don't own must survive. Keys such as
+    // __proto__ are kept as the document's own (never a prototype) so that the check below can refuse them by name.
+    tree = parse(text.replace(/^\uFEFF/, ''), { integersAsBigInt: 'asNeeded', unsafeKeyBehaviour: 'keep' });
   } catch (err) {
     if (err instanceof TomlError) {
       throw badRequest(`${what} is not valid TOML (line ${err.line}, column ${err.column}: ${tomlReason(err)})`);
     }
     throw err;
   }
+  checkTree(tree, what);
+  return tree;
 }
 
 function stringifyDocument(doc: Table): string {
@@ -452,14 +456,25 @@ function stringifyDocument(doc: Table): string {
 }
 
 export async function readTunnelConfig(path: string): Promise<TunnelConfig> {
-  let content: string;
+  return TunnelConfig.parse(await readTunnelConfigText(path), path);
+}
+
+/**
+ * The text of an instance's config file. One removed behind tunnelward's back is a 409 (the instance is there, its
+ * file is not) that says what to do; one that cannot be read says why, by its error code only.
+ */
+export async function readTunnelConfigText(path: string): Promise<string> {
   try {
-    content = await readFile(path, 'utf8');
+    return await readFile(path, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw notFound(`Config file not found: ${path}`);
-    throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') {
+      throw conflict(
+        `the config file ${path} is missing (removed outside tunnelward): restore it, or delete the instance`,
+      );
+    }
+    throw internal(`cannot read the config file ${path}: ${code ?? 'read error'}`);
   }
-  return TunnelConfig.parse(content, path);
 }
 
 /**
@@ -572,15 +587,11 @@ function flattenPatch(patch: Table, prefix = ''): Array<[string, unknown]> {
 
 /** The map key (`metadatas`, `featureGates`, ...) a dotted name is an entry of, if it is one. */
 function commonMapKeyOf(key: string): string | undefined {
-  const parts = key.split('.');
-  for (let end = parts.length - 1; end > 0; end--) {
-    const map = parts.slice(0, end).join('.');
-    const kind = COMMON_KEYS[map]?.kind;
-    if (kind !== undefined) return kind === 'stringMap' || kind === 'booleanMap' ? map : undefined;
-  }
-  return undefined;
+  const map = enclosingKey(COMMON_KEYS, key);
+  const kind = map === undefined ? undefined : COMMON_KEYS[map]!.kind;
+  return kind === 'stringMap' || kind === 'booleanMap' ? map : undefined;
 }
 
 function currentCommonName(key: string): string {
-  return LEGACY_COMMON_KEYS[key] ?? key;
+  return Object.hasOwn(LEGACY_COMMON_KEYS, key) ? LEGACY_COMMON_KEYS[key]! : key;
 }

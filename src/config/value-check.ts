@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { AppError, badRequest } from '../errors.js';
 import type { KeySpec, StringFormat } from './frpc-keys.js';
 import { onlyPlaceholders, TEMPLATE_REASON } from './go-template.js';
+import { isReservedKey, reservedKeyMessage } from '../util/reserved-keys.js';
 import { isTable, type Table } from './toml-tree.js';
 
 // Checking one value we are asked to write against its key's spec. Messages name the key, never the value.
@@ -74,7 +75,7 @@ export function checkValue(label: string, spec: KeySpec, value: unknown): unknow
 
 /** An entry name of a map key (`metadatas.<name>`): it becomes a TOML key, so only plain names. */
 export function checkEntryName(label: string, spec: KeySpec, name: string): string {
-  if (name === '__proto__') throw badRequest(`${label} entry names must be ${ENTRY_NAME_RULE}`);
+  if (isReservedKey(name)) throw badRequest(reservedKeyMessage(label, name, 'as an entry name'));
   if (spec.annotationEntries) {
     if (!ANNOTATION_KEY.test(name)) {
       throw badRequest(

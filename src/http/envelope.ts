@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Context, Middleware } from 'koa';
 import { AppError } from '../errors.js';
+import { reservedKeyMessage } from '../util/reserved-keys.js';
 
 /** The success envelope; `data` is left out when the operation has none. */
 export function reply(ctx: Context, message: string, data?: unknown): void {
@@ -19,9 +20,13 @@ export function rawFailure(status: number, message: string, headers: Record<stri
 }
 
 /** Errors thrown by koa-body and other libraries carry a status but a message we did not write. */
-function libraryErrorMessage(err: { status?: number; type?: string }): string | undefined {
+function libraryErrorMessage(err: { status?: number; type?: string; message?: string }): string | undefined {
   if (err.status === 413) return 'request body is too large';
   if (err.status === 415) return 'request body must be application/json';
+  // The JSON parser refuses `__proto__` itself, before our check of the body's keys can say where it is.
+  if (err.status === 400 && err.message === 'Object contains forbidden prototype property') {
+    return reservedKeyMessage('request body', '__proto__', 'in an object');
+  }
   if (err.status === 400) return 'request body is not valid JSON';
   return undefined;
 }
@@ -38,7 +43,9 @@ export function envelope(): Middleware {
         ctx.status = 404;
         ctx.body = { success: false, message: `no such endpoint: ${ctx.method} ${ctx.path}` };
       }
-    } catch (err) {
+    } catch (thrown) {
+      // Whatever was thrown (null, a string) is answered in the envelope and logged as an Error.
+      const err = thrown instanceof Error ? thrown : new Error(`a non-error was thrown: ${typeof thrown}`);
       const e = err as Error & { status?: number; expose?: boolean };
       let status = 500;
       let message = 'internal error';

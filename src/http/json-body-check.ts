@@ -1,5 +1,6 @@
 import type { Middleware } from 'koa';
 import { badRequest } from '../errors.js';
+import { isReservedKey, reservedKeyMessage } from '../util/reserved-keys.js';
 
 interface Visit {
   value: unknown;
@@ -20,9 +21,10 @@ function locate(visit: Visit): string {
 }
 
 /**
- * What is wrong with a parsed JSON body, if anything: nesting deeper than `maxDepth` containers, or a string or
- * key that is not well-formed UTF-16 (a lone surrogate, which JSON's `\ud800` escape can produce). Walked with
- * an explicit stack: a body deep enough to matter would overflow a recursive walk.
+ * What is wrong with a parsed JSON body, if anything: nesting deeper than `maxDepth` containers, a string or
+ * key that is not well-formed UTF-16 (a lone surrogate, which JSON's `\ud800` escape can produce), or a key that
+ * names what every object has (`constructor`, `toString`, ...). Walked with an explicit stack: a body deep enough
+ * to matter would overflow a recursive walk.
  */
 export function jsonBodyProblem(body: unknown, maxDepth: number): string | undefined {
   const pending: Visit[] = [{ value: body, depth: 0 }];
@@ -47,13 +49,17 @@ export function jsonBodyProblem(body: unknown, maxDepth: number): string | undef
         const where = locate(visit);
         return `request body has invalid Unicode (a lone surrogate) in a key ${where ? `inside ${where}` : 'at its top level'}`;
       }
+      if (isReservedKey(key)) {
+        const where = locate(visit);
+        return reservedKeyMessage('request body', key, where ? `inside ${where}` : 'at its top level');
+      }
       pending.push({ value: child, depth, parent: visit, key });
     }
   }
   return undefined;
 }
 
-/** Refuses a parsed JSON body that is nested too deeply or holds invalid Unicode, before any route reads it. */
+/** Refuses a parsed JSON body that is nested too deeply, holds invalid Unicode or a reserved key, before any route reads it. */
 export function checkJsonBody(maxDepth: number): Middleware {
   return async (ctx, next) => {
     const problem = jsonBodyProblem((ctx.request as { body?: unknown }).body, maxDepth);

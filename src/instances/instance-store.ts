@@ -1,3 +1,4 @@
+import { conflict } from '../errors.js';
 import type { Database } from '../storage/database.js';
 
 export type DesiredState = 'running' | 'stopped';
@@ -50,6 +51,19 @@ const toRecord = (r: Row): InstanceRecord => ({
   pending: r.pending,
 });
 
+/** The one answer to a name another instance has: callers check first; the database's own constraint says the same. */
+export const nameInUse = (name: string) => conflict(`an instance named ${name} already exists`);
+
+/** Runs a statement that sets an instance's name; the unique constraint's error becomes the 409 it means. */
+function naming<T>(name: string, write: () => T): T {
+  try {
+    return write();
+  } catch (err) {
+    if (/^UNIQUE constraint failed: instances\.name\b/.test((err as Error).message)) throw nameInUse(name);
+    throw err;
+  }
+}
+
 /**
  * Instance records: kept in memory (reads are hot: every list and status) and written through to the database.
  * Records handed out are frozen snapshots; an update replaces the record. Callers persist the database after a
@@ -86,10 +100,12 @@ export class InstanceStore {
     now: number;
     configPathOf: (id: number) => string;
   }): InstanceRecord {
-    this.db.run(
-      `INSERT INTO instances (name, boot_at_start, run_user, config_path, created_at, created_by, owner_id, pending)
-       VALUES (?, ?, ?, '', ?, ?, ?, 'create')`,
-      [fields.name, fields.bootAtStart ? 1 : 0, fields.runUser, fields.now, fields.createdBy, fields.ownerId],
+    naming(fields.name, () =>
+      this.db.run(
+        `INSERT INTO instances (name, boot_at_start, run_user, config_path, created_at, created_by, owner_id, pending)
+         VALUES (?, ?, ?, '', ?, ?, ?, 'create')`,
+        [fields.name, fields.bootAtStart ? 1 : 0, fields.runUser, fields.now, fields.createdBy, fields.ownerId],
+      ),
     );
     const id = this.db.lastInsertRowid();
     const configPath = fields.configPathOf(id);
@@ -134,7 +150,8 @@ export class InstanceStore {
   }
 
   update(id: number, fields: { name?: string; bootAtStart?: boolean; runUser?: string }): InstanceRecord | undefined {
-    if (fields.name !== undefined) this.db.run('UPDATE instances SET name = ? WHERE id = ?', [fields.name, id]);
+    const name = fields.name;
+    if (name !== undefined) naming(name, () => this.db.run('UPDATE instances SET name = ? WHERE id = ?', [name, id]));
     if (fields.bootAtStart !== undefined) {
       this.db.run('UPDATE instances SET boot_at_start = ? WHERE id = ?', [fields.bootAtStart ? 1 : 0, id]);
     }

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { chmod, mkdir, readFile, rm, stat, symlink } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
@@ -195,6 +195,57 @@ test('disabling that fails keeps bootAtStart on; a rename while on that fails is
   t.like(rename.body.data, { bootAtStart: true });
   t.regex(rename.body.data.bootServiceError, /systemctl disable/);
   t.is((await daemon.get(`/tunnelAct/instanceMgr/getInfo?instanceID=${id}`, { token })).body.data.name, 'bs_sticky2');
+});
+
+test('a rename racing a create of the same name: one gets the name, the other a 409; the boot service stays as recorded', async (t) => {
+  const fake = await fakeRoot();
+  t.teardown(() => rm(fake.root, { recursive: true, force: true }));
+  const gate = join(fake.root, 'gate');
+  const daemon = await startDaemon({
+    settingsToml: instanceSettings({
+      InitSystem: 'systemd',
+      'Systemd.UnitDir': join(fake.root, 'units'),
+      'Systemd.Systemctl': join(fake.bin, 'systemctl'),
+    }),
+    env: {
+      TUNNELWARD_TEST_RECORD: fake.record,
+      TUNNELWARD_TEST_HOLD: '^systemctl disable',
+      TUNNELWARD_TEST_GATE: gate,
+    },
+  });
+  t.teardown(() => dispose(daemon));
+  const token = await daemon.login();
+  const { id } = await createInstance(daemon, token, 'bs_racer', {}, { bootAtStart: true });
+  await writeFile(gate, '');
+  await fake.commands();
+
+  // The rename is held in the middle of its boot-service work (the old service's disable) while the create runs.
+  const renaming = modify(daemon, token, id, { name: 'bs_contested' });
+  // Read without taking: a line the stand-in appends between a read and a removal would be lost.
+  await waitFor(
+    () => readFile(fake.record, 'utf8').catch(() => ''),
+    (text) => text.includes(`["systemctl","disable","tunnel_${id}.service"]`),
+    30_000,
+  );
+  const created = await daemon.post(
+    '/tunnelAct/instanceMgr/create',
+    { instanceInfo: { name: 'bs_contested', serverAddr: '127.0.0.1', serverPort: '7300', auth_method: 'token' } },
+    { token },
+  );
+  await rm(gate);
+  const replies = [await renaming, created];
+  const summary = replies.map((r) => `${r.status} ${r.body.message}`).join('; ');
+  t.is(replies.filter((r) => r.body.success).length, 1, summary);
+  const refused = replies.find((r) => !r.body.success)!;
+  t.is(refused.status, 409, summary);
+  t.is(refused.body.message, 'an instance named bs_contested already exists');
+
+  const info = (await daemon.get(`/tunnelAct/instanceMgr/getInfo?instanceID=${id}`, { token })).body.data;
+  const lastOfUnit = (await fake.commands()).filter((c) => c[2] === `tunnel_${id}.service`).at(-1);
+  t.true(info.bootAtStart, summary);
+  t.deepEqual(lastOfUnit, ['systemctl', 'enable', `tunnel_${id}.service`], 'the record says boot at start: so is it');
+  const names = (await daemon.get('/tunnelAct/instanceMgr/list', { token })).body.data.map((i: any) => i.name);
+  t.is(names.filter((n: string) => n === 'bs_contested').length, 1);
 });
 
 test('init.d: the script runs the tunnel for real under a temporary root; update-rc.d is recorded', async (t) => {

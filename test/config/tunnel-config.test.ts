@@ -341,7 +341,8 @@ test('a file that is not TOML is refused naming the file, without quoting its co
   );
   t.false(err.message.includes('auth.token'));
   fails(t, () => TunnelConfig.parse('proxies = 3'), 400, /proxies must be an array of tables/);
-  fails(t, () => TunnelConfig.parse('__proto__ = { a = 1 }'), 400, /not valid TOML/);
+  fails(t, () => TunnelConfig.parse('__proto__ = { a = 1 }'), 400, /has the reserved key "__proto__" at its top level/);
+  fails(t, () => TunnelConfig.parse('[transport]\ntoString = 1'), 400, /reserved key "toString" inside transport/);
 });
 
 // ---- setCommon ----
@@ -1397,11 +1398,14 @@ test("write is atomic with mode 0600 for a tunnel run as tunnelward's own user; 
   t.deepEqual(await readdir(dir), ['tunnel_1.toml'], 'no temp file left behind');
 });
 
-test('reading a missing file is a clear 404', async (t) => {
+test('reading a missing file is a clear 409: the instance is there, its file is not', async (t) => {
   const path = join(tmpdir(), 'tunnel-config-missing', 'nope.toml');
   const err = await t.throwsAsync(readTunnelConfig(path), { instanceOf: AppError });
-  t.is(err.status, 404);
-  t.is(err.message, `Config file not found: ${path}`);
+  t.is(err.status, 409);
+  t.is(
+    err.message,
+    `the config file ${path} is missing (removed outside tunnelward): restore it, or delete the instance`,
+  );
 });
 
 test('the admin endpoint: only tunnelward writes webServer, on loopback; a file an operator set is read as it is', (t) => {

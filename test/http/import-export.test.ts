@@ -368,7 +368,11 @@ test.serial('what cannot be represented is refused with a 400 naming it, and not
       /^content is not valid JSON/,
     ],
     ['JSON that is no mapping', { content: `["${SECRET}"]`, format: 'json' }, /content is JSON but not a mapping/],
-    ['a __proto__ key', { content: `{"serverAddr": "a", "__proto__": {"user": "x"}}` }, /key named __proto__/],
+    [
+      'a __proto__ key',
+      { content: `{"serverAddr": "a", "__proto__": {"user": "x"}}` },
+      /reserved key "__proto__" at its top level/,
+    ],
     ['an unknown format', { content: server, format: 'xml' }, /format must be one of: toml, ini, yaml, json/],
     ['no content', { content: '' }, /content is required/],
     ['a bad name', { name: 'bad name!', content: server }, /name must be 1-64 characters/],
@@ -386,6 +390,83 @@ test.serial('what cannot be represented is refused with a 400 naming it, and not
   t.deepEqual(await instanceFiles(), filesBefore, 'no config file is left behind');
   t.deepEqual(await instanceNames(), namesBefore, 'no instance is left behind');
 });
+
+test.serial(
+  'pathological files and keys (20 000-part dotted keys, deep nesting, huge arrays): a quick 400',
+  async (t) => {
+    const dotted = (parts: number) => Array.from({ length: parts }, () => 'a').join('.');
+    const base = 'serverAddr = "a.example.com"\n';
+    const proxyBlock = (i: number) =>
+      `[[proxies]]\nname = "p${i}"\ntype = "tcp"\nlocalPort = 22\nremotePort = ${1000 + i}\n`;
+    const imports: Array<[string, Record<string, string>]> = [
+      ['a 20 000-part dotted key', { format: 'toml', content: `${base}${dotted(20_000)} = 1\n` }],
+      ['a 20 000-part dotted table header', { format: 'toml', content: `${base}[${dotted(20_000)}]\nx = 1\n` }],
+      [
+        'a 20 000-part dotted key in a proxy',
+        { format: 'toml', content: `${base}${proxyBlock(0)}${dotted(20_000)} = 1\n` },
+      ],
+      [
+        'a 20 000-part dotted key in [common]',
+        { format: 'ini', content: `[common]\nserver_addr = a\n${dotted(20_000)} = 1\n` },
+      ],
+      ['a 20 000-part dotted key guessed', { content: `${base}${dotted(20_000)} = 1\n` }],
+      [
+        'inline tables 5 000 deep',
+        { format: 'toml', content: `${base}a = ${'{b = '.repeat(5000)}1${'}'.repeat(5000)}\n` },
+      ],
+      ['arrays 50 000 deep', { format: 'toml', content: `${base}a = ${'['.repeat(50_000)}${']'.repeat(50_000)}\n` }],
+      [
+        'an inline array of 100 000 items',
+        { format: 'toml', content: `${base}includes = [${'1,'.repeat(100_000)}]\n` },
+      ],
+      ['JSON 5 000 deep', { format: 'json', content: `{"a":${'{"a":'.repeat(5000)}1${'}'.repeat(5001)}` }],
+      ['YAML 5 000 deep', { format: 'yaml', content: `a: ${'['.repeat(5000)}${']'.repeat(5000)}\n` }],
+    ];
+    const filesBefore = await instanceFiles();
+    const namesBefore = await instanceNames();
+    const outcomes: string[] = [];
+    const slow: string[] = [];
+    for (const [what, body] of imports) {
+      const started = performance.now();
+      const res = await importConfig({ name: 'ie_pathological', ...body });
+      const ms = performance.now() - started;
+      if (ms > 5000) slow.push(`${what}: ${Math.round(ms)} ms`);
+      outcomes.push(`${what}: ${res.status} ${res.body.message.slice(0, 200)}`);
+    }
+    const { id } = await createInstance(daemon, root, 'ie_target');
+    const edits: Array<[string, string, unknown]> = [
+      ['configFile', 'modify', { instanceID: id, type: 'configFile', modifiedData: { [dotted(20_000)]: 1 } }],
+      [
+        'configFile',
+        'modify',
+        { instanceID: id, type: 'configFile', modifiedData: { [`metadatas.${dotted(20_000)}`]: 'x' } },
+      ],
+      [
+        'proxy',
+        'create',
+        { instanceID: id, proxyInfo: { name: 'deep', type: 'tcp', localPort: '22', [dotted(20_000)]: 1 } },
+      ],
+    ];
+    for (const [what, op, body] of edits) {
+      const path = what === 'proxy' ? `/tunnelAct/proxyMgr/${op}` : `/tunnelAct/instanceMgr/${op}`;
+      const started = performance.now();
+      const res = await daemon.post(path, body, { token: root });
+      const ms = performance.now() - started;
+      if (ms > 5000) slow.push(`${what} ${op}: ${Math.round(ms)} ms`);
+      outcomes.push(`${what} ${op}: ${res.status} ${res.body.message.slice(0, 200)}`);
+    }
+    t.deepEqual(
+      outcomes.filter((o) => !/: 400 /.test(o)),
+      [],
+      outcomes.join('\n'),
+    );
+    t.deepEqual(slow, []);
+    t.deepEqual(await instanceFiles(), [...filesBefore, `tunnel_${id}.toml`].sort());
+    t.deepEqual(await instanceNames(), [...namesBefore, 'ie_target'].sort());
+    t.is((await daemon.get('/system/getStatus')).body.data.Status, 'Online');
+    await remove(Number(id));
+  },
+);
 
 test.serial(
   'a visitor cannot import; a name in use and proxies another instance holds on the server are 409s',

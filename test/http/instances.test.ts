@@ -1,9 +1,17 @@
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import test from 'ava';
 import { parse } from 'smol-toml';
 import { dispose, disposeWithTunnels, startDaemon, startWithRoot, type Daemon } from '../helpers/daemon.js';
-import { createInstance, frpcVerify, instanceSettings, statusOf, tunnelPids, waitFor } from '../helpers/instances.js';
+import {
+  createInstance,
+  frpcVerify,
+  instanceSettings,
+  statusOf,
+  tcpProxy,
+  tunnelPids,
+  waitFor,
+} from '../helpers/instances.js';
 
 let daemon: Daemon;
 let root: string;
@@ -310,6 +318,29 @@ test('a missing tunnel binary gives a clear message at start', async (t) => {
   t.is(res.status, 500);
   t.regex(res.body.message, /\/nonexistent\/frpc is missing or not an executable file/);
   t.is((await other.get('/system/getStatus')).status, 200, 'the daemon is fine');
+});
+
+test('a config file deleted behind our back: start, restart and edits say so with a 409, and the daemon goes on', async (t) => {
+  const { id, configPath } = await createInstance(daemon, root, 'in_nofile');
+  await rm(configPath);
+  const missing = new RegExp(`^the config file ${configPath} is missing \\(removed outside tunnelward\\)`);
+  for (const [path, body] of [
+    ['/tunnelAct/instanceMgr/start', { instanceID: id }],
+    ['/tunnelAct/instanceMgr/restart', { instanceID: id }],
+    ['/tunnelAct/instanceMgr/modify', { instanceID: id, type: 'configFile', modifiedData: { serverPort: '7001' } }],
+    ['/tunnelAct/proxyMgr/create', { instanceID: id, proxyInfo: tcpProxy('nofile', 6990) }],
+  ] as const) {
+    const res = await daemon.post(path, body, { token: root });
+    t.is(res.status, 409, `${path}: ${res.body.message}`);
+    t.regex(res.body.message, missing, path);
+  }
+  const list = await daemon.get(`/tunnelAct/proxyMgr/list?instanceID=${id}`, { token: root });
+  t.is(list.status, 409, list.body.message);
+  t.regex(list.body.message, missing);
+  t.is((await statusOf(daemon, root, id)).isRunning, false);
+  await t.throwsAsync(stat(configPath), undefined, 'nothing wrote a half file in its place');
+  const removed = await daemon.post('/tunnelAct/instanceMgr/delete', { instanceID: id }, { token: root });
+  t.true(removed.body.success, 'an instance without its file can still be deleted');
 });
 
 test('map keys (metadatas, featureGates, auth.oidc.additionalEndpointParams) entry by entry, as objects, removed with null', async (t) => {

@@ -48,7 +48,7 @@ export function settingsRoutes({ settings, log, guards }: RouteDeps): ResourceRo
       patch['Webhook.Headers'] = Object.fromEntries(
         Object.entries(headers).map(([name, value]) => [
           name,
-          value === MASK && name in current ? current[name] : value,
+          value === MASK && Object.hasOwn(current, name) ? current[name] : value,
         ]),
       );
     }
