@@ -349,11 +349,15 @@ export class TunnelConfig {
   }
 
   /**
-   * The file as it may leave tunnelward: without the admin endpoint (tunnelward's, with its password), and with
-   * every secret masked unless `masked` is false.
+   * The file as it may leave tunnelward: without the admin endpoint (tunnelward's, with its password), with every
+   * secret masked unless `masked` is false, and without the server's address and port unless `withServer`.
    */
-  exportText(masked: boolean): string {
+  exportText(masked: boolean, withServer = true): string {
     const { webServer: _ours, ...doc } = this.doc;
+    if (!withServer) {
+      delete doc.serverAddr;
+      delete doc.serverPort;
+    }
     return stringifyDocument(masked ? maskSecrets(doc) : doc);
   }
 
