@@ -21,6 +21,8 @@ export class EventHub {
     /** The last number handed out before this hub began. */
     lastSeq: number,
     private readonly capacity: number,
+    /** Masks known secrets in each event before anyone hears of it (clients, webhooks). */
+    private readonly redact: <T>(value: T) => T = (value) => value,
   ) {
     this.last = lastSeq;
   }
@@ -30,7 +32,7 @@ export class EventHub {
   }
 
   publish(draft: Draft): NotificationEvent {
-    const event: NotificationEvent = { ...draft, at: new Date().toISOString(), seq: this.nextSeq() };
+    const event: NotificationEvent = { ...this.redact(draft), at: new Date().toISOString(), seq: this.nextSeq() };
     this.last = event.seq;
     if (this.history.length < this.capacity) this.history.push(event);
     else {

@@ -22,6 +22,7 @@ import { answerClientError } from '../http/client-error.js';
 import { LogStreams } from '../http/log-streams.js';
 import { RateLimiter } from '../http/rate-limiter.js';
 import { createLogger, flushLogger, type Logger } from '../log/logger.js';
+import { SecretRedactor } from '../log/secret-redactor.js';
 import { SystemLog } from '../log/system-log.js';
 import { detectInitSystem, type InitSystem } from '../boot/init-system.js';
 import { DEFAULTS, type Settings } from '../settings/defaults.js';
@@ -76,11 +77,16 @@ async function startLocked(
   const { store: settings, unknownKeys } = await SettingsStore.load(dataDir);
   const options = resolveOptions(flags, env, settings.get());
   const systemLog = new SystemLog();
-  const log = createLogger({ debug: settings.value('Debug'), onEntry: systemLog.onLine });
+  // Every secret tunnelward knows, masked wherever output leaves it: webhook header values here, the instances'
+  // environment values and config-file secrets as the supervisor learns them.
+  const secrets = new SecretRedactor();
+  secrets.set('Webhook.Headers', Object.values(settings.value('Webhook.Headers')));
+  const log = createLogger({ debug: settings.value('Debug'), onEntry: systemLog.onLine, redact: secrets.redactJson });
   if (unknownKeys.length > 0)
     log.warn({ keys: unknownKeys }, 'settings.toml has keys tunnelward does not know; kept as they are');
   const settingsSub = settings.changes$.subscribe(({ changed, settings: s }) => {
     if (changed.includes('Debug')) log.level = s.Debug ? 'debug' : 'info';
+    if (changed.includes('Webhook.Headers')) secrets.set('Webhook.Headers', Object.values(s['Webhook.Headers']));
   });
   cleanups.push(() => settingsSub.unsubscribe());
 
@@ -118,10 +124,11 @@ async function startLocked(
     () => ({ maxBytes: settings.value('Log.MaxBytes'), files: settings.value('Log.Files') }),
     log.child({ component: 'instance-logs' }),
     source,
+    secrets.redact,
   );
-  const supervisor = new InstanceSupervisor(db, settings, runner, boot, logs, log, join(dataDir, 'orphaned'));
+  const supervisor = new InstanceSupervisor(db, settings, runner, boot, logs, log, join(dataDir, 'orphaned'), secrets);
   const counter = new PersistentCounter(db, 'event_seq');
-  const events = new EventHub(counter.next, counter.current, DEFAULTS.eventHistory);
+  const events = new EventHub(counter.next, counter.current, DEFAULTS.eventHistory, secrets.redactValue);
   const notifier = new WebhookNotifier(() => settings.get(), log);
   // Webhooks get what an instance's life means (started, crashed, ...); the event stream gets every event.
   const notifications = events.events$.subscribe((e) => isWebhookEvent(e) && notifier.publish(e));
@@ -147,10 +154,15 @@ async function startLocked(
     () => served !== undefined,
   );
 
-  const audit = new AuditTrail(db, log.child({ component: 'audit' }), () => ({
-    retentionDays: settings.value('Audit.RetentionDays'),
-    maxEntries: settings.value('Audit.MaxEntries'),
-  }));
+  const audit = new AuditTrail(
+    db,
+    log.child({ component: 'audit' }),
+    () => ({
+      retentionDays: settings.value('Audit.RetentionDays'),
+      maxEntries: settings.value('Audit.MaxEntries'),
+    }),
+    secrets.redactValue,
+  );
   await audit.prune();
   // A tighter retention applies at once, not at the next sweep.
   const auditSub = settings.changes$.subscribe(({ changed }) => {
@@ -183,6 +195,7 @@ async function startLocked(
     exposure,
     trustedProxies: new TrustedProxies(() => settings.value('TrustedProxies')),
     audit,
+    redactor: secrets,
     webhookStats: () => notifier.stats,
     logTotals: () => logs.totals,
     restart: () => {

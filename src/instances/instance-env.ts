@@ -1,4 +1,6 @@
+import type { TunnelConfig } from '../config/tunnel-config.js';
 import { badRequest } from '../errors.js';
+import type { SecretRedactor } from '../log/secret-redactor.js';
 import type { Database } from '../storage/database.js';
 
 /** A name frpc's `{{ .Envs.NAME }}` can read (Go's lexer reads `.9` as a number, so no leading digit). */
@@ -48,10 +50,24 @@ export const ENV_MASK = '********';
 export class InstanceEnvStore {
   private readonly byInstance = new Map<number, Map<string, string>>();
 
-  constructor(private readonly db: Database) {
+  constructor(
+    private readonly db: Database,
+    /** Where every value, and every secret of the config files its tunnels run with, is made known for masking. */
+    private readonly redactor?: SecretRedactor,
+  ) {
     for (const row of db.all<{ instance_id: number; name: string; value: string }>('SELECT * FROM instance_env')) {
       this.mapOf(row.instance_id).set(row.name, row.value);
     }
+    for (const id of this.byInstance.keys()) this.knowEnvironment(id);
+  }
+
+  private knowEnvironment(id: number): void {
+    this.redactor?.set(`instance ${id} environment`, this.byInstance.get(id)?.values() ?? []);
+  }
+
+  /** Makes the secrets of the instance's config file known for masking, as its tunnel reads them (placeholders filled). */
+  knowConfig(id: number, config: TunnelConfig): void {
+    this.redactor?.set(`instance ${id} config`, config.secretValues(this.of(id)));
   }
 
   private mapOf(id: number): Map<string, string> {
@@ -108,11 +124,14 @@ export class InstanceEnvStore {
         }
       }
     });
+    this.knowEnvironment(id);
   }
 
   /** Forgets an instance's variables (its rows go with its record). */
   forget(id: number): void {
     this.byInstance.delete(id);
+    this.redactor?.forget(`instance ${id} environment`);
+    this.redactor?.forget(`instance ${id} config`);
   }
 }
 

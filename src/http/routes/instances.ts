@@ -10,7 +10,7 @@ import type { Command } from '../../../machines/instance.machine.js';
 import { hasRole } from '../../accounts/rules.js';
 import { AppError, badRequest, conflict, forbidden } from '../../errors.js';
 import { seesOnlyGuestView } from '../exposure.js';
-import { reply } from '../envelope.js';
+import { reply, replyWithSecrets } from '../envelope.js';
 import {
   body,
   idList,
@@ -138,7 +138,9 @@ export function instanceRoutes({ supervisor, guards, exposure }: RouteDeps): Res
     const content = (await supervisor.catalogue.readConfig(record.id)).exportText(masked, withServer);
     const what = `config file of instance ${record.name}${masked ? ', secrets masked' : ''}${withServer ? '' : ', without its server'}`;
     const data = { instanceID: record.id, name: record.name, format: 'toml', content, masked };
-    reply(ctx, what, data);
+    // Unmasked, the secrets are what a superuser asked for.
+    if (masked) reply(ctx, what, data);
+    else replyWithSecrets(ctx, what, data);
   });
 
   router.post('/delete', 'admin', async (ctx) => {
