@@ -10,6 +10,11 @@ test('known secrets are masked wherever they appear, the longest first; short va
   t.is(secrets.redact('dial tcp s3cr3t:7000'), `dial tcp ${REDACTED}:7000`);
   t.is(secrets.redact('s3cr3ts3cr3t'), `${REDACTED}${REDACTED}`);
   t.is(secrets.redact('s3cr'), 's3cr');
+  // Secrets that begin alike, among many others: each found whole.
+  const many = Array.from({ length: 2000 }, (_, i) => `tok-${i.toString(36).padStart(4, '0')}-${i * 7919}`);
+  secrets.set('many', many);
+  t.is(secrets.redact(`x ${many[1999]} y ${many[0]}${many[1]}`), `x ${REDACTED} y ${REDACTED}${REDACTED}`);
+  t.is(secrets.redact('tok-0000 tok-'), 'tok-0000 tok-', 'a beginning alone is not a secret');
 });
 
 test('sources replace their own secrets; a secret inside JSON (escaped) and inside values is masked too', (t) => {
