@@ -27,6 +27,7 @@ import { SystemLog } from '../log/system-log.js';
 import { detectInitSystem, type InitSystem } from '../boot/init-system.js';
 import { DEFAULTS, type Settings } from '../settings/defaults.js';
 import { SettingsStore } from '../settings/settings-store.js';
+import { SECRET_KEYS, secretSettingValues } from '../settings/schema.js';
 import { Database } from '../storage/database.js';
 import { PersistentCounter } from '../storage/meta.js';
 import { hostBootId } from '../system/proc.js';
@@ -80,13 +81,13 @@ async function startLocked(
   // Every secret tunnelward knows, masked wherever output leaves it: webhook header values here, the instances'
   // environment values and config-file secrets as the supervisor learns them.
   const secrets = new SecretRedactor();
-  secrets.set('Webhook.Headers', Object.values(settings.value('Webhook.Headers')));
+  secrets.set('settings', secretSettingValues(settings.get()));
   const log = createLogger({ debug: settings.value('Debug'), onEntry: systemLog.onLine, redact: secrets.redactJson });
   if (unknownKeys.length > 0)
     log.warn({ keys: unknownKeys }, 'settings.toml has keys tunnelward does not know; kept as they are');
   const settingsSub = settings.changes$.subscribe(({ changed, settings: s }) => {
     if (changed.includes('Debug')) log.level = s.Debug ? 'debug' : 'info';
-    if (changed.includes('Webhook.Headers')) secrets.set('Webhook.Headers', Object.values(s['Webhook.Headers']));
+    if (changed.some((key) => SECRET_KEYS.has(key))) secrets.set('settings', secretSettingValues(s));
   });
   cleanups.push(() => settingsSub.unsubscribe());
 
