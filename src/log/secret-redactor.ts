@@ -7,6 +7,9 @@ export const REDACTED = '***';
  */
 export const MIN_SECRET_LENGTH = 4;
 
+/** JSON texts at least this long are remembered with their masked form. */
+const REMEMBERED_JSON = 16 * 1024;
+
 /** The first two characters (low bytes) as a number under 65536: a table of these rules out most places at once. */
 const pairAt = (text: string, at: number): number =>
   ((text.charCodeAt(at) & 0xff) << 8) | (text.charCodeAt(at + 1) & 0xff);
@@ -33,6 +36,11 @@ export class SecretRedactor {
    * has; built when first needed after a change.
    */
   private index: { byKey: Map<number, string[]>; pairs: Uint8Array } | undefined;
+  /**
+   * The last large JSON text masked, and what it gave: the instance list is served as the same text for a second
+   * (log lines, being short, do not take its place).
+   */
+  private lastJson: { text: string; masked: string } | undefined;
 
   /** Replaces the secrets of a source (an empty list forgets it). */
   set(source: string, values: Iterable<string>): void {
@@ -42,6 +50,7 @@ export class SecretRedactor {
     if (kept.length === 0) this.sources.delete(source);
     else this.sources.set(source, kept);
     this.index = undefined;
+    this.lastJson = undefined;
   }
 
   forget(source: string): void {
@@ -72,6 +81,13 @@ export class SecretRedactor {
    * short secret such as "true" must not turn `"running":true` into `"running":***`.
    */
   readonly redactJson = (text: string): string => {
+    if (this.lastJson?.text === text) return this.lastJson.masked;
+    const masked = this.maskJson(text);
+    if (text.length >= REMEMBERED_JSON) this.lastJson = { text, masked };
+    return masked;
+  };
+
+  private maskJson(text: string): string {
     if (this.redact(text) === text) return text;
     try {
       const redacted = JSON.stringify(this.redactValue(JSON.parse(text)));
@@ -79,7 +95,7 @@ export class SecretRedactor {
     } catch {
       return this.redact(text);
     }
-  };
+  }
 
   /** A JSON-like value with every string in it redacted; the value itself when nothing was. */
   readonly redactValue = <T>(value: T): T => {

@@ -47,6 +47,12 @@ test('sources replace their own secrets; a secret inside JSON (escaped) and insi
   const untouched = '{"running":true}';
   t.is(secrets.redactJson(untouched), untouched);
 
+  // A large text served again (the instance list) is masked with what is known now, not what was.
+  const big = JSON.stringify({ names: Array.from({ length: 3000 }, (_, i) => `name-${i}`) });
+  t.is(secrets.redactJson(big), big);
+  secrets.set('d', ['name-2999']);
+  t.true(secrets.redactJson(big).endsWith(`"name-2998","${REDACTED}"]}`));
+
   secrets.forget('a');
   t.is(secrets.redact('token-two'), 'token-two');
 });
