@@ -32,6 +32,8 @@ export class EventHub {
   constructor(
     private readonly numbers: EventNumbers,
     private readonly capacity: number,
+    /** Masks known secrets in each event before anyone hears of it (clients, webhooks). */
+    private readonly redact: <T>(value: T) => T = (value) => value,
   ) {
     this.last = numbers.current;
   }
@@ -42,7 +44,7 @@ export class EventHub {
   }
 
   publish(draft: Draft): void {
-    const event: NotificationEvent = { ...draft, at: new Date().toISOString(), seq: this.numbers.next() };
+    const event: NotificationEvent = { ...this.redact(draft), at: new Date().toISOString(), seq: this.numbers.next() };
     const saved = this.numbers.saved(event.seq);
     if (saved === undefined && this.held.length === 0) return this.issue(event);
     this.held.push(event);

@@ -423,6 +423,8 @@ export class InstanceCatalogue {
     const mine = await this.holdClaims(config, record.id);
     try {
       await writeTunnelConfig(record.configPath, config, record.runUser);
+      // A reload gives a running tunnel the new secrets without a start.
+      this.env.knowConfig(record.id, config);
       this.claims?.set(record.id, mine);
     } finally {
       this.pendingClaims.delete(mine);

@@ -12,7 +12,7 @@ import {
 } from '../machines/instance.machine.js';
 import { envPlaceholders } from '../src/config/go-template.js';
 import { loginFailedAtStart } from '../src/config/proxy-status.js';
-import { readTunnelConfigText } from '../src/config/tunnel-config.js';
+import { readTunnelConfigText, TunnelConfig } from '../src/config/tunnel-config.js';
 import { notFound } from '../src/errors.js';
 import { missingEnvironment, type InstanceEnvStore } from '../src/instances/instance-env.js';
 import type { InstanceRecord, InstanceStore } from '../src/instances/instance-store.js';
@@ -153,6 +153,13 @@ export class InstanceLifecycle {
     // the saving of its pid, and a tunnel found so is taken over instead of being started a second time.
     const running = await this.runner.findRunning(
       this.store.all().map((r) => ({ id: r.id, configPath: r.configPath })),
+    );
+    // What runs on may print its secrets: they are known before its output is read.
+    await Promise.all(
+      this.store
+        .all()
+        .filter((r) => r.pid !== null || (running.get(r.configPath)?.length ?? 0) > 0)
+        .map(async (r) => this.knowSecrets(r, await readTunnelConfigText(r.configPath).catch(() => ''))),
     );
     const toCancel: InstanceRecord[] = [];
     this.db.transaction(() => {
@@ -377,17 +384,31 @@ export class InstanceLifecycle {
   }
 
   /**
-   * Why the tunnel cannot be started as its config file stands (its run user cannot open it, a placeholder with no
-   * variable), if it cannot: said here for every init system, rather than by the tunnel failing to start.
+   * Why the tunnel cannot be started as its config file stands (its run user cannot open it, a placeholder outside
+   * a secret field or one with no variable), if it cannot: said here for every init system, rather than by the
+   * tunnel failing to start. The file's secrets, as the tunnel will read them, are made known for masking first.
    */
   async unstartable(record: InstanceRecord): Promise<string | undefined> {
     const text = await readTunnelConfigText(record.configPath);
     const unreadable = await runUserCannotRead(record.configPath, record.runUser);
     if (unreadable) return unreadable;
+    const problem = this.knowSecrets(record, text)?.placeholderProblem();
+    if (problem) return problem;
     const missing = missingEnvironment(envPlaceholders(text), this.env.of(record.id));
     if (missing.length === 0) return undefined;
     const names = missing.join(', ');
     return `the config file reads ${missing.map((n) => `{{ .Envs.${n} }}`).join(', ')}, but instance ${record.id} has no environment variable ${names} (set it with modify type "environment")`;
+  }
+
+  /** The config file as read, its secrets made known; undefined when it cannot be read (frpc will say why). */
+  private knowSecrets(record: InstanceRecord, text: string): TunnelConfig | undefined {
+    try {
+      const config = TunnelConfig.parse(text, record.configPath);
+      this.env.knowConfig(record.id, config);
+      return config;
+    } catch {
+      return undefined;
+    }
   }
 
   private withRequest(id: number, act: (request: SpawnRequest) => void): void {

@@ -95,6 +95,8 @@ export class LogChannel {
     private readonly source?: LogSourceFactory,
     /** Lines and bytes of output, counted for every instance together (the metrics). */
     private readonly totals: LogTotals = { lines: 0, bytes: 0 },
+    /** Masks known secrets: nothing a tunnel prints leaves in clear, whichever way it is read. */
+    private readonly redact: (text: string) => string = (text) => text,
   ) {
     this.file = new LogFileWriter(logPath, policy, log.child({ instanceID: id }), {
       // A disk that cannot keep up slows the reading, and so the tunnel, rather than filling our memory.
@@ -255,7 +257,7 @@ export class LogChannel {
    * and every other control sequence are left out: what the tunnel prints can come from its server.
    */
   private write(text: string): void {
-    const lines = withoutStatusReads(stripControls(text));
+    const lines = this.redact(withoutStatusReads(stripControls(text)));
     if (lines === '') return;
     this.totals.bytes += Buffer.byteLength(lines);
     for (let at = lines.indexOf('\n'); at >= 0; at = lines.indexOf('\n', at + 1)) this.totals.lines++;
@@ -273,7 +275,10 @@ export class LogChannel {
     this.entries$.next(entries);
   }
 
-  /** The last `count` lines written, newest last, from the live file and, if it is short, the rotated one. */
+  /**
+   * The last `count` lines written, newest last, from the live file and, if it is short, the rotated one. Masked
+   * again: the keeper writes while tunnelward is away, and a secret may have become known after its line was written.
+   */
   lastLines(count: number): string[] {
     const lines: string[] = [];
     for (const path of [this.logPath, `${this.logPath}.1`]) {
@@ -281,7 +286,7 @@ export class LogChannel {
       lines.unshift(...found);
       if (lines.length >= count) break;
     }
-    return lines.slice(-count);
+    return lines.slice(-count).map(this.redact);
   }
 
   /** The last `count` entries, for a client that just connected. */
@@ -380,6 +385,7 @@ export class InstanceLogs {
     private readonly policy: () => RotationPolicy,
     private readonly log: Logger,
     private readonly source?: LogSourceFactory,
+    private readonly redact?: (text: string) => string,
   ) {
     this.dir = logsDirOf(dataDir);
     mkdirSync(this.dir, { recursive: true, mode: 0o750 });
@@ -397,6 +403,7 @@ export class InstanceLogs {
         this.faults$,
         this.source,
         this.totals,
+        this.redact,
       );
       this.channels.set(id, channel);
     }

@@ -4,6 +4,7 @@ import { InstanceEnvStore } from '../src/instances/instance-env.js';
 import { AppError, badRequest } from '../src/errors.js';
 import type { Command, CommandDone } from '../machines/instance.machine.js';
 import type { Logger } from '../src/log/logger.js';
+import type { SecretRedactor } from '../src/log/secret-redactor.js';
 import type { SettingsStore } from '../src/settings/settings-store.js';
 import type { Database } from '../src/storage/database.js';
 import { formatIso } from '../src/util/time.js';
@@ -91,9 +92,11 @@ export class InstanceSupervisor {
     readonly logs: InstanceLogs,
     log: Logger,
     orphanDir: string,
+    /** Learns every instance's secrets (environment values, config-file secrets) to mask them in output. */
+    redactor?: SecretRedactor,
   ) {
     const store = new InstanceStore(db);
-    const env = new InstanceEnvStore(db);
+    const env = new InstanceEnvStore(db, redactor);
     this.lifecycle = new InstanceLifecycle(db, store, settings, runner, logs, env, log);
     this.catalogue = new InstanceCatalogue(db, store, settings, boot, logs, this.lifecycle, env, log, orphanDir);
     this.status = new TunnelStatus(() => settings.get(), log);

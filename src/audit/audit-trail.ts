@@ -76,10 +76,13 @@ export class AuditTrail {
     private readonly db: Database,
     private readonly log: Logger,
     private readonly limits: () => { retentionDays: number; maxEntries: number },
+    /** Masks known secrets in what is kept (a failure's message may quote a tunnel's log). */
+    private readonly redact: <T>(value: T) => T = (value) => value,
   ) {}
 
   /** Appends the entry; resolves once it is saved with the database. */
-  async record(entry: AuditRecord): Promise<void> {
+  async record(given: AuditRecord): Promise<void> {
+    const entry = this.redact(given);
     const outcome = entry.status < 400 ? 'ok' : 'failed';
     this.db.run(
       `INSERT INTO audit (at, user_id, username, ip, action, target_type, target_id, target_name, detail, status,

@@ -1,7 +1,8 @@
 /**
  * frpc renders every config file as a Go text/template before parsing it, with the environment as `.Envs`.
- * The one form we let through is `{{ .Envs.NAME }}`, which keeps a secret out of the file; every other action
- * could run template code, so it is refused.
+ * The one form we let through is `{{ .Envs.NAME }}`, which keeps a secret out of the file, and only in a field
+ * that holds a secret: frpc shows the others (an address it dials, a name) in its log, and so to whoever reads it.
+ * Every other action could run template code, so it is refused.
  */
 
 /** Go's lexer reads `.9` as a number, so a name that can follow `.Envs.` starts with a letter or "_". */
@@ -11,6 +12,11 @@ const ALL_PLACEHOLDERS = new RegExp(PLACEHOLDER.source, 'g');
 export const TEMPLATE_REASON =
   'must not contain "{{" or "}}" other than {{ .Envs.NAME }} placeholders (NAME of A-Z, 0-9 and "_"): ' +
   'frpc renders its config file as a Go template, so anything else would be executed';
+
+export const PLACEHOLDER_REASON =
+  'cannot hold a {{ .Envs.NAME }} placeholder: only secret fields (auth.token, auth.oidc.clientSecret, ' +
+  "a proxy's or visitor's secretKey, httpPassword, plugin passwords, ...) may read the instance's environment; " +
+  'frpc shows other values in its log, which would reveal the variable';
 
 /**
  * True when every `{{` in the value opens a placeholder and no `}}` stands outside one. Scans from the left as
@@ -32,4 +38,9 @@ export function onlyPlaceholders(value: string): boolean {
 /** The environment variables a config file's placeholders read, each once, in order of first use. */
 export function envPlaceholders(fileText: string): string[] {
   return [...new Set(Array.from(fileText.matchAll(ALL_PLACEHOLDERS), (match) => match[1]!))];
+}
+
+/** The value as frpc renders it with this environment (a variable it lacks reads as `<no value>`, as frpc's does). */
+export function renderPlaceholders(value: string, env: Readonly<Record<string, string>>): string {
+  return value.replace(ALL_PLACEHOLDERS, (_, name: string) => (Object.hasOwn(env, name) ? env[name]! : '<no value>'));
 }

@@ -1,7 +1,11 @@
 import { COMMON_KEYS, visitorKeyTable, type KeySpec } from './frpc-keys.js';
+import { renderPlaceholders } from './go-template.js';
 import { proxyKeyTable } from './proxy-keys.js';
 import { pluginTypeOf, SECRET_MASK } from './proxy-view.js';
 import { isTable, text, type Table } from './toml-tree.js';
+
+/** What a key's value is to someone who must not read secrets: a secret, not one, or unknown to tunnelward. */
+type Kind = 'secret' | 'plain' | 'unknown';
 
 /**
  * A config document as it may be shown to someone who must not read its secrets: the value of every key marked
@@ -9,22 +13,73 @@ import { isTable, text, type Table } from './toml-tree.js';
  * so is every value of a key tunnelward does not know, which could be one.
  */
 export function maskSecrets(doc: Table): Table {
+  return mapValues(doc, (_, kind, value) => (kind === 'plain' ? value : SECRET_MASK));
+}
+
+/**
+ * The values of the document's secret keys as frpc reads them (placeholders rendered with `env`): what must never be
+ * shown, wherever it turns up.
+ */
+export function secretValues(doc: Table, env: Readonly<Record<string, string>>): string[] {
+  const found: string[] = [];
+  mapValues(doc, (_, kind, value) => {
+    if (kind === 'secret' && typeof value === 'string') found.push(renderPlaceholders(value, env));
+    return value;
+  });
+  return found;
+}
+
+/** The keys (as `proxies[0].localIP`) whose values hold a `{{` but are no secret: frpc would show what it reads. */
+export function placeholdersOutsideSecrets(doc: Table): string[] {
+  const found: string[] = [];
+  const holds = (value: unknown): boolean =>
+    typeof value === 'string'
+      ? value.includes('{{')
+      : Array.isArray(value)
+        ? value.some(holds)
+        : isTable(value) && Object.values(value).some(holds);
+  mapValues(doc, (name, kind, value) => {
+    if (kind !== 'secret' && holds(value)) found.push(name);
+    return value;
+  });
+  return found;
+}
+
+/** The document with each value (a leaf under the known keys, or a value of an unknown key) replaced by `map`. */
+function mapValues(doc: Table, map: (name: string, kind: Kind, value: unknown) => unknown): Table {
   const { proxies, visitors, ...settings } = doc;
-  const out = maskTable(settings, COMMON_KEYS);
-  const blocks = (value: unknown, specsOf: (block: Table) => Readonly<Record<string, KeySpec>>) =>
-    Array.isArray(value) ? value.map((block) => (isTable(block) ? maskTable(block, specsOf(block)) : SECRET_MASK)) : [];
-  if (proxies !== undefined) out.proxies = blocks(proxies, (b) => proxyKeyTable(text(b.type), pluginTypeOf(b)));
-  if (visitors !== undefined) out.visitors = blocks(visitors, (b) => visitorKeyTable(text(b.type)));
+  const out = mapTable(settings, COMMON_KEYS, '', '', map);
+  const blocks = (
+    kind: string,
+    value: unknown,
+    specsOf: (block: Table) => Readonly<Record<string, KeySpec>>,
+  ): unknown[] =>
+    Array.isArray(value)
+      ? value.map((block, index) =>
+          isTable(block)
+            ? mapTable(block, specsOf(block), '', `${kind}[${index}].`, map)
+            : map(`${kind}[${index}]`, 'unknown', block),
+        )
+      : [];
+  if (proxies !== undefined)
+    out.proxies = blocks('proxies', proxies, (b) => proxyKeyTable(text(b.type), pluginTypeOf(b)));
+  if (visitors !== undefined) out.visitors = blocks('visitors', visitors, (b) => visitorKeyTable(text(b.type)));
   return out;
 }
 
-function maskTable(table: Table, specs: Readonly<Record<string, KeySpec>>, prefix = ''): Table {
+function mapTable(
+  table: Table,
+  specs: Readonly<Record<string, KeySpec>>,
+  prefix: string,
+  where: string,
+  map: (name: string, kind: Kind, value: unknown) => unknown,
+): Table {
   const out: Table = {};
   for (const [key, value] of Object.entries(table)) {
     const name = prefix + key;
-    if (Object.hasOwn(specs, name)) out[key] = specs[name]!.secret ? SECRET_MASK : value;
-    else if (isTable(value)) out[key] = maskTable(value, specs, `${name}.`);
-    else out[key] = SECRET_MASK;
+    if (Object.hasOwn(specs, name)) out[key] = map(where + name, specs[name]!.secret ? 'secret' : 'plain', value);
+    else if (isTable(value)) out[key] = mapTable(value, specs, `${name}.`, where, map);
+    else out[key] = map(where + name, 'unknown', value);
   }
   return out;
 }

@@ -6,12 +6,12 @@ import { badRequest, conflict, internal, notFound } from '../errors.js';
 import { writeFileAtomic } from '../fs/atomic.js';
 import { configFileAccess } from '../system/run-user-access.js';
 import { COMMON_KEYS, enclosingKey, FEATURE_GATES, LEGACY_COMMON_KEYS } from './frpc-keys.js';
-import { envPlaceholders } from './go-template.js';
+import { envPlaceholders, PLACEHOLDER_REASON } from './go-template.js';
 import { normalizeDocument } from './legacy-shape.js';
 import { editProxy, readProxyChanges, type ProxyInput } from './proxy-edit.js';
 import { REMOTE_PORT_TYPES } from './proxy-keys.js';
 import { SECRET_MASK, viewOf, type ProxyView } from './proxy-view.js';
-import { maskSecrets } from './secret-mask.js';
+import { maskSecrets, placeholdersOutsideSecrets, secretValues } from './secret-mask.js';
 import { checkTree, copyTree, deletePath, getPath, isTable, setPath, text, type Table } from './toml-tree.js';
 import { checkEntryName, checkValue, messageOf, safeLabel } from './value-check.js';
 import { checkVisitor } from './visitor-check.js';
@@ -350,12 +350,30 @@ export class TunnelConfig {
   }
 
   /**
-   * The file as it may leave tunnelward: without the admin endpoint (tunnelward's, with its password), and with
-   * every secret masked unless `masked` is false.
+   * The file as it may leave tunnelward: without the admin endpoint (tunnelward's, with its password), with every
+   * secret masked unless `masked` is false, and without the server's address and port unless `withServer`.
    */
-  exportText(masked: boolean): string {
+  exportText(masked: boolean, withServer = true): string {
     const { webServer: _ours, ...doc } = this.doc;
+    if (!withServer) {
+      delete doc.serverAddr;
+      delete doc.serverPort;
+    }
     return stringifyDocument(masked ? maskSecrets(doc) : doc);
+  }
+
+  /** The values of its secret keys as frpc reads them with this environment: what is masked wherever it shows. */
+  secretValues(env: Readonly<Record<string, string>>): string[] {
+    return secretValues(this.doc, env);
+  }
+
+  /**
+   * Why frpc must not run the file as it stands: a `{{ .Envs.NAME }}` outside a secret field (a file edited by hand
+   * or written before they were refused there) would show the variable in frpc's log. Undefined when none is.
+   */
+  placeholderProblem(): string | undefined {
+    const keys = placeholdersOutsideSecrets(this.doc);
+    return keys.length === 0 ? undefined : `${keys.map(safeLabel).join(', ')} ${PLACEHOLDER_REASON}`;
   }
 
   /** The environment variables the file's `{{ .Envs.NAME }}` placeholders read; frpc renders a missing one as `<no value>`. */
@@ -507,8 +525,7 @@ function portFamily(block: Table): string | undefined {
 
 /**
  * What frpc's validation checks between top-level settings (pkg/config/v1/validation in frp 0.71), each broken rule
- * as a message; frpc refuses to start with any of them. A value read from the environment is known only at the
- * start: it counts as given, and its shape is not checked.
+ * as a message; frpc refuses to start with any of them.
  */
 function settingRules(settings: Table): string[] {
   const broken: string[] = [];
@@ -521,8 +538,7 @@ function settingRules(settings: Table): string[] {
       if (!given(key)) broken.push(`${key} is required when auth.method is oidc`);
     }
     const url = text(getPath(settings, ['auth', 'oidc', 'tokenEndpointURL']));
-    if (url !== '' && !url.includes('{{') && !isHttpUrl(url))
-      broken.push('auth.oidc.tokenEndpointURL must be an absolute http or https URL');
+    if (url !== '' && !isHttpUrl(url)) broken.push('auth.oidc.tokenEndpointURL must be an absolute http or https URL');
     const params = getPath(settings, ['auth', 'oidc', 'additionalEndpointParams']);
     if (isTable(params) && Object.hasOwn(params, 'scope'))
       broken.push('auth.oidc.additionalEndpointParams.scope is not allowed; use auth.oidc.scope');
@@ -532,7 +548,6 @@ function settingRules(settings: Table): string[] {
   // frpc looks in each include's directory (relative to its working directory, which depends on how it runs).
   const includes = getPath(settings, ['includes']);
   for (const file of Array.isArray(includes) ? includes.map(text) : []) {
-    if (file.includes('{{')) continue;
     if (!isAbsolute(file)) broken.push(`includes: ${safeLabel(file)} must be an absolute path`);
     else if (statSync(dirname(file), { throwIfNoEntry: false }) === undefined)
       broken.push(`includes: the directory ${safeLabel(dirname(file))} does not exist`);

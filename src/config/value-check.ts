@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { AppError, badRequest } from '../errors.js';
 import type { KeySpec, StringFormat } from './frpc-keys.js';
-import { onlyPlaceholders, TEMPLATE_REASON } from './go-template.js';
+import { onlyPlaceholders, PLACEHOLDER_REASON, TEMPLATE_REASON } from './go-template.js';
 import { isReservedKey, reservedKeyMessage } from '../util/reserved-keys.js';
 import { isTable, type Table } from './toml-tree.js';
 
@@ -89,20 +89,20 @@ export function checkEntryName(label: string, spec: KeySpec, name: string): stri
 }
 
 /**
- * A string frpc can read: no control characters, no template action but `{{ .Envs.NAME }}`. A value with a
- * placeholder is known only when frpc starts, so its format is not checked; a fixed choice must be literal.
+ * A string frpc can read: no control characters, no template action but `{{ .Envs.NAME }}`, and that one only in
+ * a secret field (checked after a fixed choice, whose message says more).
  */
 export function checkString(label: string, value: unknown, spec: Partial<KeySpec> = {}, inList = false): string {
   if (typeof value !== 'string') throw badRequest(`${label} must be a string`);
   if (!onlyPlaceholders(value)) throw badRequest(`${label} ${TEMPLATE_REASON}`);
   if (CONTROL_CHARS.test(value)) throw badRequest(`${label} must not contain control characters such as newlines`);
-  const placeholder = value.includes('{{');
-  if (spec.oneOf && (placeholder || !spec.oneOf.includes(value))) {
+  if (spec.oneOf && !spec.oneOf.includes(value)) {
     const choice = spec.oneOf.length === 1 ? `"${spec.oneOf[0]}"` : `one of: ${spec.oneOf.join(', ')}`;
     throw badRequest(`${label} must be ${choice}${spec.why ? `: ${spec.why}` : ''}`);
   }
+  if (!spec.secret && value.includes('{{')) throw badRequest(`${label} ${PLACEHOLDER_REASON}`);
   const format = spec.format === undefined ? undefined : FORMATS[spec.format];
-  if (format && !placeholder && !format.test(value)) {
+  if (format && !format.test(value)) {
     throw badRequest(inList ? `${label} must hold ${format.many}` : `${label} must be ${format.one}`);
   }
   return value;

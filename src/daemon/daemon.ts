@@ -22,10 +22,12 @@ import { answerClientError } from '../http/client-error.js';
 import { LogStreams } from '../http/log-streams.js';
 import { RateLimiter } from '../http/rate-limiter.js';
 import { createLogger, flushLogger, type Logger } from '../log/logger.js';
+import { SecretRedactor } from '../log/secret-redactor.js';
 import { SystemLog } from '../log/system-log.js';
 import { detectInitSystem, type InitSystem } from '../boot/init-system.js';
 import { DEFAULTS, type Settings } from '../settings/defaults.js';
 import { SettingsStore } from '../settings/settings-store.js';
+import { SECRET_KEYS, secretSettingValues } from '../settings/schema.js';
 import { Database } from '../storage/database.js';
 import { PersistentCounter } from '../storage/meta.js';
 import { hostBootId } from '../system/proc.js';
@@ -76,11 +78,16 @@ async function startLocked(
   const { store: settings, unknownKeys } = await SettingsStore.load(dataDir);
   const options = resolveOptions(flags, env, settings.get());
   const systemLog = new SystemLog();
-  const log = createLogger({ debug: settings.value('Debug'), onEntry: systemLog.onLine });
+  // Every secret tunnelward knows, masked wherever output leaves it: webhook header values here, the instances'
+  // environment values and config-file secrets as the supervisor learns them.
+  const secrets = new SecretRedactor();
+  secrets.set('settings', secretSettingValues(settings.get()));
+  const log = createLogger({ debug: settings.value('Debug'), onEntry: systemLog.onLine, redact: secrets.redactJson });
   if (unknownKeys.length > 0)
     log.warn({ keys: unknownKeys }, 'settings.toml has keys tunnelward does not know; kept as they are');
   const settingsSub = settings.changes$.subscribe(({ changed, settings: s }) => {
     if (changed.includes('Debug')) log.level = s.Debug ? 'debug' : 'info';
+    if (changed.some((key) => SECRET_KEYS.has(key))) secrets.set('settings', secretSettingValues(s));
   });
   cleanups.push(() => settingsSub.unsubscribe());
 
@@ -118,10 +125,11 @@ async function startLocked(
     () => ({ maxBytes: settings.value('Log.MaxBytes'), files: settings.value('Log.Files') }),
     log.child({ component: 'instance-logs' }),
     source,
+    secrets.redact,
   );
-  const supervisor = new InstanceSupervisor(db, settings, runner, boot, logs, log, join(dataDir, 'orphaned'));
+  const supervisor = new InstanceSupervisor(db, settings, runner, boot, logs, log, join(dataDir, 'orphaned'), secrets);
   const counter = new PersistentCounter(db, 'event_seq');
-  const events = new EventHub(counter, DEFAULTS.eventHistory);
+  const events = new EventHub(counter, DEFAULTS.eventHistory, secrets.redactValue);
   const notifier = new WebhookNotifier(() => settings.get(), log);
   // Webhooks get what an instance's life means (started, crashed, ...); the event stream gets every event.
   const notifications = events.events$.subscribe((e) => isWebhookEvent(e) && notifier.publish(e));
@@ -148,10 +156,15 @@ async function startLocked(
     log.child({ component: 'exposure' }),
   );
 
-  const audit = new AuditTrail(db, log.child({ component: 'audit' }), () => ({
-    retentionDays: settings.value('Audit.RetentionDays'),
-    maxEntries: settings.value('Audit.MaxEntries'),
-  }));
+  const audit = new AuditTrail(
+    db,
+    log.child({ component: 'audit' }),
+    () => ({
+      retentionDays: settings.value('Audit.RetentionDays'),
+      maxEntries: settings.value('Audit.MaxEntries'),
+    }),
+    secrets.redactValue,
+  );
   await audit.prune();
   // A tighter retention applies at once, not at the next sweep.
   const auditSub = settings.changes$.subscribe(({ changed }) => {
@@ -184,6 +197,7 @@ async function startLocked(
     exposure,
     trustedProxies: new TrustedProxies(() => settings.value('TrustedProxies')),
     audit,
+    redactor: secrets,
     webhookStats: () => notifier.stats,
     logTotals: () => logs.totals,
     restart: () => {

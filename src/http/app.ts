@@ -11,7 +11,7 @@ import type { AuditTrail } from '../audit/audit-trail.js';
 import { auditRequests } from './audit.js';
 import { clientAddress, type TrustedProxies } from './client-address.js';
 import { consoleAssets } from './console-assets.js';
-import { envelope } from './envelope.js';
+import { envelope, type ReplyRedactor } from './envelope.js';
 import { requestExposure, type Exposure } from './exposure.js';
 import { checkJsonBody } from './json-body-check.js';
 import type { RateLimiter } from './rate-limiter.js';
@@ -62,6 +62,8 @@ export interface AppDeps {
   audit: AuditTrail;
   /** The built web console served at `/` (default: dist/console); none is served when it does not exist. */
   consoleDir?: string;
+  /** Masks every known secret in every reply. */
+  redactor?: ReplyRedactor;
 }
 
 /** What every route module receives: the app's dependencies and the checks behind each access level. */
@@ -124,7 +126,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     }
   });
   app.use(auditRequests(deps.audit, now));
-  app.use(envelope());
+  app.use(envelope(deps.redactor));
   // The web console's static files, before the gate that answers 404 for every path no API route serves.
   app.use(consoleAssets(deps.consoleDir));
 

@@ -9,6 +9,21 @@ export function reply(ctx: Context, message: string, data?: unknown): void {
   ctx.body = data === undefined ? { success: true, message } : { success: true, message, data };
 }
 
+/** Replies that carry secrets on purpose (a superuser's export asked for unmasked): left as they are. */
+const carryingSecrets = new WeakSet<Context>();
+
+/** The success envelope for a reply whose secrets are its point; every other reply has known secrets masked. */
+export function replyWithSecrets(ctx: Context, message: string, data: unknown): void {
+  reply(ctx, message, data);
+  carryingSecrets.add(ctx);
+}
+
+/** What masks known secrets in a reply: its JSON, as an object or as text. */
+export interface ReplyRedactor {
+  redactJson(text: string): string;
+  redactValue<T>(value: T): T;
+}
+
 /** A whole failure response in the envelope, for a socket that Koa does not answer (a refused upgrade, a parse error). */
 export function rawFailure(status: number, message: string, headers: Record<string, string> = {}): string {
   const body = JSON.stringify({ success: false, message });
@@ -32,10 +47,11 @@ function libraryErrorMessage(err: { status?: number; type?: string; message?: st
 }
 
 /**
- * The first middleware: every response, error or not, leaves in the envelope. Errors that are not AppErrors
- * become a 500 with a generic message and are handed to `app.on('error')`, the one place they are logged.
+ * The first middleware: every response, error or not, leaves in the envelope, with every known secret masked (a
+ * failure's message may quote a tunnel's log). Errors that are not AppErrors become a 500 with a generic message
+ * and are handed to `app.on('error')`, the one place they are logged.
  */
-export function envelope(): Middleware {
+export function envelope(redactor?: ReplyRedactor): Middleware {
   return async (ctx, next) => {
     try {
       await next();
@@ -63,6 +79,16 @@ export function envelope(): Middleware {
       ctx.status = status;
       ctx.body = { success: false, message };
       if (status >= 500) ctx.app.emit('error', err, ctx);
+    }
+    if (redactor && !carryingSecrets.has(ctx)) {
+      const body: unknown = ctx.body;
+      const masked =
+        typeof body === 'string'
+          ? ctx.response.is('json')
+            ? redactor.redactJson(body)
+            : body
+          : redactor.redactValue(body);
+      if (masked !== body) ctx.body = masked;
     }
   };
 }

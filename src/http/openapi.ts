@@ -458,7 +458,7 @@ const SCHEMAS: Record<string, Json> = {
             type: ['string', 'null'],
           }),
           err: str("frpc's error, or ''"),
-          remoteAddr: str("address and port on the server (tcp, udp), or ''"),
+          'remoteAddr?': str("address and port on the server (tcp, udp), or ''; admin and superuser only"),
           statusSince: str('since when it has that status', { type: ['string', 'null'], format: 'date-time' }),
         },
         { description: "null/empty while the tunnel does not run or before frpc's status is known" },
@@ -1163,7 +1163,7 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
       tag: 'instances',
       summary: "An instance's config file, as TOML",
       description:
-        'Secrets are shown as ******** unless the caller is a superuser (masked says which). A visitor may export only while Visitor.ShowDetails shows details.',
+        'Secrets are shown as ******** unless the caller is a superuser (masked says which). A visitor may export only while Visitor.ShowDetails shows details, and without serverAddr and serverPort (as getInfo).',
       access: 'visitor',
       query: [instanceIdParam],
       ok: ok('The config file', schema('InstanceExport')),

@@ -1,4 +1,6 @@
+import type { TunnelConfig } from '../config/tunnel-config.js';
 import { badRequest } from '../errors.js';
+import type { SecretRedactor } from '../log/secret-redactor.js';
 import type { Database } from '../storage/database.js';
 
 /** A name frpc's `{{ .Envs.NAME }}` can read (Go's lexer reads `.9` as a number, so no leading digit). */
@@ -6,6 +8,36 @@ const NAME = /^[A-Z_][A-Z0-9_]{0,127}$/;
 /** What the runner sets itself: the tunnel's identity is not an instance's to change. */
 const RESERVED = new Set(['PATH', 'HOME', 'USER', 'LOGNAME']);
 const MAX_VALUE = 64 * 1024;
+/**
+ * What the dynamic loader and libc read at a program's start: glibc's list of variables unsafe for setuid programs
+ * (sysdeps/generic/unsecvars.h, UNSECURE_ENVVARS), the MALLOC_* aliases of its tunables that it erases for them too
+ * (elf/dl-tunables.list), and every LD_* (the loader's own, not all of them in that list). A tunnel may run as
+ * root: any of these would load code, or read files, of the caller's choosing.
+ */
+const LOADER_VARIABLES = new Set([
+  'GCONV_PATH',
+  'GETCONF_DIR',
+  'GLIBC_TUNABLES',
+  'HOSTALIASES',
+  'LOCALDOMAIN',
+  'LOCPATH',
+  'MALLOC_ARENA_MAX',
+  'MALLOC_ARENA_TEST',
+  'MALLOC_CHECK_',
+  'MALLOC_MMAP_MAX_',
+  'MALLOC_MMAP_THRESHOLD_',
+  'MALLOC_PERTURB_',
+  'MALLOC_TOP_PAD_',
+  'MALLOC_TRACE',
+  'MALLOC_TRIM_THRESHOLD_',
+  'NIS_PATH',
+  'NLSPATH',
+  'RESOLV_HOST_CONF',
+  'RES_OPTIONS',
+  'TMPDIR',
+  'TZDIR',
+]);
+const isLoaderVariable = (name: string) => name.startsWith('LD_') || LOADER_VARIABLES.has(name);
 
 /** Shown in place of every value: these are secrets kept out of config files. */
 export const ENV_MASK = '********';
@@ -18,10 +50,24 @@ export const ENV_MASK = '********';
 export class InstanceEnvStore {
   private readonly byInstance = new Map<number, Map<string, string>>();
 
-  constructor(private readonly db: Database) {
+  constructor(
+    private readonly db: Database,
+    /** Where every value, and every secret of the config files its tunnels run with, is made known for masking. */
+    private readonly redactor?: SecretRedactor,
+  ) {
     for (const row of db.all<{ instance_id: number; name: string; value: string }>('SELECT * FROM instance_env')) {
       this.mapOf(row.instance_id).set(row.name, row.value);
     }
+    for (const id of this.byInstance.keys()) this.knowEnvironment(id);
+  }
+
+  private knowEnvironment(id: number): void {
+    this.redactor?.set(`instance ${id} environment`, this.byInstance.get(id)?.values() ?? []);
+  }
+
+  /** Makes the secrets of the instance's config file known for masking, as its tunnel reads them (placeholders filled). */
+  knowConfig(id: number, config: TunnelConfig): void {
+    this.redactor?.set(`instance ${id} config`, config.secretValues(this.of(id)));
   }
 
   private mapOf(id: number): Map<string, string> {
@@ -53,6 +99,10 @@ export class InstanceEnvStore {
           `environment variable names are A-Z, 0-9 and "_", not starting with a digit: ${JSON.stringify(name.slice(0, 64))}`,
         );
       if (RESERVED.has(name)) throw badRequest(`${name} is set by tunnelward for every tunnel and cannot be changed`);
+      if (isLoaderVariable(name))
+        throw badRequest(
+          `${name} is read by the dynamic loader or the C library at start-up (glibc's unsafe variables for privileged programs): a tunnel may run as root, so it cannot be set`,
+        );
       if (value === null) continue;
       if (typeof value !== 'string') throw badRequest(`${name} must be a string, or null to remove it`);
       if (value === ENV_MASK) throw badRequest(`${name} is the mask shown in place of a value; send the value itself`);
@@ -74,11 +124,14 @@ export class InstanceEnvStore {
         }
       }
     });
+    this.knowEnvironment(id);
   }
 
   /** Forgets an instance's variables (its rows go with its record). */
   forget(id: number): void {
     this.byInstance.delete(id);
+    this.redactor?.forget(`instance ${id} environment`);
+    this.redactor?.forget(`instance ${id} config`);
   }
 }
 

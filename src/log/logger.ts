@@ -32,16 +32,19 @@ export interface LoggerOptions {
   onEntry?: (line: string) => void;
   /** Where entries go; standard output when left out. */
   fd?: number;
+  /** Masks known secrets in each serialized entry (a JSON line) before it goes anywhere. */
+  redact?: (line: string) => string;
 }
 
 /** The root logger: JSON lines on standard output, secrets redacted, DEBUG only while `Debug` is on. */
-export function createLogger({ debug, onEntry, fd = 1 }: LoggerOptions): Logger {
+export function createLogger({ debug, onEntry, fd = 1, redact }: LoggerOptions): Logger {
   // Lines are handed over as bytes: buffered as text, each line would copy all that waits before it.
   const out = pino.destination({ dest: fd, sync: false, contentMode: 'buffer' });
   const destination = {
     write(serialized: string) {
       // pino escapes what JSON must (C0), not DEL or C1 (a one-byte CSI among them): journals are read on terminals.
-      const line = escapeControlsInJson(serialized);
+      const escaped = escapeControlsInJson(serialized);
+      const line = redact ? redact(escaped) : escaped;
       out.write(Buffer.from(line) as unknown as string);
       onEntry?.(line);
     },

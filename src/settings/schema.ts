@@ -184,6 +184,16 @@ export const SUPERUSER_KEYS: ReadonlySet<SettingKey> = new Set<SettingKey>([
 /** Keys whose values are secrets and never appear in logs. */
 export const SECRET_KEYS: ReadonlySet<SettingKey> = new Set<SettingKey>(['Webhook.Headers']);
 
+/** Headers that only describe a body: their values ("application/json") are no secret, and masked would garble text. */
+const DESCRIPTIVE_HEADERS = new Set(['content-type', 'accept', 'user-agent']);
+
+/** The secret values the settings hold (the values of `Webhook.Headers`, but for descriptive headers): masked in all output. */
+export function secretSettingValues(settings: { 'Webhook.Headers': Record<string, string> }): string[] {
+  return Object.entries(settings['Webhook.Headers'])
+    .filter(([name]) => !DESCRIPTIVE_HEADERS.has(name.toLowerCase()))
+    .map(([, value]) => value);
+}
+
 export function isSettingKey(key: string): key is SettingKey {
   return Object.hasOwn(CHECKS, key);
 }

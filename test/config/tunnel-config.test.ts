@@ -449,9 +449,15 @@ test('auth.method oidc needs what frpc requires with it: a client ID, an http(s)
     fails(t, () => config.setCommon(patch), 400, message);
     t.is(config.toString(), before, `unchanged after ${JSON.stringify(patch)}`);
   }
-  // With the token method frpc leaves the oidc settings alone; a placeholder is known only at the start.
+  // With the token method frpc leaves the oidc settings alone. The endpoint is no secret: no placeholder there.
   config.setCommon({ 'auth.oidc.clientID': 'frpc' });
-  config.setCommon({ 'auth.method': 'oidc', 'auth.oidc.tokenEndpointURL': '{{ .Envs.OIDC_URL }}' });
+  fails(
+    t,
+    () => config.setCommon({ 'auth.method': 'oidc', 'auth.oidc.tokenEndpointURL': '{{ .Envs.OIDC_URL }}' }),
+    400,
+    /^auth\.oidc\.tokenEndpointURL cannot hold a \{\{ \.Envs\.NAME \}\} placeholder/,
+  );
+  config.setCommon({ 'auth.method': 'oidc', 'auth.oidc.tokenEndpointURL': 'https://auth.example.com/token' });
   t.is(config.authMethod, 'oidc');
   fails(t, () => config.setCommon({ 'auth.oidc.clientID': null }), 400, /^auth\.oidc\.clientID is required/);
   fails(
@@ -872,7 +878,7 @@ test('template actions other than {{ .Envs.NAME }} are refused in every value we
   );
   config.addProxy(tcp('ok', 6000));
   fails(t, () => config.modifyProxy('ok', {}, '{{x}}'), 400, /^newName must not contain/);
-  fails(t, () => config.modifyProxy('ok', {}, '{{ .Envs.NAME }}'), 400, /^newName must be 1-64 characters/);
+  fails(t, () => config.modifyProxy('ok', {}, '{{ .Envs.NAME }}'), 400, /^newName cannot hold/);
   fails(
     t,
     () => TunnelConfig.create({ serverAddr: '{{ .A }}', serverPort: 7000, authMethod: 'token' }),
@@ -884,37 +890,70 @@ test('template actions other than {{ .Envs.NAME }} are refused in every value we
   t.false(config.toString().includes('{{'));
 });
 
-test('{{ .Envs.NAME }} placeholders are written as they are, and envPlaceholders lists the names', (t) => {
+test('{{ .Envs.NAME }} placeholders in secret fields are written as they are, and envPlaceholders lists the names', (t) => {
   const config = TunnelConfig.create(
-    { serverAddr: '{{ .Envs.FRP_SERVER }}', serverPort: 7000, authMethod: 'token' },
-    { 'auth.token': '{{ .Envs.FRP_TOKEN }}', user: 'u-{{.Envs.FRP_USER}}-{{  .Envs.FRP_TOKEN  }}' },
+    { serverAddr: 'frp.example.com', serverPort: 7000, authMethod: 'token' },
+    { 'auth.token': 'tk-{{.Envs.FRP_TOKEN}}-{{  .Envs.FRP_SUFFIX  }}', 'transport.proxyURL': '{{ .Envs.PROXY }}' },
   );
-  config.addProxy({
-    name: 'pg',
-    type: 'stcp',
-    localIP: '{{ .Envs.PG_HOST }}',
-    localPort: 5432,
-    secretKey: '{{ .Envs.PG_SK }}',
-  });
+  config.addProxy({ name: 'pg', type: 'stcp', localPort: 5432, secretKey: '{{ .Envs.PG_SK }}' });
   config.addProxy({
     name: 'web',
     type: 'http',
     localPort: 80,
-    customDomains: ['{{ .Envs.DOMAIN_1 }}'],
+    customDomains: ['web.example.com'],
     httpPassword: '{{ .Envs._PW }}',
+    plugin: { type: 'http_proxy', httpPassword: '{{ .Envs.PLUGIN_PW }}' },
   });
   const doc = reparse(config);
-  t.is(doc.serverAddr, '{{ .Envs.FRP_SERVER }}');
-  t.is(doc.auth.token, '{{ .Envs.FRP_TOKEN }}');
-  t.is(doc.user, 'u-{{.Envs.FRP_USER}}-{{  .Envs.FRP_TOKEN  }}');
-  t.like(doc.proxies[0], { localIP: '{{ .Envs.PG_HOST }}', secretKey: '{{ .Envs.PG_SK }}' });
+  t.is(doc.auth.token, 'tk-{{.Envs.FRP_TOKEN}}-{{  .Envs.FRP_SUFFIX  }}');
+  t.like(doc.proxies[0], { secretKey: '{{ .Envs.PG_SK }}' });
+  t.like(doc.proxies[1], { httpPassword: '{{ .Envs._PW }}', plugin: { httpPassword: '{{ .Envs.PLUGIN_PW }}' } });
   // In the order of the file: plain top-level keys come before the [auth] table.
-  t.deepEqual(config.envPlaceholders(), ['FRP_SERVER', 'FRP_USER', 'FRP_TOKEN', 'PG_HOST', 'PG_SK', 'DOMAIN_1', '_PW']);
+  t.deepEqual(config.envPlaceholders(), ['FRP_TOKEN', 'FRP_SUFFIX', 'PROXY', 'PG_SK', '_PW', 'PLUGIN_PW']);
+  t.is(config.placeholderProblem(), undefined);
   t.deepEqual(
     envPlaceholders('a = "{{ .Envs.B }}"\nb = "{{ .Envs.B }}{{.Envs.C9}}"\nc = "{{ .Envs.lower }} {{ .Envs.9X }}"\n'),
     ['B', 'C9'],
   );
   t.deepEqual(envPlaceholders('serverAddr = "x"\n'), []);
+});
+
+test('secretValues: each secret as frpc reads it (placeholders filled); placeholderProblem names what reads the environment outside one', (t) => {
+  const config = TunnelConfig.parse(
+    [
+      'serverAddr = "{{ .Envs.HOST }}"',
+      'serverPort = 7000',
+      'metadatas = { owner = "{{ .Envs.OWNER }}" }',
+      '[auth]',
+      'token = "t-{{ .Envs.TOKEN }}-{{ .Envs.MISSING }}"',
+      '[webServer]',
+      'password = "admin-pw-1"',
+      '[[proxies]]',
+      'name = "s"',
+      'type = "stcp"',
+      'localPort = 22',
+      'localIP = "{{ .Envs.IP }}"',
+      'secretKey = "sk-literal"',
+      '[[visitors]]',
+      'name = "v"',
+      'type = "stcp"',
+      'serverName = "s"',
+      'bindPort = 9000',
+      'secretKey = "{{ .Envs.VK }}"',
+      '',
+    ].join('\n'),
+  );
+  t.deepEqual(config.secretValues({ TOKEN: 'abc', VK: 'visitor-key', HOST: 'h' }).sort(), [
+    'admin-pw-1',
+    'sk-literal',
+    't-abc-<no value>',
+    'visitor-key',
+  ]);
+  t.regex(
+    config.placeholderProblem() ?? '',
+    /^serverAddr, metadatas, "proxies\[0\]\.localIP" cannot hold a \{\{ \.Envs\.NAME \}\} placeholder: only secret fields/,
+  );
+  t.is(fresh().placeholderProblem(), undefined);
 });
 
 test("onlyPlaceholders reads a value as Go's lexer would", (t) => {

@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import test from 'ava';
 import { disposeWithTunnels, startWithRoot, type Daemon } from '../helpers/daemon.js';
 import { createInstance, instanceSettings, tunnelPids } from '../helpers/instances.js';
@@ -67,6 +67,14 @@ test('environment changes are checked whole: bad names, reserved names, non-stri
     [{ lower_case: 'x' }, /A-Z, 0-9 and "_"/],
     [{ '9LIVES': 'x' }, /not starting with a digit/],
     [{ PATH: '/tmp' }, /PATH is set by tunnelward/],
+    // The dynamic loader's variables would run code of the caller's choosing in a tunnel that may run as root.
+    [{ LD_PRELOAD: '/tmp/evil.so' }, /LD_PRELOAD is read by the dynamic loader/],
+    [{ LD_LIBRARY_PATH: '/tmp' }, /LD_LIBRARY_PATH is read by the dynamic loader/],
+    [{ LD_AUDIT: '/tmp/a.so' }, /LD_AUDIT is read by the dynamic loader/],
+    [{ GOOD: 'x', GCONV_PATH: '/tmp' }, /GCONV_PATH is read by the dynamic loader/],
+    [{ HOSTALIASES: '/tmp/h' }, /HOSTALIASES is read by the dynamic loader/],
+    [{ MALLOC_TRACE: '/tmp/t' }, /MALLOC_TRACE is read by the dynamic loader/],
+    [{ GLIBC_TUNABLES: 'glibc.malloc.check=3' }, /GLIBC_TUNABLES is read by the dynamic loader/],
     [{ GOOD: 'x', N: 5 }, /N must be a string, or null/],
     [{ GOOD: '********' }, /the mask/],
     [{}, /at least one/],
@@ -79,4 +87,110 @@ test('environment changes are checked whole: bad names, reserved names, non-stri
   }
   const info = await daemon.get(`/tunnelAct/instanceMgr/getInfo?instanceID=${id}`, { token: root });
   t.deepEqual(info.body.data.environment, {}, 'nothing was set by the refused requests');
+});
+
+test('{{ .Envs.NAME }} is allowed only in secret fields: anywhere else create, configFile, proxies and import refuse it by name', async (t) => {
+  const { id, configPath } = await createInstance(daemon, root, 'env_where');
+  t.true((await setEnv(id, { SECRET: 'a-hidden-value-1234' })).body.success);
+  const before = await readFile(configPath, 'utf8');
+  const refusals: Array<[string, Promise<{ status: number; body: any }>, RegExp]> = [
+    [
+      'create serverAddr',
+      daemon.post(
+        '/tunnelAct/instanceMgr/create',
+        {
+          instanceInfo: {
+            name: 'env_where2',
+            serverAddr: '{{ .Envs.SECRET }}',
+            serverPort: '7000',
+            auth_method: 'token',
+          },
+        },
+        { token: root },
+      ),
+      /^serverAddr cannot hold a \{\{ \.Envs\.NAME \}\} placeholder: only secret fields/,
+    ],
+    [
+      'create additionalProperties user',
+      daemon.post(
+        '/tunnelAct/instanceMgr/create',
+        {
+          instanceInfo: { name: 'env_where3', serverAddr: '127.0.0.1', serverPort: '7000', auth_method: 'token' },
+          additionalProperties: { user: 'u-{{ .Envs.SECRET }}' },
+        },
+        { token: root },
+      ),
+      /^user cannot hold a \{\{ \.Envs\.NAME \}\} placeholder/,
+    ],
+    [
+      'configFile serverAddr',
+      daemon.post(
+        '/tunnelAct/instanceMgr/modify',
+        { instanceID: id, type: 'configFile', modifiedData: { serverAddr: '{{ .Envs.SECRET }}' } },
+        { token: root },
+      ),
+      /^serverAddr cannot hold a \{\{ \.Envs\.NAME \}\} placeholder/,
+    ],
+    [
+      'configFile metadatas entry',
+      daemon.post(
+        '/tunnelAct/instanceMgr/modify',
+        { instanceID: id, type: 'configFile', modifiedData: { metadatas: { k: '{{ .Envs.SECRET }}' } } },
+        { token: root },
+      ),
+      /^metadatas\.k cannot hold/,
+    ],
+    [
+      'proxy localIP',
+      daemon.post(
+        '/tunnelAct/proxyMgr/create',
+        {
+          instanceID: id,
+          proxyInfo: { name: 'p', type: 'tcp', localIP: '{{ .Envs.SECRET }}', localPort: '22', remotePort: '6022' },
+        },
+        { token: root },
+      ),
+      /^localIP cannot hold/,
+    ],
+    [
+      'import serverAddr',
+      daemon.post(
+        '/tunnelAct/instanceMgr/import',
+        { name: 'env_where4', content: 'serverAddr = "{{ .Envs.SECRET }}"\n' },
+        { token: root },
+      ),
+      /serverAddr cannot hold/,
+    ],
+  ];
+  for (const [what, request, message] of refusals) {
+    const res = await request;
+    t.is(res.status, 400, what);
+    t.regex(res.body.message, message, what);
+  }
+  t.is(await readFile(configPath, 'utf8'), before, 'the file is unchanged');
+
+  // Secret fields read it: auth.token, a stcp secretKey, an http password.
+  const allowed = await daemon.post(
+    '/tunnelAct/instanceMgr/modify',
+    { instanceID: id, type: 'configFile', modifiedData: { 'auth.token': '{{ .Envs.SECRET }}' } },
+    { token: root },
+  );
+  t.true(allowed.body.success, allowed.body.message);
+  for (const proxyInfo of [
+    { name: 's', type: 'stcp', localPort: '22', secretKey: '{{ .Envs.SECRET }}' },
+    { name: 'w', type: 'http', localPort: '80', customDomains: ['w.example.com'], httpPassword: '{{ .Envs.SECRET }}' },
+  ]) {
+    const res = await daemon.post('/tunnelAct/proxyMgr/create', { instanceID: id, proxyInfo }, { token: root });
+    t.true(res.body.success, res.body.message);
+  }
+
+  // A file edited by hand behind tunnelward's back is refused at the start, before frpc could read the value.
+  await writeFile(
+    configPath,
+    (await readFile(configPath, 'utf8')).replace(/^serverAddr = .*$/m, 'serverAddr = "{{ .Envs.SECRET }}"'),
+  );
+  const start = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root });
+  t.is(start.status, 400);
+  t.regex(start.body.message, /serverAddr cannot hold a \{\{ \.Envs\.NAME \}\} placeholder/);
+  t.deepEqual(await tunnelPids(configPath), [], 'nothing was started');
 });

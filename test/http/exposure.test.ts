@@ -1,6 +1,9 @@
 import test from 'ava';
-import { ADMIN, Daemon, dispose, startDaemon, startWithRoot } from '../helpers/daemon.js';
-import { createInstance, instanceSettings } from '../helpers/instances.js';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parse } from 'smol-toml';
+import { ADMIN, Daemon, dispose, disposeWithTunnels, startDaemon, startWithRoot } from '../helpers/daemon.js';
+import { createInstance, instanceSettings, tcpProxy, waitFor } from '../helpers/instances.js';
 import { Nginx, readmeNginxRecipe } from '../helpers/nginx.js';
 import { openStream, wsUrl } from '../helpers/streams.js';
 
@@ -170,4 +173,42 @@ test('with TrustedProxies set, the start-up warning names the doors left open, o
   t.teardown(() => dispose(daemon));
   await daemon.waitForOutput(/open door: anyone who reaches the port can register/);
   t.false(daemon.output.some((line) => /open door: (plain HTTP|the daemon's log|visitors see)/.test(line)));
+});
+
+test('a visitor never reads the tunnel server: not in getInfo, not in an export, not in the proxy list (details shown)', async (t) => {
+  const daemon = await startDaemon({ settingsToml: instanceSettings({ 'Status.PollSecs': 600 }) });
+  t.teardown(() => disposeWithTunnels(daemon, root));
+  const root = await daemon.login();
+  const visitor = await daemon.userWithToken(root, 'srv_visitor', 'visitor');
+  const control = join(daemon.dataDir, 'control.json');
+  await writeFile(control, JSON.stringify({ server: 'up' }));
+  const inst = await createInstance(daemon, root, 'srv_inst', { metadatas: { 'fixture.control': control } });
+  await daemon.post(
+    '/tunnelAct/proxyMgr/create',
+    { instanceID: inst.id, proxyInfo: tcpProxy('ssh', 6410) },
+    { token: root },
+  );
+  t.true((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: inst.id }, { token: root })).body.success);
+  const list = (token: string) =>
+    daemon.get(`/tunnelAct/proxyMgr/list?instanceID=${inst.id}`, { token }).then((res) => res.body.data.proxies[0]);
+  const admin = await waitFor(
+    () => list(root),
+    (p) => p.status === 'running',
+  );
+  t.is(admin.remoteAddr, '127.0.0.1:6410', 'an admin sees where the proxy is reached');
+
+  const seen = await list(visitor.token);
+  t.is(seen.status, 'running');
+  t.is(seen.localIP, '127.0.0.1', 'details are shown on loopback');
+  t.false('remoteAddr' in seen, 'but not the server the proxy is reached on');
+  const info = await daemon.get(`/tunnelAct/instanceMgr/getInfo?instanceID=${inst.id}`, { token: visitor.token });
+  t.false('serverAddr' in info.body.data || 'serverPort' in info.body.data);
+
+  const exported = await daemon.get(`/tunnelAct/instanceMgr/export?instanceID=${inst.id}`, { token: visitor.token });
+  t.true(exported.body.success, exported.body.message);
+  const doc = parse(exported.body.data.content) as Record<string, unknown>;
+  t.false('serverAddr' in doc || 'serverPort' in doc, exported.body.data.content);
+  t.like(doc, { proxies: [{ name: 'ssh' }] });
+  const full = await daemon.get(`/tunnelAct/instanceMgr/export?instanceID=${inst.id}`, { token: root });
+  t.like(parse(full.body.data.content), { serverAddr: '127.0.0.1' });
 });

@@ -59,10 +59,9 @@ test('create, list, modify, rename, enable/disable and delete proxies', async (t
     localPort: '22',
     remotePort: '6000',
     enabled: true,
-    // What frpc says of it: nothing while the tunnel does not run.
+    // What frpc says of it: nothing while the tunnel does not run (remoteAddr, naming the server, is for admins).
     status: null,
     err: '',
-    remoteAddr: '',
     statusSince: null,
   });
   t.like(listed.data.proxies[1], {
@@ -532,14 +531,14 @@ test('log.to is refused unless console, saying why; a file that has one is put b
   await verified(t, configPath, 'log.to rewritten');
 });
 
-test('{{ .Envs.NAME }} placeholders are accepted and written as they are; other template syntax is refused', async (t) => {
+test('{{ .Envs.NAME }} placeholders are accepted in secret fields and written as they are; other template syntax is refused', async (t) => {
   const { id, configPath } = await createInstance(daemon, root, 'px_env', { 'auth.token': '{{ .Envs.FRP_TOKEN }}' });
   const modify = await daemon.post(
     '/tunnelAct/instanceMgr/modify',
     {
       instanceID: id,
       type: 'configFile',
-      modifiedData: { 'auth.oidc.clientSecret': '{{.Envs.OIDC_SECRET}}', user: 'u-{{ .Envs.FRP_USER }}' },
+      modifiedData: { 'auth.oidc.clientSecret': '{{.Envs.OIDC_SECRET}}' },
     },
     { token: root },
   );
@@ -562,7 +561,6 @@ test('{{ .Envs.NAME }} placeholders are accepted and written as they are; other 
   const file = await fileOf(configPath);
   t.is(file.auth.token, '{{ .Envs.FRP_TOKEN }}');
   t.is(file.auth.oidc.clientSecret, '{{.Envs.OIDC_SECRET}}');
-  t.is(file.user, 'u-{{ .Envs.FRP_USER }}');
   t.is(file.proxies[0].secretKey, '{{ .Envs.PG_SECRET_KEY }}');
   await verified(t, configPath, 'placeholders');
 

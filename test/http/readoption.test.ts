@@ -1,6 +1,6 @@
-import { rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
 import test from 'ava';
+import { readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { startDaemon, dispose, type Daemon } from '../helpers/daemon.js';
 import {
   createInstance,
@@ -166,4 +166,40 @@ test("one tunnel's output pipe removed while the daemon was away: the next daemo
   );
   t.like(await statusOf(second, token2, lost.id), { state: 'running' });
   t.true((await stat(join(first.dataDir, 'logs', `tunnel_${lost.id}.pipe`))).isFIFO());
+});
+
+test('a tunnel taken over at start-up has the secrets of its config file masked from the first line read', async (t) => {
+  const first = await startDaemon({ settingsToml: instanceSettings(), env: BOOT });
+  t.teardown(() => dispose(first));
+  // Whatever happens, no tunnel outlives the test.
+  t.teardown(() => killTunnelsUnder(first.dataDir));
+  const token = await first.login();
+  // A token that frpc will print: the address it dials, which is no secret but here holds the same value.
+  const secret = '127.45.67.91';
+  const control = join(first.dataDir, 'control.json');
+  await writeFile(control, JSON.stringify({ server: 'up' }));
+  const { id } = await createInstance(first, token, 'ra_secret', {
+    'auth.token': secret,
+    metadatas: { 'fixture.control': control, 'fixture.secondMs': '50' },
+  });
+  const set = await first.post(
+    '/tunnelAct/instanceMgr/modify',
+    { instanceID: id, type: 'configFile', modifiedData: { serverAddr: secret } },
+    { token },
+  );
+  t.true(set.body.success, set.body.message);
+  await startAll(first, token, [id]);
+  await first.stop('SIGKILL');
+
+  const second = await startDaemon({ dataDir: first.dataDir, env: BOOT });
+  t.teardown(() => second.stop('SIGKILL'));
+  await second.waitForOutput(/"adopted":1/);
+  // The server lost: frpc says where it dials, again and again.
+  await writeFile(control, JSON.stringify({ server: 'down' }));
+  const logFile = join(first.dataDir, 'logs', `tunnel_${id}.log`);
+  const said = await waitFor(
+    () => readFile(logFile, 'utf8'),
+    (text) => /connect to server error: dial tcp \*\*\*:\d+/.test(text),
+  );
+  t.false(said.includes(secret), said);
 });

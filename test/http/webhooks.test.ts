@@ -205,3 +205,37 @@ test("a failed start: its exit code reaches the webhook and the reply, whose las
     signal: null,
   });
 });
+
+test('webhook header values are secrets: masked wherever they would show, in replies and in the log; Content-Type is none', async (t) => {
+  const daemon = await startDaemon({ settingsToml: instanceSettings() });
+  t.teardown(() => dispose(daemon));
+  const token = await daemon.login();
+  const key = 'hook-key-4242';
+  const set = await daemon.post(
+    '/settings/set',
+    { 'Webhook.Headers': { 'X-Api-Key': key, 'Content-Type': 'application/json' } },
+    { token },
+  );
+  t.true(set.body.success, set.body.message);
+  // A name that happens to be the key: shown masked, as CI systems mask a secret in any output.
+  const created = await createInstance(daemon, token, key);
+  const listed = await daemon.get('/tunnelAct/instanceMgr/list', { token });
+  t.deepEqual(
+    listed.body.data.filter((i: { instanceID: number }) => i.instanceID === Number(created.id)).map((i: any) => i.name),
+    ['***'],
+  );
+  t.false(JSON.stringify(listed.body).includes(key));
+  await waitFor(
+    async () => daemon.output.some((line) => line.includes('instance created')),
+    (logged) => logged,
+  );
+  t.false(
+    daemon.output.some((line) => line.includes(key)),
+    'nor in the log',
+  );
+  const notJson = await daemon.post('/tunnelAct/instanceMgr/start', 'x', {
+    token,
+    headers: { 'Content-Type': 'text/plain' },
+  });
+  t.regex(notJson.body.message, /application\/json/, 'a descriptive header value is no secret');
+});

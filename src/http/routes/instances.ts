@@ -10,7 +10,7 @@ import type { Command } from '../../../machines/instance.machine.js';
 import { hasRole } from '../../accounts/rules.js';
 import { AppError, badRequest, conflict, forbidden } from '../../errors.js';
 import { seesOnlyGuestView } from '../exposure.js';
-import { reply } from '../envelope.js';
+import { reply, replyWithSecrets } from '../envelope.js';
 import {
   body,
   idList,
@@ -126,21 +126,21 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
   });
 
   // The config file as it may leave tunnelward: current TOML, without tunnelward's own admin endpoint, secrets
-  // masked for everyone but a superuser.
+  // masked for everyone but a superuser, and without the server for a visitor (as getInfo shows it).
   router.get('/export', 'visitor', async (ctx) => {
     const record = supervisor.catalogue.record(instanceIdParam(ctx));
-    if (seesOnlyGuestView(ctx.state.exposure, ctx.state.auth.user.type)) {
+    const type = ctx.state.auth.user.type;
+    if (seesOnlyGuestView(ctx.state.exposure, type)) {
       throw forbidden('a visitor cannot export config files on this server (Visitor.ShowDetails)');
     }
-    const masked = ctx.state.auth.user.type !== 'superuser';
-    const content = (await supervisor.catalogue.readConfig(record.id)).exportText(masked);
-    reply(ctx, `config file of instance ${record.name}${masked ? ', secrets masked' : ''}`, {
-      instanceID: record.id,
-      name: record.name,
-      format: 'toml',
-      content,
-      masked,
-    });
+    const masked = type !== 'superuser';
+    const withServer = hasRole(type, 'admin');
+    const content = (await supervisor.catalogue.readConfig(record.id)).exportText(masked, withServer);
+    const what = `config file of instance ${record.name}${masked ? ', secrets masked' : ''}${withServer ? '' : ', without its server'}`;
+    const data = { instanceID: record.id, name: record.name, format: 'toml', content, masked };
+    // Unmasked, the secrets are what a superuser asked for.
+    if (masked) reply(ctx, what, data);
+    else replyWithSecrets(ctx, what, data);
   });
 
   router.post('/delete', 'admin', async (ctx) => {

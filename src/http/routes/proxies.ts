@@ -1,5 +1,6 @@
 import type { ProxyInput } from '../../config/tunnel-config.js';
 import type { Applied } from '../../../actors/instance-catalogue.js';
+import { hasRole } from '../../accounts/rules.js';
 import { badRequest } from '../../errors.js';
 import { reply } from '../envelope.js';
 import { body, optionalString, requiredId, requiredString, type Fields } from '../params.js';
@@ -88,6 +89,7 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
   router.get('/list', 'visitor', async (ctx) => {
     const id = instanceIdParam(ctx);
     const live = supervisor.status.of(id);
+    const privileged = hasRole(ctx.state.auth.user.type, 'admin');
     // Each proxy with what frpc says of it while the tunnel runs (null otherwise, or before it is known).
     const proxies = (await supervisor.catalogue.readConfig(id)).proxies().map((proxy) => {
       const seen = live?.proxies.get(proxy.name);
@@ -95,7 +97,8 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
         ...proxy,
         status: seen?.status ?? null,
         err: seen?.err ?? '',
-        remoteAddr: seen?.remoteAddr ?? '',
+        // Where the server offers it names the server, which only an admin is shown (as getInfo shows it).
+        ...(privileged ? { remoteAddr: seen?.remoteAddr ?? '' } : {}),
         statusSince: seen ? new Date(seen.since).toISOString() : null,
       };
     });
