@@ -649,7 +649,10 @@ export class InstanceCatalogue {
       throw badRequest(`frpc refused the change: ${reloaded.message}; the file is as it was and the tunnel runs on`);
     }
     // frpc did not refuse it, it could not be asked: the change stands and a restart applies it.
-    this.log.warn({ instanceID: record.id, reason: reloaded.message }, 'cannot reload the tunnel; restarting it instead');
+    this.log.warn(
+      { instanceID: record.id, reason: reloaded.message },
+      'cannot reload the tunnel; restarting it instead',
+    );
     return 'restart';
   }
 
@@ -733,7 +736,9 @@ function checkInstanceName(name: string): void {
     throw badRequest('name must be 1-64 characters, each a letter, a digit, "_", "." or "-"');
   }
   if (/^\d+$/.test(name)) {
-    throw badRequest(`name ${name} is only digits: it would read as an instance id; add a letter (e.g. tunnel-${name})`);
+    throw badRequest(
+      `name ${name} is only digits: it would read as an instance id; add a letter (e.g. tunnel-${name})`,
+    );
   }
 }
 

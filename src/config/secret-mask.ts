@@ -62,7 +62,8 @@ function unmaskTable(table: Table, current: Table | undefined, prefix: string, u
     if (value === SECRET_MASK) {
       if (was === undefined || isTable(was)) unresolved.push(prefix + key);
       out[key] = was === undefined || isTable(was) ? value : was;
-    } else if (isTable(value)) out[key] = unmaskTable(value, isTable(was) ? was : undefined, `${prefix}${key}.`, unresolved);
+    } else if (isTable(value))
+      out[key] = unmaskTable(value, isTable(was) ? was : undefined, `${prefix}${key}.`, unresolved);
     else out[key] = value;
   }
   return out;

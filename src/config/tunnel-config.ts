@@ -67,7 +67,8 @@ export class TunnelConfig {
       errors.push('includes: proxies of other files cannot come along; put them into this file');
       delete settings.includes;
     }
-    if (consoleOutputOf(settings)) notes.push("its log file was replaced by the console: tunnelward keeps the tunnel's log");
+    if (consoleOutputOf(settings))
+      notes.push("its log file was replaced by the console: tunnelward keeps the tunnel's log");
     const config = TunnelConfig.checked(settings, proxies as Table[], visitors as Table[], errors);
     if (errors.length > 0) throw badRequest(joinErrors(errors));
     config.fillDefaults();
@@ -95,7 +96,9 @@ export class TunnelConfig {
       );
     }
     if (consoleOutputOf(settings)) notes.push("log.to was put back to the console: tunnelward keeps the tunnel's log");
-    const errors = unresolved.map((path) => `${path} is the mask an export shows in place of a secret; put the secret itself`);
+    const errors = unresolved.map(
+      (path) => `${path} is the mask an export shows in place of a secret; put the secret itself`,
+    );
     const config = TunnelConfig.checked(settings, proxies as Table[], visitors as Table[], errors);
     if (errors.length > 0) throw badRequest(joinErrors([...new Set(errors)]));
     config.fillDefaults();

@@ -167,15 +167,19 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
       'on next start': 'it applies at the next start',
     }[done.applied];
     const notes = done.notes.length > 0 ? `; ${done.notes.join('; ')}` : '';
-    reply(ctx, `config file of instance ${done.record.name} ${done.applied === 'unchanged' ? 'unchanged' : 'replaced'}; ${how}${notes}`, {
-      instanceID: done.record.id,
-      configPath: done.record.configPath,
-      changed: done.applied !== 'unchanged',
-      applied: done.applied,
-      diff: done.diff,
-      version: done.version,
-      notes: done.notes,
-    });
+    reply(
+      ctx,
+      `config file of instance ${done.record.name} ${done.applied === 'unchanged' ? 'unchanged' : 'replaced'}; ${how}${notes}`,
+      {
+        instanceID: done.record.id,
+        configPath: done.record.configPath,
+        changed: done.applied !== 'unchanged',
+        applied: done.applied,
+        diff: done.diff,
+        version: done.version,
+        notes: done.notes,
+      },
+    );
   });
 
   // The log stays (for whoever wants to know what the tunnel did) unless purge is true.
