@@ -1,0 +1,44 @@
+import { spawn } from 'node:child_process';
+import { rm } from 'node:fs/promises';
+import type { ExecutionContext } from 'ava';
+import { ADMIN, CLI, tempDir, type Daemon } from './daemon.js';
+
+export interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** The real binary, with its own config dir and nothing of the test runner's TUNNELWARD_* variables. */
+export function cli(args: string[], env: Record<string, string> = {}, input?: string): Promise<Run> {
+  const base = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TUNNELWARD_')));
+  const proc = spawn(process.execPath, [CLI, ...args], {
+    env: { ...base, NO_COLOR: '1', ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  proc.stdout.on('data', (chunk: Buffer) => out.push(chunk));
+  proc.stderr.on('data', (chunk: Buffer) => err.push(chunk));
+  proc.stdin.end(input);
+  return new Promise((resolve) =>
+    proc.on('close', (code) =>
+      resolve({ code, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }),
+    ),
+  );
+}
+
+/** A user of the CLI: a config dir of their own (removed with the test), logged in to the daemon. */
+export async function loggedIn(
+  t: ExecutionContext,
+  daemon: Daemon,
+  username = ADMIN.username,
+  passwd = ADMIN.passwd,
+): Promise<Record<string, string>> {
+  const home = await tempDir('tunnelward-cli-');
+  t.teardown(() => rm(home, { recursive: true, force: true }));
+  const env = { XDG_CONFIG_HOME: home, TUNNELWARD_URL: daemon.url };
+  const run = await cli(['login', '--user', username], { ...env, TUNNELWARD_PASSWORD: passwd });
+  if (run.code !== 0) throw new Error(`login failed: ${run.stderr}`);
+  return env;
+}
