@@ -26,6 +26,7 @@ import { serviceNameOf, type BootService, type BootTarget } from './boot-service
 import type { InstanceLifecycle } from './instance-lifecycle.js';
 import type { InstanceLogs } from './instance-logs.js';
 import { reloadTunnel } from './frpc-admin.js';
+import { unifiedDiff } from '../src/util/unified-diff.js';
 
 export interface CreateInstance {
   name: string;
@@ -58,6 +59,17 @@ export interface SystemConfigChange {
  * not yet (it is not running).
  */
 export type Applied = 'reload' | 'restart' | 'on next start';
+
+/** What a replacement of the whole config file did; `unchanged` and `not applied` (a dry run) wrote nothing. */
+export interface ConfigReplaced {
+  record: InstanceRecord;
+  applied: Applied | 'unchanged' | 'not applied';
+  /** The unified diff of the file, '' when nothing changed. */
+  diff: string;
+  /** The version of the file as it is now (as it would be, for a dry run). */
+  version: string;
+  notes: string[];
+}
 
 /** The Basic user tunnelward uses on each tunnel's admin API. */
 const ADMIN_USER = 'tunnelward';
@@ -166,7 +178,8 @@ export class InstanceCatalogue {
     if (pending.length === 0) return;
     await this.lifecycle.stopStrays(pending);
     for (const record of pending) {
-      await this.dismantle(record);
+      // A create cut off leaves nothing behind; a delete cut off keeps the log (whether a purge was asked is lost).
+      await this.dismantle(record, record.pending === 'create');
       const done = record.pending === 'create' ? 'undone' : 'finished';
       this.log.warn(
         { instanceID: record.id, name: record.name },
@@ -319,7 +332,7 @@ export class InstanceCatalogue {
       await writeTunnelConfig(record.configPath, config, record.runUser);
       await this.logs.channel(record.id).ensurePipe();
     } catch (err) {
-      await this.dismantle(record);
+      await this.dismantle(record, true);
       throw err instanceof AppError
         ? err
         : new AppError(500, `cannot write ${record.configPath}: ${(err as Error).message}`);
@@ -349,7 +362,7 @@ export class InstanceCatalogue {
    * Stops the tunnel if it runs, then removes its boot service, config file, logs and record. Once the tunnel is
    * stopped the delete is marked as begun on disk, so a crash in the middle is finished at the next start.
    */
-  remove(id: number): Promise<InstanceRecord> {
+  remove(id: number, options: { purgeLog?: boolean } = {}): Promise<InstanceRecord> {
     return this.lifecycle.exclusive(id, async (record) => {
       const failure = await this.lifecycle.retire(id);
       if (failure) throw new AppError(500, `cannot stop instance ${id}: ${failure}`);
@@ -358,7 +371,7 @@ export class InstanceCatalogue {
       await this.db.persist();
       crashPoint('delete:marked', record);
       this.version++;
-      await this.dismantle(record);
+      await this.dismantle(record, options.purgeLog ?? false);
       this.log.info({ instanceID: id, name: record.name }, 'instance deleted');
       this.deleted$.next(id);
       this.changes$.next({ event: 'instance.deleted', instanceID: id, name: record.name });
@@ -366,14 +379,17 @@ export class InstanceCatalogue {
     });
   }
 
-  /** Removes everything of an instance (its process is already gone): boot service, config file, logs, record. */
-  private async dismantle(record: InstanceRecord): Promise<void> {
+  /**
+   * Removes everything of an instance (its process is already gone): boot service, config file, record, and its log
+   * with `purgeLog` (else the log stays where it was, for whoever wants to know what the tunnel did).
+   */
+  private async dismantle(record: InstanceRecord, purgeLog: boolean): Promise<void> {
     if (record.bootAtStart || this.runsThroughInit()) {
       await this.boot.remove(targetOf(record)).catch((err) => this.reportBootError(record, (err as Error).message));
     }
     crashPoint('delete:unbooted', record);
     await rm(record.configPath, { force: true });
-    await this.logs.remove(record.id);
+    await this.logs.remove(record.id, { keepLog: !purgeLog });
     crashPoint('delete:files', record);
     this.store.delete(record.id);
     this.env.forget(record.id);
@@ -492,7 +508,8 @@ export class InstanceCatalogue {
    */
   modifySystem(id: number, change: SystemConfigChange): Promise<{ record: InstanceRecord; bootServiceError?: string }> {
     return this.modify(id, 'system config', async (record) => {
-      if (change.name !== undefined) {
+      // An older instance may keep a name that is no longer allowed for a new one (only digits), as long as it keeps it.
+      if (change.name !== undefined && change.name !== record.name) {
         checkInstanceName(change.name);
         if (this.store.nameTaken(change.name, id)) throw nameInUse(change.name);
       }
@@ -572,7 +589,6 @@ export class InstanceCatalogue {
     return readTunnelConfig(this.recordOf(id).configPath);
   }
 
-  /** Edits the instance's config file in its queue: read, change, write atomically. */
   /**
    * Edits the instance's config file in its queue: read, change, write atomically. A running tunnel applies the
    * change at once through frpc's reload (its other proxies keep running undisturbed); one that frpc refuses is
@@ -587,20 +603,72 @@ export class InstanceCatalogue {
       const config = TunnelConfig.parse(before, record.configPath);
       const result = edit(config);
       await this.write(record, config);
-      const endpoint = config.adminEndpoint();
-      if (this.lifecycle.stateOf(id) !== 'running' || !endpoint) return { record, result, applied: 'on next start' };
-      const reloaded = await reloadTunnel(endpoint);
-      if (reloaded.ok) return { record, result, applied: 'reload' };
-      if (reloaded.refused) {
-        await writeTunnelConfig(record.configPath, before, record.runUser);
-        this.claims = undefined;
-        this.claimsLoad = undefined;
-        throw badRequest(`frpc refused the change: ${reloaded.message}; the file is as it was and the tunnel runs on`);
-      }
-      // frpc did not refuse it, it could not be asked: the change stands and a restart applies it.
-      this.log.warn({ instanceID: id, reason: reloaded.message }, 'cannot reload the tunnel; restarting it instead');
-      return { record, result, applied: 'restart' };
+      return { record, result, applied: await this.applyByReload(record, config, before) };
     });
+  }
+
+  /**
+   * Replaces the whole config file with an operator's text, checked as every edit is (see `TunnelConfig.replacedBy`),
+   * claims across instances included; the admin endpoint stays tunnelward's. With `baseVersion`, a file changed since
+   * that version is a 409. A running tunnel applies a change of proxies and visitors alone by frpc's reload; a change
+   * of its settings needs a restart (done by the supervisor). `diff` is the unified diff of the file as the caller may
+   * read it (`masked`).
+   */
+  replaceConfig(
+    id: number,
+    content: string,
+    options: { baseVersion?: string; masked: boolean; dryRun?: boolean },
+  ): Promise<ConfigReplaced> {
+    return this.modify(id, 'config file', async (record): Promise<ConfigReplaced> => {
+      const before = await readTunnelConfigText(record.configPath);
+      const current = TunnelConfig.parse(before, record.configPath);
+      const version = current.version();
+      if (options.baseVersion !== undefined && options.baseVersion !== version) {
+        throw conflict(
+          `the config file of instance ${record.name} was changed since version ${options.baseVersion} was read (it is at version ${version} now): read it again and make the change on that`,
+        );
+      }
+      const { config, notes } = current.replacedBy(content);
+      const after = config.version();
+      const diff = unifiedDiff(
+        current.exportText(options.masked),
+        config.exportText(options.masked),
+        `${record.name} (version ${version})`,
+        `${record.name} (version ${after})`,
+      );
+      const outcome = { record, notes, diff, version: after };
+      if (after === version) return { ...outcome, applied: 'unchanged' };
+      if (options.dryRun) return { ...outcome, applied: 'not applied' };
+      await this.write(record, config);
+      this.log.info({ instanceID: id, from: version, to: after }, 'config file replaced');
+      if (!current.sameSettingsAs(config)) {
+        return { ...outcome, applied: this.lifecycle.stateOf(id) === 'running' ? 'restart' : 'on next start' };
+      }
+      return { ...outcome, applied: await this.applyByReload(record, config, before) };
+    });
+  }
+
+  /**
+   * How a file just written reaches the tunnel: not yet when it is not running, by frpc's reload, or by a restart
+   * when frpc cannot be asked. A change frpc refuses is rolled back (the file as `before`) and answered with a 400.
+   */
+  private async applyByReload(record: InstanceRecord, config: TunnelConfig, before: string): Promise<Applied> {
+    const endpoint = config.adminEndpoint();
+    if (this.lifecycle.stateOf(record.id) !== 'running' || !endpoint) return 'on next start';
+    const reloaded = await reloadTunnel(endpoint);
+    if (reloaded.ok) return 'reload';
+    if (reloaded.refused) {
+      await writeTunnelConfig(record.configPath, before, record.runUser);
+      this.claims = undefined;
+      this.claimsLoad = undefined;
+      throw badRequest(`frpc refused the change: ${reloaded.message}; the file is as it was and the tunnel runs on`);
+    }
+    // frpc did not refuse it, it could not be asked: the change stands and a restart applies it.
+    this.log.warn(
+      { instanceID: record.id, reason: reloaded.message },
+      'cannot reload the tunnel; restarting it instead',
+    );
+    return 'restart';
   }
 
   /**
@@ -681,6 +749,11 @@ function describeClaim(claim: string): string {
 function checkInstanceName(name: string): void {
   if (!INSTANCE_NAME.test(name)) {
     throw badRequest('name must be 1-64 characters, each a letter, a digit, "_", "." or "-"');
+  }
+  if (/^\d+$/.test(name)) {
+    throw badRequest(
+      `name ${name} is only digits: it would read as an instance id; add a letter (e.g. tunnel-${name})`,
+    );
   }
 }
 

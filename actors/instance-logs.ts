@@ -328,10 +328,11 @@ export class LogChannel {
   }
 
   /** Removes the pipe and every log file of the instance, once what was queued for the file is written. */
-  async remove(): Promise<void> {
+  async remove(keepLog = false): Promise<void> {
     this.close();
     await this.file.idle();
     await rm(this.pipePath, { force: true });
+    if (keepLog) return;
     for (let i = 0; i <= this.policy().files + 1; i++)
       await rm(i === 0 ? this.logPath : `${this.logPath}.${i}`, { force: true });
   }
@@ -410,10 +411,11 @@ export class InstanceLogs {
     return channel;
   }
 
-  async remove(id: number): Promise<void> {
+  /** Lets the instance's log go: its pipe, and its files unless `keepLog`. */
+  async remove(id: number, { keepLog = false }: { keepLog?: boolean } = {}): Promise<void> {
     const channel = this.channel(id);
     this.channels.delete(id);
-    await channel.remove();
+    await channel.remove(keepLog);
   }
 
   /** The log files that cannot be written now, for the self-check. */

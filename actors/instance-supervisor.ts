@@ -10,7 +10,7 @@ import type { Database } from '../src/storage/database.js';
 import { formatIso } from '../src/util/time.js';
 import { startedAtMs } from '../src/system/proc.js';
 import type { BootService } from './boot-services.js';
-import { InstanceCatalogue, type Applied } from './instance-catalogue.js';
+import { InstanceCatalogue, type Applied, type ConfigReplaced } from './instance-catalogue.js';
 import type { TunnelConfig } from '../src/config/tunnel-config.js';
 import { InstanceLifecycle, type InstanceState, type RunInfo } from './instance-lifecycle.js';
 import type { InstanceLogs } from './instance-logs.js';
@@ -134,6 +134,20 @@ export class InstanceSupervisor {
     edit: (config: TunnelConfig) => T,
   ): Promise<{ record: InstanceRecord; result: T; applied: Applied }> {
     const done = await this.catalogue.editProxies(id, edit);
+    if (done.applied === 'restart') await this.applyByRestart(id);
+    return done;
+  }
+
+  /**
+   * Replaces the whole config file (see the catalogue's `replaceConfig`); a change that needs a restart, or that
+   * frpc could not be asked to reload, is applied by one here, after the write, in the instance's own queue.
+   */
+  async replaceConfig(
+    id: number,
+    content: string,
+    options: { baseVersion?: string; masked: boolean; dryRun?: boolean },
+  ): Promise<ConfigReplaced> {
+    const done = await this.catalogue.replaceConfig(id, content, options);
     if (done.applied === 'restart') await this.applyByRestart(id);
     return done;
   }

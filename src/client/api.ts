@@ -146,6 +146,6 @@ function failure(status: number, message: string, hadToken: boolean, retryAfter:
     return new CliError(EXIT.unauthorised, `${message} (${hint})`);
   }
   if (status === 403) return new CliError(EXIT.unauthorised, message);
-  if (status === 429 && retryAfter) return new CliError(EXIT.failed, `${message} (retry in ${retryAfter} s)`);
-  return new CliError(EXIT.failed, message);
+  if (status === 429 && retryAfter) return new CliError(EXIT.failed, `${message} (retry in ${retryAfter} s)`, status);
+  return new CliError(EXIT.failed, message, status);
 }

@@ -64,3 +64,21 @@ export function countFlag(parsed: Parsed, name: string, fallback: number): numbe
   if (!/^\d{1,6}$/.test(raw)) throw usageError(`--${name} must be a whole number`);
   return Number(raw);
 }
+
+/** `key=value`: the value as JSON when it reads as JSON (true, 7000, {"a":1}), else as text. */
+export function keyValues(pairs: readonly string[], what: string): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const pair of pairs) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw usageError(`${what} must be key=value, not ${pair}`);
+    const raw = pair.slice(eq + 1);
+    let value: unknown = raw;
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      // text
+    }
+    out[pair.slice(0, eq)] = value;
+  }
+  return out;
+}

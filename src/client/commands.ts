@@ -2,78 +2,24 @@ import { readFile } from 'node:fs/promises';
 import { basename, extname } from 'node:path';
 import { writeFileAtomic } from '../fs/atomic.js';
 import { ApiClient, type StreamEnd } from './api.js';
-import { countFlag, flag, has, parseArgs, type FlagSpec, type Parsed } from './args.js';
+import { countFlag, flag, has, keyValues, parseArgs } from './args.js';
+import { outcomeLine, print, type Command, type Context, type Io } from './command.js';
 import { configDir, Credentials } from './credentials.js';
+import { EDIT_COMMANDS } from './edit-commands.js';
 import { CliError, EXIT, usageError, type ExitCode } from './errors.js';
+import {
+  ID_FLAG,
+  listInstances,
+  onlyInstance,
+  resolveAll,
+  resolveInstances,
+  type Listed,
+  type Target,
+} from './instance-refs.js';
 import { ask } from './prompt.js';
 import { LEVEL_COLOURS, STATE_COLOURS, forTerminal, paint, shortDuration, table } from './render.js';
 
-/** Where a command writes, so tests and scripts see exactly what a user would. */
-export interface Io {
-  out: (text: string) => void;
-  err: (text: string) => void;
-  env: NodeJS.ProcessEnv;
-  colour: boolean;
-}
-
-interface Context {
-  args: Parsed;
-  io: Io;
-  json: boolean;
-  credentials: Credentials;
-  url: string;
-  /** A client with the stored token of `url`; fails with exit 4 when there is none. */
-  client: () => Promise<ApiClient>;
-}
-
-interface Command {
-  usage: string;
-  summary: string;
-  flags?: FlagSpec[];
-  run: (ctx: Context) => Promise<ExitCode | void>;
-}
-
-/** An instance as the list shows it. */
-interface Listed {
-  instanceID: number;
-  name: string;
-  state: string;
-  pid: number | null;
-  uptimeSecs?: number;
-  restarts: number;
-  connected: boolean | null;
-  proxyStatus: Record<string, number>;
-}
-
-const print = (ctx: Context, value: unknown) => ctx.io.out(`${JSON.stringify(value, null, 2)}\n`);
-
-async function listInstances(client: ApiClient): Promise<Listed[]> {
-  return (await client.get<Listed[]>('/tunnelAct/instanceMgr/list')).data;
-}
-
-/** Names or ids to ids, from one read of the list. */
-async function resolveInstances(
-  client: ApiClient,
-  refs: string[],
-): Promise<{ ids: number[]; names: Map<number, string> }> {
-  const list = await listInstances(client);
-  const names = new Map(list.map((i) => [i.instanceID, i.name]));
-  const byName = new Map(list.map((i) => [i.name, i.instanceID]));
-  const ids = refs.map((ref) => {
-    const id = /^\d+$/.test(ref) ? Number(ref) : byName.get(ref);
-    if (id === undefined || !names.has(id)) throw new CliError(EXIT.failed, `no instance named or numbered ${ref}`);
-    return id;
-  });
-  return { ids, names };
-}
-
-async function oneInstance(ctx: Context, client: ApiClient): Promise<{ id: number; name: string }> {
-  const [ref, ...extra] = ctx.args.positional;
-  if (ref === undefined) throw usageError('name the instance (its name or id)');
-  if (extra.length > 0) throw usageError(`one instance only, not ${extra.join(' ')}`);
-  const { ids, names } = await resolveInstances(client, [ref]);
-  return { id: ids[0]!, name: names.get(ids[0]!)! };
-}
+export type { Io } from './command.js';
 
 function proxiesCell(i: Listed): string {
   const counts = Object.values(i.proxyStatus ?? {});
@@ -98,6 +44,13 @@ function instanceTable(ctx: Context, list: Listed[]): string {
     (r, c) => (c === 2 ? STATE_COLOURS[list[r]!.state] : undefined),
     ctx.io.colour,
   );
+}
+
+/** Several instances: when none of them is known, that is the command's failure; else the unknown ones are reported with the rest. */
+async function someInstances(client: ApiClient, refs: string[], ids: string[]) {
+  const resolved = await resolveInstances(client, refs, ids);
+  if (resolved.found.length === 0) throw new CliError(EXIT.failed, resolved.unknown.map((u) => u.message).join('; '));
+  return resolved;
 }
 
 const login: Command = {
@@ -166,14 +119,15 @@ const ls: Command = {
 };
 
 const status: Command = {
-  usage: 'status [<name|id>...]',
+  usage: 'status [<name|#id>...] [--id ID]...',
   summary: 'the list, or each named instance in detail',
+  flags: [ID_FLAG],
   async run(ctx) {
-    if (ctx.args.positional.length === 0) return ls.run(ctx);
+    const ids = ctx.args.flags.get('id') ?? [];
+    if (ctx.args.positional.length === 0 && ids.length === 0) return ls.run(ctx);
     const client = await ctx.client();
-    const { ids } = await resolveInstances(client, ctx.args.positional);
     const infos = [];
-    for (const id of ids)
+    for (const { id } of await resolveAll(client, ctx.args.positional, ids))
       infos.push(
         (await client.get<Record<string, unknown>>('/tunnelAct/instanceMgr/getInfo', { instanceID: id })).data,
       );
@@ -192,29 +146,34 @@ const WANTED = { start: 'running', stop: 'stopped', restart: undefined } as cons
 
 function lifecycle(command: 'start' | 'stop' | 'restart'): Command {
   return {
-    usage: `${command} <name|id>... | --all`,
+    usage: `${command} <name|#id>... [--id ID]... | --all`,
     summary: `${command} instances (one request for all of them)`,
-    flags: [{ name: 'all' }],
+    flags: [{ name: 'all' }, ID_FLAG],
     async run(ctx) {
       const all = has(ctx.args, 'all');
-      if (all === ctx.args.positional.length > 0) throw usageError(`${command} needs instance names or ids, or --all`);
+      const ids = ctx.args.flags.get('id') ?? [];
+      if (all === ctx.args.positional.length + ids.length > 0)
+        throw usageError(`${command} needs instance names or ids, or --all`);
       const client = await ctx.client();
-      const target = all ? { all: true } : { instanceIDs: (await resolveInstances(client, ctx.args.positional)).ids };
+      const { found, unknown } = all
+        ? { found: [], unknown: [] }
+        : await someInstances(client, ctx.args.positional, ids);
+      const target = all ? { all: true } : { instanceIDs: found.map((t) => t.id) };
       const { message, data } = await client.post<{
         results: Array<{ instanceID: number; name: string | null; ok: boolean; state: string | null; message: string }>;
       }>(`/tunnelAct/instanceMgr/${command}`, target);
       // Starting what already runs (stopping what is stopped) leaves it as asked: not a failure for a script.
       const settled = (r: (typeof data.results)[number]) => r.ok || (r.state !== null && r.state === WANTED[command]);
-      if (ctx.json) print(ctx, data);
+      if (ctx.json) print(ctx, unknown.length > 0 ? { ...data, unknown } : data);
       else {
         for (const r of data.results) {
           const line = `${r.name ?? r.instanceID} (${r.instanceID}): ${r.message}${r.state && r.state !== r.message ? `, now ${r.state}` : ''}`;
-          const ok = settled(r);
-          ctx.io.out(`${paint(ok ? 'ok' : 'failed', ok ? 'green' : 'red', ctx.io.colour)}  ${line}\n`);
+          outcomeLine(ctx, settled(r), line);
         }
+        for (const u of unknown) outcomeLine(ctx, false, `${u.ref}: ${u.message}`);
         ctx.io.out(`${message}\n`);
       }
-      return data.results.every(settled) ? EXIT.ok : EXIT.failed;
+      return data.results.every(settled) && unknown.length === 0 ? EXIT.ok : EXIT.failed;
     },
   };
 }
@@ -228,9 +187,9 @@ interface LogEntry {
 const SYSTEM_LEVELS = ['DEBUG', 'INFO', 'WARNING', 'ERROR', 'FATAL'];
 
 const logs: Command = {
-  usage: 'logs [-f] [-n N] <name|id> | --system',
+  usage: 'logs [-f] [-n N] <name|#id> | --system',
   summary: "an instance's log (the last N lines, then new ones with -f), or the daemon's own with --system",
-  flags: [{ name: 'follow', short: 'f' }, { name: 'lines', short: 'n', value: true }, { name: 'system' }],
+  flags: [{ name: 'follow', short: 'f' }, { name: 'lines', short: 'n', value: true }, { name: 'system' }, ID_FLAG],
   async run(ctx) {
     const client = await ctx.client();
     const follow = has(ctx.args, 'follow');
@@ -241,7 +200,7 @@ const logs: Command = {
       if (ctx.args.positional.length > 0) throw usageError('--system takes no instance');
     } else {
       path = '/tunnelAct/instanceMgr/logs';
-      query.instanceID = (await oneInstance(ctx, client)).id;
+      query.instanceID = (await onlyInstance(client, ctx.args)).id;
     }
     const stream = client.stream(path, query, (message) => {
       const entry = message as LogEntry;
@@ -309,11 +268,12 @@ const events: Command = {
 };
 
 const proxies: Command = {
-  usage: 'proxies <name|id>',
+  usage: 'proxies <name|#id>',
   summary: "an instance's proxies with what frpc says of each",
+  flags: [ID_FLAG],
   async run(ctx) {
     const client = await ctx.client();
-    const { id } = await oneInstance(ctx, client);
+    const { id } = await onlyInstance(client, ctx.args);
     const { data } = await client.get<{ proxies: Array<Record<string, unknown>> }>('/tunnelAct/proxyMgr/list', {
       instanceID: id,
     });
@@ -340,24 +300,6 @@ const proxies: Command = {
     );
   },
 };
-
-/** `key=value`: the value as JSON when it reads as JSON (true, 7000, {"a":1}), else as text. */
-function keyValues(pairs: readonly string[], what: string): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const pair of pairs) {
-    const eq = pair.indexOf('=');
-    if (eq <= 0) throw usageError(`${what} must be key=value, not ${pair}`);
-    const raw = pair.slice(eq + 1);
-    let value: unknown = raw;
-    try {
-      value = JSON.parse(raw);
-    } catch {
-      // text
-    }
-    out[pair.slice(0, eq)] = value;
-  }
-  return out;
-}
 
 const create: Command = {
   usage: 'create <name> --server HOST:PORT [--auth-method token|oidc] [--set KEY=VALUE]... [--boot] [--run-user USER]',
@@ -393,24 +335,50 @@ const create: Command = {
 };
 
 const rm: Command = {
-  usage: 'rm <name|id>...',
-  summary: 'delete instances: stop them, remove their files, logs and boot services',
+  usage: 'rm <name|#id>... [--id ID]... [--yes] [--purge]',
+  summary:
+    'delete instances: stop them, remove their files and boot services (a running one is asked about unless --yes; the log is kept unless --purge)',
+  flags: [{ name: 'yes', short: 'y' }, { name: 'purge' }, ID_FLAG],
   async run(ctx) {
-    if (ctx.args.positional.length === 0) throw usageError('rm needs instance names or ids');
+    const ids = ctx.args.flags.get('id') ?? [];
+    if (ctx.args.positional.length + ids.length === 0) throw usageError('rm needs instance names or ids');
     const client = await ctx.client();
-    const { ids } = await resolveInstances(client, ctx.args.positional);
-    const done = [];
-    for (const id of ids) {
-      const { message, data } = await client.post<{ instanceID: number; name: string }>(
-        '/tunnelAct/instanceMgr/delete',
-        { instanceID: String(id) },
-      );
-      done.push(data);
-      if (!ctx.json) ctx.io.out(`${message}\n`);
+    const { found, unknown } = await someInstances(client, ctx.args.positional, ids);
+    const results: Array<{ ref: string; instanceID?: number; ok: boolean; message: string }> = [];
+    for (const target of found) {
+      const refusal = await runningRefusal(ctx, target);
+      if (refusal) {
+        results.push({ ref: target.name, instanceID: target.id, ok: false, message: refusal });
+        continue;
+      }
+      try {
+        const { message } = await client.post('/tunnelAct/instanceMgr/delete', {
+          instanceID: String(target.id),
+          ...(has(ctx.args, 'purge') ? { purge: true } : {}),
+        });
+        results.push({ ref: target.name, instanceID: target.id, ok: true, message });
+      } catch (err) {
+        if (!(err instanceof CliError) || err.exitCode !== EXIT.failed) throw err;
+        results.push({ ref: target.name, instanceID: target.id, ok: false, message: err.message });
+      }
     }
-    if (ctx.json) print(ctx, done);
+    for (const u of unknown) results.push({ ref: u.ref, ok: false, message: u.message });
+    if (ctx.json) print(ctx, results);
+    else
+      for (const r of results)
+        outcomeLine(ctx, r.ok, `${r.ref}${r.instanceID === undefined ? '' : ` (${r.instanceID})`}: ${r.message}`);
+    return results.every((r) => r.ok) ? EXIT.ok : EXIT.failed;
   },
 };
+
+/** Why a running instance is not deleted: not confirmed (asked on a terminal), or no terminal to ask on and no --yes. */
+async function runningRefusal(ctx: Context, target: Target): Promise<string | undefined> {
+  if (target.state === 'stopped' || target.state === 'failed' || has(ctx.args, 'yes')) return undefined;
+  if (!process.stdin.isTTY)
+    return `not deleted: it is ${target.state}, and there is no terminal to confirm on (give --yes to delete running instances)`;
+  const answer = await ask(`instance ${target.name} (${target.id}) is ${target.state}: stop and delete it? [y/N] `);
+  return /^y(es)?$/i.test(answer.trim()) ? undefined : 'not deleted: not confirmed';
+}
 
 const FORMATS: Record<string, string> = {
   '.toml': 'toml',
@@ -457,12 +425,12 @@ const importCommand: Command = {
 };
 
 const exportCommand: Command = {
-  usage: 'export <name|id> [-o FILE]',
+  usage: 'export <name|#id> [-o FILE]',
   summary: "an instance's config file in frpc's TOML (secrets masked unless you are a superuser)",
-  flags: [{ name: 'output', short: 'o', value: true }],
+  flags: [{ name: 'output', short: 'o', value: true }, ID_FLAG],
   async run(ctx) {
     const client = await ctx.client();
-    const { id } = await oneInstance(ctx, client);
+    const { id } = await onlyInstance(client, ctx.args);
     const { data } = await client.get<{ content: string; masked: boolean }>('/tunnelAct/instanceMgr/export', {
       instanceID: id,
     });
@@ -546,6 +514,7 @@ export const CLIENT_COMMANDS: Record<string, Command> = {
   rm,
   import: importCommand,
   export: exportCommand,
+  ...EDIT_COMMANDS,
   users,
   settings,
 };

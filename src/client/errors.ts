@@ -14,6 +14,8 @@ export class CliError extends Error {
   constructor(
     readonly exitCode: ExitCode,
     message: string,
+    /** The HTTP status of a refusal by the server, when it was one. */
+    readonly status?: number,
   ) {
     super(message);
     this.name = 'CliError';

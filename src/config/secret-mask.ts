@@ -83,3 +83,43 @@ function mapTable(
   }
   return out;
 }
+
+/**
+ * A document an operator edited from a masked one: where it still holds the mask, the value is the one `current`
+ * holds at the same place (a proxy or visitor found by its name). Masks with nothing behind them are `unresolved`.
+ */
+export function unmaskSecrets(edited: Table, current: Table): { doc: Table; unresolved: string[] } {
+  const unresolved: string[] = [];
+  const { proxies, visitors, ...settings } = edited;
+  const { proxies: _p, visitors: _v, ...currentSettings } = current;
+  const doc = unmaskTable(settings, currentSettings, '', unresolved);
+  for (const [kind, blocks] of [
+    ['proxies', proxies],
+    ['visitors', visitors],
+  ] as const) {
+    if (blocks === undefined) continue;
+    const before = Array.isArray(current[kind]) ? (current[kind] as unknown[]).filter(isTable) : [];
+    doc[kind] = Array.isArray(blocks)
+      ? blocks.map((block, index) => {
+          if (!isTable(block)) return block;
+          const same = before.find((other) => other.name === block.name);
+          return unmaskTable(block, same, `${kind}[${index}].`, unresolved);
+        })
+      : blocks;
+  }
+  return { doc, unresolved };
+}
+
+function unmaskTable(table: Table, current: Table | undefined, prefix: string, unresolved: string[]): Table {
+  const out: Table = {};
+  for (const [key, value] of Object.entries(table)) {
+    const was = current?.[key];
+    if (value === SECRET_MASK) {
+      if (was === undefined || isTable(was)) unresolved.push(prefix + key);
+      out[key] = was === undefined || isTable(was) ? value : was;
+    } else if (isTable(value))
+      out[key] = unmaskTable(value, isTable(was) ? was : undefined, `${prefix}${key}.`, unresolved);
+    else out[key] = value;
+  }
+  return out;
+}

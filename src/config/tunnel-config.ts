@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute } from 'node:path';
@@ -11,7 +12,7 @@ import { normalizeDocument } from './legacy-shape.js';
 import { editProxy, readProxyChanges, type ProxyInput } from './proxy-edit.js';
 import { REMOTE_PORT_TYPES } from './proxy-keys.js';
 import { SECRET_MASK, viewOf, type ProxyView } from './proxy-view.js';
-import { maskSecrets, placeholdersOutsideSecrets, secretValues } from './secret-mask.js';
+import { maskSecrets, placeholdersOutsideSecrets, secretValues, unmaskSecrets } from './secret-mask.js';
 import { checkTree, copyTree, deletePath, getPath, isTable, setPath, text, type Table } from './toml-tree.js';
 import { checkEntryName, checkValue, messageOf, safeLabel } from './value-check.js';
 import { checkVisitor } from './visitor-check.js';
@@ -66,11 +67,50 @@ export class TunnelConfig {
       errors.push('includes: proxies of other files cannot come along; put them into this file');
       delete settings.includes;
     }
-    const logTo = getPath(settings, ['log', 'to']);
-    if (logTo !== undefined && logTo !== 'console') {
-      setPath(settings, ['log', 'to'], 'console');
+    if (consoleOutputOf(settings))
       notes.push("its log file was replaced by the console: tunnelward keeps the tunnel's log");
+    const config = TunnelConfig.checked(settings, proxies as Table[], visitors as Table[], errors);
+    if (errors.length > 0) throw badRequest(joinErrors(errors));
+    config.fillDefaults();
+    if (config.doc.loginFailExit === undefined) {
+      config.doc.loginFailExit = false;
+      notes.push('loginFailExit = false was added: a server that cannot be reached at start is tried again, not fatal');
     }
+    const visitorCount = Array.isArray(config.doc.visitors) ? config.doc.visitors.length : 0;
+    return { config, proxyCount: config.blocks().length, visitorCount, notes };
+  }
+
+  /**
+   * The whole file an operator wrote in place of this one, checked as every edit is checked (each setting, the rules
+   * between settings, each proxy and visitor), every problem named in one 400. A secret left as an export masked it
+   * keeps its value; the admin endpoint stays tunnelward's whatever the text says of webServer, and `notes` says so.
+   */
+  replacedBy(content: string): { config: TunnelConfig; notes: string[] } {
+    const what = 'The edited file';
+    const { doc, unresolved } = unmaskSecrets(normalizeDocument(parseTomlDocument(content, what), what), this.doc);
+    const { proxies = [], visitors = [], webServer, ...settings } = doc;
+    const notes: string[] = [];
+    if (webServer !== undefined && !sameTree(webServer, this.doc.webServer)) {
+      notes.push(
+        "webServer is tunnelward's own admin endpoint (it reaches the tunnel there, on loopback, with a password only it knows): it was kept as it was, your change to it was not applied",
+      );
+    }
+    if (consoleOutputOf(settings)) notes.push("log.to was put back to the console: tunnelward keeps the tunnel's log");
+    const errors = unresolved.map(
+      (path) => `${path} is the mask an export shows in place of a secret; put the secret itself`,
+    );
+    const config = TunnelConfig.checked(settings, proxies as Table[], visitors as Table[], errors);
+    if (errors.length > 0) throw badRequest(joinErrors([...new Set(errors)]));
+    config.fillDefaults();
+    if (this.doc.webServer !== undefined) config.doc.webServer = copyTree(this.doc.webServer);
+    return { config, notes };
+  }
+
+  /**
+   * A document's parts checked as the API checks each of them, into a new config; every problem is added to
+   * `errors` (the caller refuses the whole when there is any).
+   */
+  private static checked(settings: Table, proxies: Table[], visitors: Table[], errors: string[]): TunnelConfig {
     const config = new TunnelConfig({});
     try {
       config.setCommon(settings);
@@ -85,7 +125,7 @@ export class TunnelConfig {
     }
     const label = (kind: string, index: number, block: Table) =>
       `${kind}[${index}]${typeof block.name === 'string' ? ` (${safeLabel(block.name)})` : ''}`;
-    (proxies as Table[]).forEach((block, index) => {
+    proxies.forEach((block, index) => {
       try {
         config.addProxy(block);
       } catch (err) {
@@ -93,7 +133,7 @@ export class TunnelConfig {
       }
     });
     const checked: Table[] = [];
-    (visitors as Table[]).forEach((block, index) => {
+    visitors.forEach((block, index) => {
       try {
         const visitor = checkVisitor(block);
         if (checked.some((other) => other.name === visitor.name)) throw badRequest('another visitor has this name');
@@ -102,20 +142,29 @@ export class TunnelConfig {
         errors.push(`${label('visitors', index, block)}: ${messageOf(err)}`);
       }
     });
-    if (errors.length > 0) {
-      const more = errors.length > MAX_IMPORT_ERRORS ? `; and ${errors.length - MAX_IMPORT_ERRORS} more` : '';
-      throw badRequest(`${errors.slice(0, MAX_IMPORT_ERRORS).join('; ')}${more}`);
-    }
-    // frpc's defaults made explicit where tunnelward reads them (the server's port), as create writes them.
-    config.doc.serverPort ??= 7000;
-    if (getPath(config.doc, ['log', 'disablePrintColor']) === undefined)
-      setPath(config.doc, ['log', 'disablePrintColor'], true);
-    if (config.doc.loginFailExit === undefined) {
-      config.doc.loginFailExit = false;
-      notes.push('loginFailExit = false was added: a server that cannot be reached at start is tried again, not fatal');
-    }
     if (checked.length > 0) config.doc.visitors = checked;
-    return { config, proxyCount: config.blocks().length, visitorCount: checked.length, notes };
+    return config;
+  }
+
+  /** frpc's defaults made explicit where tunnelward reads them (the server's port), as create writes them. */
+  private fillDefaults(): void {
+    this.doc.serverPort ??= 7000;
+    if (getPath(this.doc, ['log', 'disablePrintColor']) === undefined)
+      setPath(this.doc, ['log', 'disablePrintColor'], true);
+  }
+
+  /**
+   * What an operator reads of the file, as a short hash: it changes with any change of theirs or of another's, and
+   * not with tunnelward's own admin endpoint. An edit of the whole file names the version it started from.
+   */
+  version(): string {
+    return createHash('sha256').update(this.exportText(false)).digest('hex').slice(0, 16);
+  }
+
+  /** Whether the top-level settings (all but proxies, visitors and the admin endpoint) are those of `other`. */
+  sameSettingsAs(other: TunnelConfig): boolean {
+    const settingsOf = ({ proxies: _p, visitors: _v, webServer: _w, ...settings }: Table) => settings;
+    return sameTree(settingsOf(this.doc), settingsOf(other.doc));
   }
 
   /**
@@ -517,6 +566,31 @@ function useConsoleOutput(doc: Table): Table {
   const to = getPath(doc, ['log', 'to']);
   if (to !== undefined && to !== 'console') setPath(doc, ['log', 'to'], 'console');
   return doc;
+}
+
+/** Puts a `log.to` file back on the console (see useConsoleOutput); true when it named one. */
+function consoleOutputOf(settings: Table): boolean {
+  const logTo = getPath(settings, ['log', 'to']);
+  if (logTo === undefined || logTo === 'console') return false;
+  setPath(settings, ['log', 'to'], 'console');
+  return true;
+}
+
+/** Problems of a whole file, in one message: the first MAX_IMPORT_ERRORS, and how many more. */
+function joinErrors(errors: string[]): string {
+  const more = errors.length > MAX_IMPORT_ERRORS ? `; and ${errors.length - MAX_IMPORT_ERRORS} more` : '';
+  return `${errors.slice(0, MAX_IMPORT_ERRORS).join('; ')}${more}`;
+}
+
+/** Two parsed TOML values alike, key order aside. */
+function sameTree(a: unknown, b: unknown): boolean {
+  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((item, i) => sameTree(item, b[i]));
+  if (isTable(a)) {
+    if (!isTable(b) || Object.keys(a).length !== Object.keys(b).length) return false;
+    return Object.keys(a).every((key) => Object.hasOwn(b, key) && sameTree(a[key], b[key]));
+  }
+  if (a instanceof Date && b instanceof Date) return a.getTime() === b.getTime();
+  return a === b;
 }
 
 function portFamily(block: Table): string | undefined {

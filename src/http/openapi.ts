@@ -312,8 +312,11 @@ const SCHEMAS: Record<string, Json> = {
       schema('BootServiceFailure'),
     ],
   },
-  InstanceRef: obj({ instanceID: schema('Id') }),
-  InstanceDeleted: obj({ instanceID: int(), name: str() }),
+  InstanceDeleteRequest: obj({
+    instanceID: schema('Id'),
+    'purge?': bool('remove its log too (default false: the log is kept)'),
+  }),
+  InstanceDeleted: obj({ instanceID: int(), name: str(), logKept: bool('whether its log was left in place') }),
   InstanceModifyRequest: {
     description: 'One of three kinds of change, chosen by type.',
     oneOf: [
@@ -428,6 +431,27 @@ const SCHEMAS: Record<string, Json> = {
     format: str(undefined, { const: 'toml' }),
     content: str("the config file in frpc's current TOML, without tunnelward's own admin endpoint (webServer)"),
     masked: bool('whether secrets were replaced by ********'),
+    version: str('the version of the file (a short hash of what it says); replaceConfig takes it as baseVersion'),
+  }),
+  InstanceReplaceConfigRequest: obj({
+    instanceID: schema('Id'),
+    content: str(
+      "the whole config file as TOML (an export, edited); a secret left as ******** keeps its value, and webServer stays tunnelward's",
+    ),
+    'baseVersion?': str('the version the edit started from (export gives it): a file changed since then is a 409'),
+    'dryRun?': bool('check and show the diff, write nothing'),
+  }),
+  InstanceConfigReplaced: obj({
+    instanceID: int(),
+    configPath: str(),
+    changed: bool('false when the text says what the file already said: nothing was written'),
+    applied: str(
+      'how the change reached the tunnel: frpc reload (only proxies or visitors changed), a restart (top-level settings changed), at its next start (not running); unchanged, or not applied (dry run)',
+      { enum: ['reload', 'restart', 'on next start', 'unchanged', 'not applied'] },
+    ),
+    diff: str('unified diff of the file (secrets masked as in export); empty when nothing changed'),
+    version: str('the version of the file now'),
+    notes: arrayOf(str(), 'what was kept or changed other than as written (webServer, log.to)'),
   }),
 
   // Proxies
@@ -1048,7 +1072,7 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
       body: schema('InstanceCreateRequest'),
       ok: ok('Created; bootServiceError says when its boot service could not be set up', schema('InstanceCreated')),
       errors: {
-        400: 'A missing or invalid field, an unknown runUser, or a config key frpc would refuse.',
+        400: 'A missing or invalid field (a name of digits only is refused: it would read as an id), an unknown runUser, or a config key frpc would refuse.',
         409: 'An instance with that name exists.',
         500: 'The config file could not be written.',
       },
@@ -1076,9 +1100,9 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
     '/tunnelAct/instanceMgr/delete',
     {
       tag: 'instances',
-      summary: 'Stop an instance and remove its config file, logs and record',
+      summary: 'Stop an instance and remove its config file and record (and its log, with purge)',
       access: 'admin',
-      body: schema('InstanceRef'),
+      body: schema('InstanceDeleteRequest'),
       ok: ok('Deleted', schema('InstanceDeleted')),
       errors: { 400: BAD_ID, 404: NO_INSTANCE, 500: 'Its tunnel could not be stopped.' },
     },
@@ -1098,6 +1122,25 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
         400: 'An invalid field, an unknown type or key, or a value frpc would refuse.',
         404: NO_INSTANCE,
         409: 'The new name is taken, or a proxy would clash with one of another instance on the same server.',
+        500: 'The change is made but the restart that applies it failed.',
+      },
+    },
+  ],
+  [
+    'post',
+    '/tunnelAct/instanceMgr/replaceConfig',
+    {
+      tag: 'instances',
+      summary: "Replace an instance's whole config file",
+      description:
+        "Every key, the rules between keys, every proxy and visitor are checked as the other edits check them, and what the proxies hold on their server against the other instances; the file is written atomically. tunnelward's admin endpoint (webServer) is kept whatever the text says (a note says so). A running tunnel applies a change of proxies or visitors by frpc reload (rolled back with a 400 if frpc refuses it) and a change of top-level settings by a restart; applied says which.",
+      access: 'admin',
+      body: schema('InstanceReplaceConfigRequest'),
+      ok: ok('Replaced (or unchanged): the diff and how it was applied', schema('InstanceConfigReplaced')),
+      errors: {
+        400: 'content missing or not TOML, a key or value frpc would refuse (every problem named), or frpc refused the reload.',
+        404: NO_INSTANCE,
+        409: 'The file changed since baseVersion, or a proxy would clash with one of this or another instance on the same server.',
         500: 'The change is made but the restart that applies it failed.',
       },
     },

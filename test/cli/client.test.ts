@@ -91,7 +91,7 @@ test('exit codes: 2 for usage, 3 for a daemon not reachable, 4 for a wrong passw
   const env2 = await loggedIn();
   const missing = await cli(['stop', 'no-such-instance'], env2);
   t.is(missing.code, 1);
-  t.regex(missing.stderr, /no instance named or numbered no-such-instance/);
+  t.regex(missing.stderr, /no instance named no-such-instance/);
   const json = await cli(['stop', 'no-such-instance', '--json'], env2);
   t.like(JSON.parse(json.stdout), { success: false, exitCode: 1 });
 });
@@ -146,7 +146,7 @@ test.serial('start and stop one instance by name, then every instance with --all
   t.regex(all.stdout, /already running/);
   t.true((await listOf()).every((i) => i.state === 'running'));
 
-  const stop = await cli(['stop', one.id], env);
+  const stop = await cli(['stop', `#${one.id}`], env);
   t.is(stop.code, 0, stop.stderr);
   t.is((await listOf()).find((i) => i.name === 'cli_one').state, 'stopped');
   const stopAll = await cli(['stop', '--all'], env);

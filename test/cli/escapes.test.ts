@@ -168,7 +168,7 @@ async function anyServer(t: ExecutionContext, text: string): Promise<string> {
 
 /** The command run on a terminal (a pty of `script`), with colours on. */
 function onTerminal(args: string[], env: Record<string, string>): Promise<{ stdout: string; stderr: string }> {
-  const command = [process.execPath, CLI, ...args].join(' ');
+  const command = [process.execPath, CLI, ...args].map((arg) => `'${arg}'`).join(' ');
   const proc = spawn('script', ['-qec', command, '/dev/null'], {
     env: { ...process.env, ...env, TERM: 'xterm-256color', NO_COLOR: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -188,14 +188,14 @@ test('names, states and messages a server sends are shown visibly by every comma
     [['login', '--user', 'someone'], true],
     [['whoami'], true],
     [['ls'], true],
-    [['status', '1'], true],
-    [['start', '1'], true],
+    [['status', '#1'], true],
+    [['start', '#1'], true],
     [['users'], true],
     [['settings', 'get'], true],
     [['events'], true],
     [['ls', '--json'], false],
     [['events', '--json'], false],
-    [['rm', '1'], true],
+    [['rm', '#1', '--yes'], true],
   ];
   for (const [args, showsText] of runs) {
     const run = await cli(args, env);
@@ -208,7 +208,7 @@ test('names, states and messages a server sends are shown visibly by every comma
   t.is(JSON.parse((await cli(['ls', '--json'], env)).stdout)[0].name, text, 'JSON keeps the text exactly');
 
   // On a terminal: the CLI's own colours, and nothing else.
-  for (const args of [['ls'], ['events'], ['start', '1']]) {
+  for (const args of [['ls'], ['events'], ['start', '#1']]) {
     const run = await onTerminal(args, env);
     t.regex(run.stdout, /\x1b\[(1|3[1-4]|90)m/, `${args.join(' ')} in colour`);
     const withoutOwnColours = run.stdout.replace(/\x1b\[(0|1|3[1-4]|90)m/g, '').replace(/\r\n/g, '\n');
@@ -222,5 +222,5 @@ test('what a user typed is echoed back visibly in a failure', async (t) => {
   const run = await cli(['stop', `nope${TITLE}${C1_CSI}`], env);
   t.is(run.code, 1);
   assertNoRawControl(t, run, 'stop');
-  t.true(run.stderr.includes('no instance named or numbered nope\\x1b]0;pwned\\x07\\x9b2J'), run.stderr);
+  t.true(run.stderr.includes('no instance named nope\\x1b]0;pwned\\x07\\x9b2J'), run.stderr);
 });

@@ -1459,3 +1459,46 @@ test('the admin endpoint: only tunnelward writes webServer, on loopback; a file 
   );
   t.deepEqual(theirs.adminEndpoint(), { host: '127.0.0.1', port: 7400, user: 'admin', password: 'x' });
 });
+
+test('replacedBy: the whole file checked as every edit is; masked secrets keep their values, webServer stays ours', (t) => {
+  const current = TunnelConfig.create(
+    { serverAddr: 'frp.example.com', serverPort: 7000, authMethod: 'token' },
+    {
+      'auth.token': SECRET,
+    },
+  );
+  current.addProxy({
+    name: 'web',
+    type: 'http',
+    localPort: '80',
+    customDomains: ['a.example.com'],
+    httpPassword: 'pw1',
+  } as ProxyInput);
+  current.setAdminEndpoint(7400, 'tunnelward', 'admin-pass');
+  const masked = current.exportText(true);
+  t.false(masked.includes(SECRET));
+
+  // Edited from the masked export: a key changed, a proxy added, a webServer of the user's own.
+  const edited = `webServer.port = 1\n${masked.replace('serverPort = 7000', 'serverPort = 7001')}\n[[proxies]]\nname = "ssh"\ntype = "tcp"\nlocalPort = 22\nremotePort = 6022\n`;
+  const { config, notes } = current.replacedBy(edited);
+  const file = parse(config.toString()) as Table;
+  t.is(file.serverPort, 7001);
+  t.is(file.auth.token, SECRET, 'the masked token keeps its value');
+  t.is(file.proxies[0].httpPassword, 'pw1', "the masked proxy's password keeps its value");
+  t.like(file.webServer, { port: 7400, password: 'admin-pass' });
+  t.is(notes.length, 1);
+  t.regex(notes[0]!, /webServer is tunnelward's own admin endpoint/);
+  t.deepEqual(config.adminEndpoint(), current.adminEndpoint());
+  t.not(config.version(), current.version());
+  t.false(config.sameSettingsAs(current), 'serverPort changed');
+  t.is(current.replacedBy(current.exportText(false)).config.version(), current.version(), 'the export is no change');
+
+  // Every problem in one 400; a mask with nothing behind it is one.
+  const bad = `bogus = 1\n${masked}[[proxies]]\nname = "x"\ntype = "tcp"\nlocalPort = "no"\nsecretKey = "********"\n`;
+  const err = t.throws(() => current.replacedBy(bad), { instanceOf: AppError });
+  t.is(err?.status, 400);
+  t.regex(err!.message, /Unknown config key: bogus/);
+  t.regex(err!.message, /proxies\[1\]\.secretKey is the mask/);
+  t.regex(err!.message, /proxies\[1\] \(x\): /);
+  t.throws(() => current.replacedBy('serverAddr = '), { message: /The edited file is not valid TOML/ });
+});

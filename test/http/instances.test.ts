@@ -297,8 +297,8 @@ test('delete of a running instance stops it and removes its file', async (t) => 
   const res = await daemon.post('/tunnelAct/instanceMgr/delete', { instanceID: id }, { token: root });
   t.deepEqual(res.body, {
     success: true,
-    message: 'instance in_deleted deleted',
-    data: { instanceID: Number(id), name: 'in_deleted' },
+    message: 'instance in_deleted deleted; its log is kept (purge removes it)',
+    data: { instanceID: Number(id), name: 'in_deleted', logKept: true },
   });
   t.deepEqual(await tunnelPids(configPath), []);
   await t.throwsAsync(stat(configPath));

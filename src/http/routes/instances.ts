@@ -41,6 +41,9 @@ function objectField(fields: Fields, name: string, required: boolean): Fields | 
 
 const isRunning = (view: InstanceView) => view.state === 'running';
 
+/** Only a superuser reads secrets in a config file. */
+const secretsMasked = (ctx: Context) => ctx.state.auth.user.type !== 'superuser';
+
 /** The instances a command on many names (`instanceIDs` or `all: true`); undefined for the one-instance form. */
 function bulkTargets(fields: Fields, everyId: () => number[]): number[] | undefined {
   const forms = ['instanceID', 'instanceIDs', 'all'].filter((k) => fields[k] !== undefined);
@@ -133,19 +136,69 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
     if (seesOnlyGuestView(ctx.state.exposure, type)) {
       throw forbidden('a visitor cannot export config files on this server (Visitor.ShowDetails)');
     }
-    const masked = type !== 'superuser';
+    const masked = secretsMasked(ctx);
     const withServer = hasRole(type, 'admin');
-    const content = (await supervisor.catalogue.readConfig(record.id)).exportText(masked, withServer);
+    const config = await supervisor.catalogue.readConfig(record.id);
+    const content = config.exportText(masked, withServer);
     const what = `config file of instance ${record.name}${masked ? ', secrets masked' : ''}${withServer ? '' : ', without its server'}`;
-    const data = { instanceID: record.id, name: record.name, format: 'toml', content, masked };
+    const data = {
+      instanceID: record.id,
+      name: record.name,
+      format: 'toml',
+      content,
+      masked,
+      version: config.version(),
+    };
     // Unmasked, the secrets are what a superuser asked for.
     if (masked) reply(ctx, what, data);
     else replyWithSecrets(ctx, what, data);
   });
 
+  // The whole config file replaced by an operator's text (an export, edited): checked as every edit is, applied as
+  // proxy edits (reload) or top-level ones (restart) are; with baseVersion, refused when the file changed meanwhile.
+  router.post('/replaceConfig', 'admin', async (ctx) => {
+    const fields = body(ctx);
+    const id = requiredId(fields, 'instanceID');
+    const content = fields.content;
+    if (typeof content !== 'string') throw badRequest('content is required: the whole config file, as TOML');
+    const done = await supervisor.replaceConfig(id, content, {
+      baseVersion: optionalString(fields, 'baseVersion'),
+      masked: secretsMasked(ctx),
+      dryRun: optionalBool(fields, 'dryRun') ?? false,
+    });
+    const how = {
+      unchanged: 'nothing to apply: the file is as it was',
+      'not applied': 'checked, not applied (dry run)',
+      reload: 'applied by a reload',
+      restart: 'applied by a restart',
+      'on next start': 'it applies at the next start',
+    }[done.applied];
+    const notes = done.notes.length > 0 ? `; ${done.notes.join('; ')}` : '';
+    reply(
+      ctx,
+      `config file of instance ${done.record.name} ${done.applied === 'unchanged' ? 'unchanged' : 'replaced'}; ${how}${notes}`,
+      {
+        instanceID: done.record.id,
+        configPath: done.record.configPath,
+        changed: done.applied !== 'unchanged',
+        applied: done.applied,
+        diff: done.diff,
+        version: done.version,
+        notes: done.notes,
+      },
+    );
+  });
+
+  // The log stays (for whoever wants to know what the tunnel did) unless purge is true.
   router.post('/delete', 'admin', async (ctx) => {
-    const record = await supervisor.catalogue.remove(requiredId(body(ctx), 'instanceID'));
-    reply(ctx, `instance ${record.name} deleted`, { instanceID: record.id, name: record.name });
+    const fields = body(ctx);
+    const purge = optionalBool(fields, 'purge') ?? false;
+    const record = await supervisor.catalogue.remove(requiredId(fields, 'instanceID'), { purgeLog: purge });
+    reply(ctx, `instance ${record.name} deleted${purge ? ', its log too' : `; its log is kept (purge removes it)`}`, {
+      instanceID: record.id,
+      name: record.name,
+      logKept: !purge,
+    });
   });
 
   router.post('/modify', 'admin', async (ctx) => {

@@ -1,0 +1,37 @@
+import type { ApiClient } from './api.js';
+import type { FlagSpec, Parsed } from './args.js';
+import type { Credentials } from './credentials.js';
+import type { ExitCode } from './errors.js';
+import { paint } from './render.js';
+
+/** Where a command writes, so tests and scripts see exactly what a user would. */
+export interface Io {
+  out: (text: string) => void;
+  err: (text: string) => void;
+  env: NodeJS.ProcessEnv;
+  colour: boolean;
+}
+
+export interface Context {
+  args: Parsed;
+  io: Io;
+  json: boolean;
+  credentials: Credentials;
+  url: string;
+  /** A client with the stored token of `url`; fails with exit 4 when there is none. */
+  client: () => Promise<ApiClient>;
+}
+
+export interface Command {
+  usage: string;
+  summary: string;
+  flags?: FlagSpec[];
+  run: (ctx: Context) => Promise<ExitCode | void>;
+}
+
+export const print = (ctx: Context, value: unknown) => ctx.io.out(`${JSON.stringify(value, null, 2)}\n`);
+
+/** One line of a per-instance outcome: `ok  name (3): what happened`, or `failed  ...`. */
+export function outcomeLine(ctx: Context, ok: boolean, line: string): void {
+  ctx.io.out(`${paint(ok ? 'ok' : 'failed', ok ? 'green' : 'red', ctx.io.colour)}  ${line}\n`);
+}
