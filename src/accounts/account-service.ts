@@ -199,6 +199,10 @@ export class AccountService {
     return found ? this.hasher.verify(found.passwdHash, passwd) : false;
   }
 
+  userById(id: number): User | undefined {
+    return this.store.userById(id);
+  }
+
   listUsers(): User[] {
     return this.store.listUsers();
   }
