@@ -47,6 +47,9 @@ const CONTRACT: Record<string, Access> = {
   'GET /tunnelAct/instanceMgr/export': 'visitor',
   'GET /openapi.json': 'public',
   'GET /system/audit': 'superuser',
+  'POST /apiKeyMgr/create': 'visitor',
+  'GET /apiKeyMgr/list': 'visitor',
+  'POST /apiKeyMgr/revoke': 'visitor',
 };
 
 type Identity = 'none' | 'visitor' | 'admin' | 'superuser';
