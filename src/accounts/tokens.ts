@@ -30,3 +30,6 @@ const API_KEY = /^twk_([0-9a-f]{16})_[A-Za-z0-9_-]{43}$/;
 export function apiKeyId(key: string): string | undefined {
   return API_KEY.exec(key)?.[1];
 }
+
+/** Whether a credential is an API key (a login token never has this shape): it travels as `Authorization: Bearer`. */
+export const isApiKey = (credential: string): boolean => API_KEY.test(credential);

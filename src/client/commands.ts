@@ -5,6 +5,7 @@ import { ApiClient, type StreamEnd } from './api.js';
 import { countFlag, flag, has, parseArgs, type FlagSpec, type Parsed } from './args.js';
 import { configDir, Credentials } from './credentials.js';
 import { CliError, EXIT, usageError, type ExitCode } from './errors.js';
+import { keys, loginWithKey } from './key-commands.js';
 import { ask } from './prompt.js';
 import { LEVEL_COLOURS, STATE_COLOURS, paint, shortDuration, table } from './render.js';
 
@@ -16,17 +17,17 @@ export interface Io {
   colour: boolean;
 }
 
-interface Context {
+export interface Context {
   args: Parsed;
   io: Io;
   json: boolean;
   credentials: Credentials;
   url: string;
-  /** A client with the stored token of `url`; fails with exit 4 when there is none. */
+  /** A client with TUNNELWARD_API_KEY or the stored token of `url`; fails with exit 4 when there is none. */
   client: () => Promise<ApiClient>;
 }
 
-interface Command {
+export interface Command {
   usage: string;
   summary: string;
   flags?: FlagSpec[];
@@ -45,7 +46,7 @@ interface Listed {
   proxyStatus: Record<string, number>;
 }
 
-const print = (ctx: Context, value: unknown) => ctx.io.out(`${JSON.stringify(value, null, 2)}\n`);
+export const print = (ctx: Context, value: unknown) => ctx.io.out(`${JSON.stringify(value, null, 2)}\n`);
 
 async function listInstances(client: ApiClient): Promise<Listed[]> {
   return (await client.get<Listed[]>('/tunnelAct/instanceMgr/list')).data;
@@ -101,10 +102,12 @@ function instanceTable(ctx: Context, list: Listed[]): string {
 }
 
 const login: Command = {
-  usage: 'login [--url URL] [--user NAME]',
-  summary: 'log in and keep the token for this server (password from TUNNELWARD_PASSWORD or asked)',
-  flags: [{ name: 'user', short: 'u', value: true }],
+  usage: 'login [--url URL] [--user NAME] | login --key',
+  summary:
+    'log in and keep the token for this server (password from TUNNELWARD_PASSWORD or asked); with --key, keep an API key instead (from TUNNELWARD_API_KEY, standard input or asked): no hourly login again',
+  flags: [{ name: 'user', short: 'u', value: true }, { name: 'key' }],
   async run(ctx) {
+    if (has(ctx.args, 'key')) return loginWithKey(ctx);
     const username = flag(ctx.args, 'user') || ctx.io.env.TUNNELWARD_USER || (await ask('username: '));
     const passwd = ctx.io.env.TUNNELWARD_PASSWORD ?? (await ask(`password for ${username}: `, true));
     const client = new ApiClient(ctx.url);
@@ -131,7 +134,10 @@ const logout: Command = {
     if (!stored) throw new CliError(EXIT.failed, `not logged in to ${ctx.url}`);
     let note = '';
     try {
-      await new ApiClient(ctx.url, stored.token).get('/logout');
+      // A key has no session to end: it is only forgotten here, and works until it is revoked.
+      if (stored.keyName !== undefined)
+        note = ` (API key ${stored.keyName} still valid: tunnelward keys rm revokes it)`;
+      else await new ApiClient(ctx.url, stored.token).get('/logout');
     } catch (err) {
       // The token is forgotten all the same: an expired one is already useless, an unreachable server ends it later.
       if (!(err instanceof CliError) || err.exitCode === EXIT.failed) throw err;
@@ -148,9 +154,20 @@ const whoami: Command = {
   summary: 'who the stored token belongs to, and until when it is valid',
   async run(ctx) {
     const client = await ctx.client();
-    const { data } = await client.get<{ userID: number; username: string; type: string; expireAt: string }>('/whoami');
+    const { data } = await client.get<{
+      userID: number;
+      username: string;
+      type: string;
+      expireAt: string | null;
+      keyName?: string;
+    }>('/whoami');
     if (ctx.json) print(ctx, { url: ctx.url, ...data });
-    else ctx.io.out(`${data.username} (${data.type}) at ${ctx.url}, session valid until ${data.expireAt}\n`);
+    else if (data.keyName === undefined) {
+      ctx.io.out(`${data.username} (${data.type}) at ${ctx.url}, session valid until ${data.expireAt}\n`);
+    } else {
+      const until = data.expireAt === null ? 'without expiry' : `valid until ${data.expireAt}`;
+      ctx.io.out(`${data.username} (${data.type}) at ${ctx.url}, API key ${data.keyName} ${until}\n`);
+    }
   },
 };
 
@@ -547,6 +564,7 @@ export const CLIENT_COMMANDS: Record<string, Command> = {
   import: importCommand,
   export: exportCommand,
   users,
+  keys,
   settings,
 };
 
@@ -583,6 +601,8 @@ export async function runClientCommand(name: string, argv: string[], io: Io): Pr
       credentials,
       url,
       client: async () => {
+        // The environment's key first, as TUNNELWARD_URL comes before the stored server: what a job is given wins.
+        if (io.env.TUNNELWARD_API_KEY) return new ApiClient(url, io.env.TUNNELWARD_API_KEY);
         const stored = await credentials.login(url);
         if (!stored)
           throw new CliError(EXIT.unauthorised, `not logged in to ${url}: run tunnelward login --url ${url}`);

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { parse } from 'smol-toml';
 import { ADMIN, CLI, disposeWithTunnels, startWithRoot, tempDir, type Daemon } from '../helpers/daemon.js';
+import { cli } from '../helpers/cli.js';
 import { createInstance, instanceSettings, waitFor } from '../helpers/instances.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 
@@ -15,31 +16,6 @@ test.before(async () => {
   ({ daemon, root } = await startWithRoot({ settingsToml: instanceSettings() }));
 });
 test.after.always(() => disposeWithTunnels(daemon, root));
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** The real binary, with its own config dir and nothing of the test runner's TUNNELWARD_* variables. */
-function cli(args: string[], env: Record<string, string> = {}, input?: string): Promise<Run> {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TUNNELWARD_')));
-  const proc = spawn(process.execPath, [CLI, ...args], {
-    env: { ...base, NO_COLOR: '1', ...env },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  proc.stdout.on('data', (chunk: Buffer) => out.push(chunk));
-  proc.stderr.on('data', (chunk: Buffer) => err.push(chunk));
-  proc.stdin.end(input);
-  return new Promise((resolve) =>
-    proc.on('close', (code) =>
-      resolve({ code, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }),
-    ),
-  );
-}
 
 /** A user of the CLI: a config dir of their own, logged in to the test daemon. */
 async function loggedIn(username = ADMIN.username, passwd = ADMIN.passwd): Promise<Record<string, string>> {
