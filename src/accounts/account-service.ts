@@ -223,6 +223,10 @@ export class AccountService {
     return undefined;
   }
 
+  userById(id: number): User | undefined {
+    return this.store.userById(id);
+  }
+
   listUsers(): User[] {
     return this.store.listUsers();
   }

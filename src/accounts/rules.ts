@@ -33,3 +33,14 @@ export function checkPassword(passwd: string): string | undefined {
   }
   return undefined;
 }
+
+/** The lower of two roles: what a key scoped to one acts with when its owner holds the other. */
+export const lowerRole = (a: UserType, b: UserType): UserType => (RANK[a] <= RANK[b] ? a : b);
+
+const API_KEY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
+export function checkApiKeyName(name: string): string | undefined {
+  return API_KEY_NAME.test(name)
+    ? undefined
+    : "name must be 1 to 64 characters, each a letter, a digit, '_', '.' or '-'";
+}

@@ -1,4 +1,5 @@
 import WebSocket from 'ws';
+import { isApiKey } from '../accounts/tokens.js';
 import { CliError, EXIT } from './errors.js';
 
 /** The response envelope every HTTP endpoint answers with. */
@@ -23,8 +24,8 @@ const CLIENT_HEADER = { 'User-Agent': 'tunnelward-cli' };
 
 /**
  * The daemon's HTTP and WebSocket API as a client sees it: each request stamped with `X-Timestamp` (corrected
- * once by the server's clock if this host's differs by more than the window allows) and the token, each failure
- * turned into the exit code that means it.
+ * once by the server's clock if this host's differs by more than the window allows) and the credential (a login
+ * token in `X-Token`, an API key in `Authorization: Bearer`), each failure turned into the exit code that means it.
  */
 export class ApiClient {
   /** Server clock minus ours, learnt from a refused timestamp. */
@@ -34,6 +35,12 @@ export class ApiClient {
     readonly url: string,
     private token?: string,
   ) {}
+
+  /** The credential's header: an API key never goes in X-Token, nor in a stream's query string. */
+  private credentialHeaders(): Record<string, string> {
+    if (!this.token) return {};
+    return isApiKey(this.token) ? { Authorization: `Bearer ${this.token}` } : { 'X-Token': this.token };
+  }
 
   get<T>(path: string, query: Record<string, string | number> = {}): Promise<Reply<T>> {
     const params = new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)]));
@@ -49,8 +56,8 @@ export class ApiClient {
     const headers: Record<string, string> = {
       ...CLIENT_HEADER,
       'X-Timestamp': String(Date.now() + this.clockOffset),
+      ...this.credentialHeaders(),
     };
-    if (this.token) headers['X-Token'] = this.token;
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     let res: Response;
     try {
@@ -74,7 +81,7 @@ export class ApiClient {
       this.clockOffset = serverDate + 500 - Date.now();
       return this.request<T>(method, path, body, true);
     }
-    throw failure(res.status, envelope.message, Boolean(this.token), res.headers.get('Retry-After'));
+    throw failure(res.status, envelope.message, this.token, res.headers.get('Retry-After'));
   }
 
   /**
@@ -88,8 +95,9 @@ export class ApiClient {
   ): { ended: Promise<StreamEnd>; stop: () => void } {
     const wsUrl = new URL(this.url.replace(/^http/, 'ws') + path);
     for (const [key, value] of Object.entries(query)) wsUrl.searchParams.set(key, String(value));
-    if (this.token) wsUrl.searchParams.set('token', this.token);
-    const ws = new WebSocket(wsUrl, { headers: CLIENT_HEADER });
+    const key = this.token !== undefined && isApiKey(this.token);
+    if (this.token && !key) wsUrl.searchParams.set('token', this.token);
+    const ws = new WebSocket(wsUrl, { headers: { ...CLIENT_HEADER, ...(key ? this.credentialHeaders() : {}) } });
     const ended = new Promise<StreamEnd>((resolve, reject) => {
       ws.on('message', (data) => {
         try {
@@ -108,7 +116,7 @@ export class ApiClient {
           } catch {
             // keep the generic message
           }
-          reject(failure(res.statusCode ?? 500, message, Boolean(this.token), null));
+          reject(failure(res.statusCode ?? 500, message, this.token, null));
           ws.terminate();
         });
       });
@@ -140,9 +148,13 @@ function unreachable(url: string, err: unknown): CliError {
   return new CliError(EXIT.unreachable, `cannot reach tunnelward at ${url} (${why}): is the daemon running?`);
 }
 
-function failure(status: number, message: string, hadToken: boolean, retryAfter: string | null): CliError {
+function failure(status: number, message: string, credential: string | undefined, retryAfter: string | null): CliError {
   if (status === 401) {
-    const hint = hadToken ? 'log in again: tunnelward login' : 'log in first: tunnelward login';
+    const hint = !credential
+      ? 'log in first: tunnelward login'
+      : isApiKey(credential)
+        ? 'the API key no longer works: log in with another, tunnelward login --key'
+        : 'log in again: tunnelward login';
     return new CliError(EXIT.unauthorised, `${message} (${hint})`);
   }
   if (status === 403) return new CliError(EXIT.unauthorised, message);

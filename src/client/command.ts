@@ -18,7 +18,7 @@ export interface Context {
   json: boolean;
   credentials: Credentials;
   url: string;
-  /** A client with the stored token of `url`; fails with exit 4 when there is none. */
+  /** A client with TUNNELWARD_API_KEY or the stored token of `url`; fails with exit 4 when there is none. */
   client: () => Promise<ApiClient>;
 }
 

@@ -16,6 +16,7 @@ import {
   type Listed,
   type Target,
 } from './instance-refs.js';
+import { keys, loginWithKey } from './key-commands.js';
 import { ask } from './prompt.js';
 import { LEVEL_COLOURS, STATE_COLOURS, forTerminal, paint, shortDuration, table } from './render.js';
 
@@ -54,10 +55,12 @@ async function someInstances(client: ApiClient, refs: string[], ids: string[]) {
 }
 
 const login: Command = {
-  usage: 'login [--url URL] [--user NAME]',
-  summary: 'log in and keep the token for this server (password from TUNNELWARD_PASSWORD or asked)',
-  flags: [{ name: 'user', short: 'u', value: true }],
+  usage: 'login [--url URL] [--user NAME] | login --key',
+  summary:
+    'log in and keep the token for this server (password from TUNNELWARD_PASSWORD or asked); with --key, keep an API key instead (from TUNNELWARD_API_KEY, standard input or asked): no hourly login again',
+  flags: [{ name: 'user', short: 'u', value: true }, { name: 'key' }],
   async run(ctx) {
+    if (has(ctx.args, 'key')) return loginWithKey(ctx);
     const username = flag(ctx.args, 'user') || ctx.io.env.TUNNELWARD_USER || (await ask('username: '));
     const passwd = ctx.io.env.TUNNELWARD_PASSWORD ?? (await ask(`password for ${username}: `, true));
     const client = new ApiClient(ctx.url);
@@ -84,7 +87,10 @@ const logout: Command = {
     if (!stored) throw new CliError(EXIT.failed, `not logged in to ${ctx.url}`);
     let note = '';
     try {
-      await new ApiClient(ctx.url, stored.token).get('/logout');
+      // A key has no session to end: it is only forgotten here, and works until it is revoked.
+      if (stored.keyName !== undefined)
+        note = ` (API key ${stored.keyName} still valid: tunnelward keys rm revokes it)`;
+      else await new ApiClient(ctx.url, stored.token).get('/logout');
     } catch (err) {
       // The token is forgotten all the same: an expired one is already useless, an unreachable server ends it later.
       if (!(err instanceof CliError) || err.exitCode === EXIT.failed) throw err;
@@ -101,9 +107,20 @@ const whoami: Command = {
   summary: 'who the stored token belongs to, and until when it is valid',
   async run(ctx) {
     const client = await ctx.client();
-    const { data } = await client.get<{ userID: number; username: string; type: string; expireAt: string }>('/whoami');
+    const { data } = await client.get<{
+      userID: number;
+      username: string;
+      type: string;
+      expireAt: string | null;
+      keyName?: string;
+    }>('/whoami');
     if (ctx.json) print(ctx, { url: ctx.url, ...data });
-    else ctx.io.out(`${data.username} (${data.type}) at ${ctx.url}, session valid until ${data.expireAt}\n`);
+    else if (data.keyName === undefined) {
+      ctx.io.out(`${data.username} (${data.type}) at ${ctx.url}, session valid until ${data.expireAt}\n`);
+    } else {
+      const until = data.expireAt === null ? 'without expiry' : `valid until ${data.expireAt}`;
+      ctx.io.out(`${data.username} (${data.type}) at ${ctx.url}, API key ${data.keyName} ${until}\n`);
+    }
   },
 };
 
@@ -516,6 +533,7 @@ export const CLIENT_COMMANDS: Record<string, Command> = {
   export: exportCommand,
   ...EDIT_COMMANDS,
   users,
+  keys,
   settings,
 };
 
@@ -560,6 +578,8 @@ export async function runClientCommand(name: string, argv: string[], terminal: I
       credentials,
       url,
       client: async () => {
+        // The environment's key first, as TUNNELWARD_URL comes before the stored server: what a job is given wins.
+        if (io.env.TUNNELWARD_API_KEY) return new ApiClient(url, io.env.TUNNELWARD_API_KEY);
         const stored = await credentials.login(url);
         if (!stored)
           throw new CliError(EXIT.unauthorised, `not logged in to ${url}: run tunnelward login --url ${url}`);

@@ -3,13 +3,16 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../fs/atomic.js';
 
-/** What a login leaves for the next commands: the token and who it belongs to. */
+/** What a login leaves for the next commands: the token (or API key) and who it belongs to. */
 export interface Login {
+  /** A login token, or an API key (`twk_...`) after `login --key`. */
   token: string;
   username: string;
   type: string;
-  /** When the login was made (Unix ms): a token lives an hour. */
+  /** When the login was made (Unix ms): a token lives an hour, a key until it expires or is revoked. */
   at: number;
+  /** The name of the API key, when `token` is one. */
+  keyName?: string;
 }
 
 interface CredentialFile {

@@ -15,6 +15,7 @@ import { EventHub } from '../../actors/event-hub.js';
 import { isWebhookEvent, WebhookNotifier } from '../../actors/webhook-notifier.js';
 import { publishEvents } from './event-sources.js';
 import { AccountService } from '../accounts/account-service.js';
+import { ApiKeyService } from '../accounts/api-key-service.js';
 import { PasswordHasher } from '../accounts/password-hasher.js';
 import { removeStaleTempFiles, writeFileAtomic } from '../fs/atomic.js';
 import { createApp } from '../http/app.js';
@@ -104,6 +105,8 @@ async function startLocked(
     options.hashMemoryKiB,
   );
   const accounts = new AccountService(db, hasher, options.tokenTtlMs);
+  const apiKeys = new ApiKeyService(db, accounts, () => settings.value('RateLimit.PerToken'));
+  cleanups.push(() => apiKeys.close());
   const initialPassword = await createFirstSuperuser(accounts, options, dataDir, log);
   cleanups.push(() => initialPassword.close());
 
@@ -176,6 +179,7 @@ async function startLocked(
   let restartRequested = false;
   const app = createApp({
     accounts,
+    apiKeys,
     supervisor,
     settings,
     limits,
@@ -234,6 +238,7 @@ async function startLocked(
   server.on('clientError', answerClientError);
   const streams = new LogStreams(server, {
     accounts,
+    apiKeys,
     supervisor,
     systemLog,
     events,

@@ -3,6 +3,7 @@ import { HttpMethodEnum, koaBody } from 'koa-body';
 import type { Logger } from 'pino';
 import type { InstanceSupervisor } from '../../actors/instance-supervisor.js';
 import type { AccountService } from '../accounts/account-service.js';
+import type { ApiKeyService } from '../accounts/api-key-service.js';
 import { AppError } from '../errors.js';
 import type { SettingsStore } from '../settings/settings-store.js';
 import type { RuntimeFaults } from '../system/self-check.js';
@@ -16,6 +17,7 @@ import { requestExposure, type Exposure } from './exposure.js';
 import { checkJsonBody } from './json-body-check.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { accountRoutes } from './routes/accounts.js';
+import { apiKeyRoutes } from './routes/api-keys.js';
 import { instanceRoutes } from './routes/instances.js';
 import { metricsRoutes, type RequestCounts } from './routes/metrics.js';
 import { openApiRoutes } from './routes/openapi.js';
@@ -35,6 +37,7 @@ export interface RateLimits {
 
 export interface AppDeps {
   accounts: AccountService;
+  apiKeys: ApiKeyService;
   supervisor: InstanceSupervisor;
   settings: SettingsStore;
   limits: RateLimits;
@@ -132,13 +135,18 @@ export function createApp(deps: AppDeps): Koa<AppState> {
 
   const routeDeps: RouteDeps = {
     ...deps,
-    guards: accessGuards(deps.timestampWindowMs, deps.accounts, deps.limits.perToken),
+    guards: accessGuards(deps.timestampWindowMs, {
+      accounts: deps.accounts,
+      apiKeys: deps.apiKeys,
+      perToken: deps.limits.perToken,
+    }),
   };
   const resources = [
     systemRoutes,
     accountRoutes,
     userRoutes,
     sessionRoutes,
+    apiKeyRoutes,
     settingsRoutes,
     instanceRoutes,
     proxyRoutes,

@@ -1,6 +1,6 @@
 import type { Middleware } from 'koa';
 import type { AuditRecord, AuditTrail } from '../audit/audit-trail.js';
-import type { AppState } from './auth.js';
+import { viaApiKey, type AppState } from './auth.js';
 
 type Fields = Record<string, unknown>;
 type Target = AuditRecord['target'];
@@ -79,6 +79,34 @@ export const AUDITED: Readonly<Record<string, Audited>> = {
     action: 'user.modifyType',
     describe: (b) => ({ target: user(scalar(b, 'userID')), detail: { newType: scalar(b, 'newType') } }),
   },
+  'POST /apiKeyMgr/create': {
+    action: 'apiKey.create',
+    // The key's id, name, owner and limits: never the key, which only the reply carries.
+    describe: (b, d) => ({
+      target: {
+        type: 'apiKey',
+        ...(scalar(d, 'keyID') ? { id: scalar(d, 'keyID') } : {}),
+        name: scalar(b, 'name') ?? '',
+      },
+      detail: {
+        userID: scalar(d, 'userID') ?? scalar(b, 'userID'),
+        role: scalar(d, 'role') ?? scalar(b, 'role'),
+        expiresAt: scalar(d, 'expiresAt'),
+        ratePerMinute: scalar(d, 'ratePerMinute') ?? scalar(b, 'ratePerMinute'),
+      },
+    }),
+  },
+  'POST /apiKeyMgr/revoke': {
+    action: 'apiKey.revoke',
+    describe: (b, d) => ({
+      target: {
+        type: 'apiKey',
+        id: scalar(d, 'keyID') ?? scalar(b, 'keyID') ?? '',
+        name: scalar(d, 'name') ?? scalar(b, 'name') ?? '',
+      },
+      detail: { userID: scalar(d, 'userID') ?? scalar(b, 'userID') },
+    }),
+  },
   'POST /sessionMgr/remove': {
     action: 'session.remove',
     describe: (b) => ({ target: { type: 'session', id: scalar(b, 'sessionID') ?? '' } }),
@@ -134,7 +162,10 @@ export function auditRequests(trail: AuditTrail, now: () => number = Date.now): 
     if (!worthRecording(ctx.status, audited.action, auth !== undefined)) return;
     const body = object((ctx.request as { body?: unknown }).body);
     const reply = object(ctx.body);
-    const { target, detail } = audited.describe?.(body, object(reply?.data)) ?? {};
+    const described = audited.describe?.(body, object(reply?.data)) ?? {};
+    const { target } = described;
+    // A request made with an API key names the key (its public id) beside its owner.
+    const detail = auth && viaApiKey(auth) ? { ...described.detail, apiKey: auth.apiKey.id } : described.detail;
     // The reply stands whatever happens here: a trail that cannot be written is an error for the log, not the client.
     await trail
       .record({

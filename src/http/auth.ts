@@ -1,12 +1,25 @@
 import type { Middleware } from 'koa';
 import type { AccountService, Authenticated } from '../accounts/account-service.js';
+import type { ApiKeyService, KeyAuthenticated } from '../accounts/api-key-service.js';
 import { hasRole, isUserType, type UserType } from '../accounts/rules.js';
 import { forbidden, tooManyRequests, unauthorized } from '../errors.js';
 import type { RequestExposure } from './exposure.js';
 import type { RateLimiter } from './rate-limiter.js';
 
+/** Who makes a request: a login session (`X-Token`), or an API key (`Authorization: Bearer`) acting as its owner. */
+export type Caller = Authenticated | KeyAuthenticated;
+
+export const viaApiKey = (caller: Caller): caller is KeyAuthenticated => 'apiKey' in caller;
+
+/** What resolves a request's credentials and counts them against their rate limits. */
+export interface CallerCheck {
+  accounts: AccountService;
+  apiKeys: ApiKeyService;
+  perToken: RateLimiter;
+}
+
 export interface AppState {
-  auth: Authenticated;
+  auth: Caller;
   /** When the request reached us: the timestamp window is measured against it, not against our own delays. */
   receivedAt: number;
   /** Which of the contract's open doors are open to this request. */
@@ -29,21 +42,47 @@ export function requireTimestamp(windowMs: number, now: () => number = Date.now)
   };
 }
 
-/** Resolves `X-Token` to a live session in `ctx.state.auth`, then counts the request against the token's limit. */
-export function authenticate(accounts: AccountService, perToken: RateLimiter): Middleware<AppState> {
+/** Resolves the request's credentials to its caller in `ctx.state.auth`, counted against its rate limit. */
+export function authenticate(check: CallerCheck): Middleware<AppState> {
   return async (ctx, next) => {
-    const token = ctx.get('X-Token');
-    if (!token) throw unauthorized('X-Token is required');
-    ctx.state.auth = accounts.authenticate(token);
-    countTokenRequest(perToken, ctx.state.auth);
+    const caller = identifyCaller(check, ctx.get('X-Token'), ctx.get('Authorization'));
+    if (!caller) throw unauthorized('X-Token is required');
+    ctx.state.auth = caller;
     await next();
   };
 }
 
-/** Counts one request (or stream upgrade) of a session against its token's limit; past it, 429 until the window ends. */
-export function countTokenRequest(perToken: RateLimiter, auth: Authenticated): void {
-  const wait = perToken.hit(auth.session.id);
-  if (wait > 0) throw tooManyRequests('too many requests for this token, slow down', wait / 1000);
+/**
+ * The caller behind `X-Token` (a session's token, as the contract sends it) or `Authorization: Bearer <API key>`,
+ * counted against its rate limit; undefined when neither is given.
+ */
+export function identifyCaller(check: CallerCheck, token: string, authorization: string): Caller | undefined {
+  let caller: Caller;
+  // Another scheme (a proxy's Basic auth passed on) is not ours to judge: the token decides, as the contract says.
+  const bearer = /^Bearer(?: +(\S*))?\s*$/i.exec(authorization);
+  if (bearer) {
+    if (token) throw unauthorized('send either X-Token or an API key in Authorization, not both');
+    caller = check.apiKeys.authenticate(bearer[1] ?? '');
+  } else if (token) caller = check.accounts.authenticate(token);
+  else return undefined;
+  countRequest(check.perToken, caller);
+  return caller;
+}
+
+/**
+ * Counts one request (or stream upgrade) against its credential's limit: a session's token has the per-token
+ * limit, an API key its own. Past it, 429 until the window ends.
+ */
+function countRequest(perToken: RateLimiter, caller: Caller): void {
+  const wait = viaApiKey(caller)
+    ? perToken.hit(`apiKey:${caller.apiKey.id}`, caller.apiKey.ratePerMinute ?? undefined)
+    : perToken.hit(caller.session.id);
+  if (wait > 0) {
+    throw tooManyRequests(
+      `too many requests for this ${viaApiKey(caller) ? 'API key' : 'token'}, slow down`,
+      wait / 1000,
+    );
+  }
 }
 
 export function requireRole(minimum: UserType): Middleware<AppState> {
@@ -64,16 +103,19 @@ export function limitByIp(limiter: RateLimiter, what: string): Middleware {
   };
 }
 
-/** Who may call a route: anyone, anyone with a fresh `X-Timestamp`, or a live session holding at least this role. */
+/**
+ * Who may call a route: anyone, anyone with a fresh `X-Timestamp`, or a caller holding at least this role (a live
+ * session, or an API key: a key's request carries `X-Timestamp` like any other, as the contract has every request do).
+ */
 export type Access = 'public' | 'timestamp' | UserType;
 
 /** The checks that enforce an access level, in the order they run. */
 export type AccessGuards = (access: Access) => Middleware<AppState>[];
 
 /** Builds each check once; every route of the app takes its guards from here. */
-export function accessGuards(windowMs: number, accounts: AccountService, perToken: RateLimiter): AccessGuards {
+export function accessGuards(windowMs: number, check: CallerCheck): AccessGuards {
   const timestamp = requireTimestamp(windowMs);
-  const session = authenticate(accounts, perToken);
+  const session = authenticate(check);
   const roles = new Map<UserType, Middleware<AppState>>();
   return (access) => {
     if (access === 'public') return [];

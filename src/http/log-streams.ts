@@ -6,12 +6,13 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { EventHub } from '../../actors/event-hub.js';
 import type { InstanceSupervisor } from '../../actors/instance-supervisor.js';
 import type { AccountService, Authenticated } from '../accounts/account-service.js';
+import type { ApiKeyService } from '../accounts/api-key-service.js';
 import { AppError } from '../errors.js';
 import { DEFAULTS } from '../settings/defaults.js';
 import type { Logger } from '../log/logger.js';
 import type { SystemLog } from '../log/system-log.js';
 import { rawFailure } from './envelope.js';
-import { countTokenRequest } from './auth.js';
+import { identifyCaller, viaApiKey, type Caller } from './auth.js';
 import type { Exposure, RequestExposure } from './exposure.js';
 import type { RateLimiter } from './rate-limiter.js';
 
@@ -64,12 +65,14 @@ export const DEFAULT_STREAM_OPTIONS: LogStreamOptions = {
 
 interface Deps {
   accounts: AccountService;
+  /** API keys, sent in `Authorization: Bearer` on the upgrade request (never in the query string). */
+  apiKeys: ApiKeyService;
   supervisor: InstanceSupervisor;
   systemLog: SystemLog;
   events: EventHub;
   log: Logger;
   exposure: Exposure;
-  /** The per-token request limit: an upgrade with a token counts as one request. */
+  /** The per-token request limit: an upgrade with a token (or key) counts as one request. */
   perToken: RateLimiter;
 }
 
@@ -83,7 +86,7 @@ class StreamClient {
 
   constructor(
     readonly ws: WebSocket,
-    readonly auth: Authenticated | undefined,
+    readonly auth: Caller | undefined,
     /** The instance followed, with its owner; absent on the system log stream. */
     readonly instance: { id: number; ownerId: number | null } | undefined,
     private readonly options: LogStreamOptions,
@@ -195,7 +198,17 @@ export class LogStreams {
       deps.accounts.sessionsEnded$.subscribe(({ sessionIds, reason }) => {
         const ended = new Set(sessionIds);
         for (const client of this.clients) {
-          if (client.auth && ended.has(client.auth.session.id)) client.close(CLOSE.sessionEnded, reason);
+          if (client.auth && !viaApiKey(client.auth) && ended.has(client.auth.session.id)) {
+            client.close(CLOSE.sessionEnded, reason);
+          }
+        }
+      }),
+      deps.apiKeys.revoked$.subscribe(({ keyIds, reason }) => {
+        const revoked = new Set(keyIds);
+        for (const client of this.clients) {
+          if (client.auth && viaApiKey(client.auth) && revoked.has(client.auth.apiKey.id)) {
+            client.close(CLOSE.sessionEnded, reason);
+          }
         }
       }),
       deps.accounts.roleChanged$.subscribe(({ userId, type }) => {
@@ -240,7 +253,7 @@ export class LogStreams {
 
   private systemStream(url: URL, req: IncomingMessage, socket: Duplex, head: Buffer, exposure: RequestExposure): void {
     // Off loopback or behind a proxy the daemon's log is not for whoever reaches it (SystemLog.RequireToken).
-    const auth = exposure.systemLogNeedsToken ? this.requiredToken(url) : this.optionalToken(url);
+    const auth = exposure.systemLogNeedsToken ? this.requiredToken(url, req) : this.optionalToken(url, req);
     const { lines, follow } = replayParams(url, this.deps.systemLog.capacity, this.deps.systemLog.capacity);
     this.accept(req, socket, head, auth, undefined, (client) => {
       for (const entry of this.deps.systemLog.recent().slice(-lines || Infinity)) client.send(toBuffer(entry));
@@ -249,20 +262,16 @@ export class LogStreams {
     });
   }
 
-  /** A token is required, as for an instance log; whoever may list the instances may follow their events. */
-  private requiredToken(url: URL): Authenticated {
-    const auth = this.optionalToken(url);
+  /** A token (or key) is required, as for an instance log; whoever may list the instances may follow their events. */
+  private requiredToken(url: URL, req: IncomingMessage): Caller {
+    const auth = this.optionalToken(url, req);
     if (!auth) throw new AppError(401, 'Token is required');
     return auth;
   }
 
-  /** `?token=`, checked when given, and counted against the token's request limit like any request. */
-  private optionalToken(url: URL): Authenticated | undefined {
-    const token = url.searchParams.get('token');
-    if (!token) return undefined;
-    const auth = this.deps.accounts.authenticate(token);
-    countTokenRequest(this.deps.perToken, auth);
-    return auth;
+  /** `?token=` or an API key in `Authorization`, checked when given and counted against its limit like any request. */
+  private optionalToken(url: URL, req: IncomingMessage): Caller | undefined {
+    return identifyCaller(this.deps, url.searchParams.get('token') ?? '', req.headers.authorization ?? '');
   }
 
   /**
@@ -274,7 +283,7 @@ export class LogStreams {
     const rawSince = url.searchParams.get('since');
     if (rawSince !== null && !/^\d{1,15}$/.test(rawSince))
       throw new AppError(400, 'since must be an event seq (an integer)');
-    const auth = this.requiredToken(url);
+    const auth = this.requiredToken(url, req);
     const { events } = this.deps;
     this.accept(req, socket, head, auth, undefined, (client) => {
       const since = rawSince === null ? undefined : events.since(Number(rawSince));
@@ -300,7 +309,7 @@ export class LogStreams {
     const rawId = url.searchParams.get('instanceID');
     if (rawId === null || rawId === '') throw new AppError(400, 'instanceID is required');
     if (!/^\d{1,15}$/.test(rawId) || Number(rawId) < 1) throw new AppError(400, 'invalid instanceID format');
-    const auth = this.requiredToken(url);
+    const auth = this.requiredToken(url, req);
     const id = Number(rawId);
     let record;
     try {
@@ -326,7 +335,7 @@ export class LogStreams {
     req: IncomingMessage,
     socket: Duplex,
     head: Buffer,
-    auth: Authenticated | undefined,
+    auth: Caller | undefined,
     instance: StreamClient['instance'],
     start: (client: StreamClient) => void,
   ): void {
@@ -351,7 +360,9 @@ export class LogStreams {
         if (this.clients.delete(client) && !auth) this.anonymous--;
       });
       ws.on('error', () => ws.terminate());
-      if (auth) client.closeAt(auth.session.expireAt, CLOSE.sessionEnded, 'token expired');
+      const expireAt = auth && (viaApiKey(auth) ? auth.apiKey.expiresAt : auth.session.expireAt);
+      if (expireAt)
+        client.closeAt(expireAt, CLOSE.sessionEnded, viaApiKey(auth!) ? 'API key expired' : 'token expired');
       start(client);
     });
   }

@@ -185,9 +185,48 @@ const SCHEMAS: Record<string, Json> = {
     userID: int(),
     username: str(),
     type: schema('UserType'),
-    expireAt: dateTime('when the token stops working'),
-    sessionID: str('the session the token belongs to (as /sessionMgr/list shows it)'),
+    expireAt: {
+      type: ['string', 'null'],
+      format: 'date-time',
+      description: 'when the token (or API key) stops working; null for a key without an expiry',
+    },
+    'sessionID?': str('with a token: the session it belongs to (as /sessionMgr/list shows it)'),
+    'keyID?': str('with an API key: its public id'),
+    'keyName?': str('with an API key: its name'),
   }),
+  ApiKeyName: str("1-64 characters of A-Z a-z 0-9 _ . -, unique among the owner's keys ignoring case", {
+    minLength: 1,
+    maxLength: 64,
+  }),
+  ApiKey: obj({
+    keyID: str('the public id: the middle part of the key, never secret'),
+    name: schema('ApiKeyName'),
+    userID: int('the owner'),
+    username: str(),
+    role: {
+      ...schema('UserType'),
+      description: "the highest role the key acts with; the owner's own role caps it too",
+    },
+    ratePerMinute: int('requests per minute (the per-token limit unless set)'),
+    createdAt: dateTime(),
+    createdBy: str('the owner, or the superuser who created it for them'),
+    expiresAt: { type: ['string', 'null'], format: 'date-time', description: 'null: it never expires' },
+    lastUsedAt: {
+      type: ['string', 'null'],
+      format: 'date-time',
+      description: 'the last request made with it (kept on disk to the minute); null: never used',
+    },
+  }),
+  NewApiKey: {
+    allOf: [
+      schema('ApiKey'),
+      obj({
+        key: str('the key, `twk_<id>_<secret>`: shown in this reply only; send it as Authorization: Bearer <key>', {
+          pattern: '^twk_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$',
+        }),
+      }),
+    ],
+  },
   User: obj({
     UserID: int(),
     Username: str(),
@@ -512,7 +551,10 @@ const SCHEMAS: Record<string, Json> = {
     username: str("who: the session's user, or the name a login or registration was tried with"),
     ip: str('from where: the client, as TrustedProxies lets it be known'),
     action: str('what: instance.create, instance.start, proxy.modify, settings.set, user.create, login, ...'),
-    targetType: { type: ['string', 'null'], description: 'instance, proxy, user, session, settings or service' },
+    targetType: {
+      type: ['string', 'null'],
+      description: 'instance, proxy, user, session, apiKey, settings or service',
+    },
     targetID: { type: ['string', 'null'] },
     targetName: { type: ['string', 'null'] },
     detail: {
@@ -637,7 +679,7 @@ const ERRORS: Record<number, { name: string; description: string; headers?: Json
   },
   401: {
     name: 'Unauthorized',
-    description: `X-Timestamp missing or more than ${DEFAULTS.timestampWindowMs} ms from the server clock; or X-Token missing, unknown, revoked or expired; or wrong credentials.`,
+    description: `X-Timestamp missing or more than ${DEFAULTS.timestampWindowMs} ms from the server clock; or X-Token missing, unknown, revoked or expired; or an API key unknown, revoked or expired, or sent together with X-Token; or wrong credentials.`,
   },
   403: { name: 'Forbidden', description: "The caller's role is below what the operation needs." },
   404: { name: 'NotFound', description: 'What the request names does not exist.' },
@@ -688,17 +730,26 @@ function ok(description: string, data?: Json): Json {
 const ACCESS_TEXT: Record<Access, string> = {
   public: 'public: no X-Token, no X-Timestamp',
   timestamp: 'timestamp: X-Timestamp only, no token',
-  visitor: 'visitor: any logged-in user (X-Token and X-Timestamp)',
-  admin: 'admin: an admin or a superuser (X-Token and X-Timestamp)',
-  superuser: 'superuser: a superuser only (X-Token and X-Timestamp)',
+  visitor: 'visitor: any logged-in user (X-Token or an API key, and X-Timestamp)',
+  admin: 'admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp)',
+  superuser: 'superuser: a superuser only (X-Token or a superuser-scoped API key, and X-Timestamp)',
 };
 
 const SECURITY: Record<Access, Json[]> = {
   public: [],
   timestamp: [{ Timestamp: [] }],
-  visitor: [{ Token: [], Timestamp: [] }],
-  admin: [{ Token: [], Timestamp: [] }],
-  superuser: [{ Token: [], Timestamp: [] }],
+  visitor: [
+    { Token: [], Timestamp: [] },
+    { ApiKey: [], Timestamp: [] },
+  ],
+  admin: [
+    { Token: [], Timestamp: [] },
+    { ApiKey: [], Timestamp: [] },
+  ],
+  superuser: [
+    { Token: [], Timestamp: [] },
+    { ApiKey: [], Timestamp: [] },
+  ],
 };
 
 interface Operation {
@@ -814,7 +865,7 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
         auditParam('user', 'the username'),
         auditParam('action', 'an action, or a prefix ending in a dot (instance.)'),
         auditParam('instanceID', 'entries about this instance', { pattern: '^[0-9]{1,15}$' }),
-        auditParam('targetType', 'instance, proxy, user, session, settings or service'),
+        auditParam('targetType', 'instance, proxy, user, session, apiKey, settings or service'),
         auditParam('targetID', 'the id of the object'),
         auditParam('outcome', 'ok or failed', { enum: ['ok', 'failed'] }),
         auditParam('ip', 'the client address'),
@@ -902,13 +953,21 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
       tag: 'accounts',
       summary: 'Who the token belongs to, and until when',
       access: 'visitor',
-      ok: ok('The user and the expiry of the session', schema('WhoAmI')),
+      description:
+        "With an API key: the key's owner with the role the key acts with, and the key's id, name and expiry.",
+      ok: ok('The user and the expiry of the session or key', schema('WhoAmI')),
     },
   ],
   [
     'get',
     '/logout',
-    { tag: 'accounts', summary: 'End your session', access: 'visitor', ok: ok('Logged out; the token stops working') },
+    {
+      tag: 'accounts',
+      summary: 'End your session',
+      access: 'visitor',
+      ok: ok('Logged out; the token stops working'),
+      errors: { 400: 'Called with an API key, which has no session: revoke the key instead.' },
+    },
   ],
 
   // Users
@@ -933,7 +992,7 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
     '/userMgr/remove',
     {
       tag: 'users',
-      summary: "Remove a user and end that user's sessions",
+      summary: "Remove a user, end that user's sessions and revoke that user's API keys",
       access: 'superuser',
       body: obj({ targetUserID: schema('Id') }),
       ok: ok('Removed'),
@@ -946,7 +1005,8 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
     {
       tag: 'users',
       summary: 'Change a username and/or password',
-      description: "Yourself only; a superuser may modify anyone. A new password ends the user's other sessions.",
+      description:
+        "Yourself only; a superuser may modify anyone. A new password ends the user's other sessions and revokes all of the user's API keys. Not with an API key: a password login is needed.",
       access: 'visitor',
       body: obj(
         { userID: schema('Id'), 'username?': schema('Username'), 'passwd?': schema('Password') },
@@ -957,7 +1017,7 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
       ok: ok('Modified'),
       errors: {
         400: 'userID missing, nothing to modify, or a username or password that breaks the rules.',
-        403: "Another user's account, and the caller is not a superuser.",
+        403: "Another user's account, and the caller is not a superuser; or the caller used an API key.",
         404: 'No such user.',
         409: 'The new username is taken.',
         429: 'Too many requests for this token, or too many password hashes at once.',
@@ -970,6 +1030,7 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
     {
       tag: 'users',
       summary: "Change a user's role",
+      description: "The user's API keys act with the lower of their own scope and the new role.",
       access: 'superuser',
       body: obj({ userID: schema('Id'), newType: schema('UserType') }),
       ok: ok('Changed'),
@@ -1003,6 +1064,92 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
       body: obj({ sessionID: str() }),
       ok: ok('Removed'),
       errors: { 404: 'No such session.' },
+    },
+  ],
+
+  // API keys
+  [
+    'post',
+    '/apiKeyMgr/create',
+    {
+      tag: 'apiKeys',
+      summary: 'Create a personal API key',
+      description:
+        "For yourself; a superuser for anyone (userID). The key is in this reply only: the service keeps a SHA-256 hash of it. Its role defaults to the lower of the creator's and the owner's, and may be neither above the creator's nor above the owner's. Needs a password login: an API key cannot create keys. A ratePerMinute above the per-token limit (RateLimit.PerToken) needs a superuser.",
+      access: 'visitor',
+      body: obj(
+        {
+          name: schema('ApiKeyName'),
+          'userID?': { ...schema('Id'), description: 'the owner; yourself when left out' },
+          'role?': schema('UserType'),
+          'expiresIn?': int('seconds until it expires; never when left out', {
+            minimum: 1,
+            maximum: DEFAULTS.apiKeyMaxLifetimeSecs,
+          }),
+          'ratePerMinute?': int('requests per minute; the per-token limit when left out', {
+            minimum: 1,
+            maximum: 1_000_000,
+          }),
+        },
+        { additionalProperties: false },
+      ),
+      ok: ok('Created; the key is shown this once', schema('NewApiKey')),
+      errors: {
+        400: "A missing or unknown field, a bad name, expiry or rate, or a role above the owner's.",
+        403: "A role above your own; another user's key and the caller is not a superuser; or called with an API key.",
+        404: 'No such user.',
+        409: `The owner has a key of that name, or already ${DEFAULTS.apiKeysPerUser} keys.`,
+      },
+    },
+  ],
+  [
+    'get',
+    '/apiKeyMgr/list',
+    {
+      tag: 'apiKeys',
+      summary: "A user's API keys, without their secrets",
+      description: 'Your own; a superuser may name any user. Expired keys are listed until revoked.',
+      access: 'visitor',
+      query: [
+        {
+          name: 'userID',
+          in: 'query',
+          required: false,
+          description: 'whose keys (also accepted as an X-userID header); yourself when left out',
+          schema: str(undefined, { pattern: '^[0-9]{1,15}$' }),
+        },
+      ],
+      ok: ok('The keys, oldest first', arrayOf(schema('ApiKey'))),
+      errors: {
+        400: 'userID not a positive integer.',
+        403: "Another user's keys, and the caller is not a superuser.",
+        404: 'No such user.',
+      },
+    },
+  ],
+  [
+    'post',
+    '/apiKeyMgr/revoke',
+    {
+      tag: 'apiKeys',
+      summary: 'Revoke an API key; it stops working at once',
+      description:
+        "Your own, or any for a superuser; by keyID, or by name (with userID for another user's key). A key may revoke itself. Streams opened with it close with 4401.",
+      access: 'visitor',
+      body: obj(
+        {
+          'keyID?': str('the public id of the key'),
+          'name?': schema('ApiKeyName'),
+          'userID?': { ...schema('Id'), description: 'the owner, with name; yourself when left out' },
+        },
+        { additionalProperties: false, description: 'keyID, or name.' },
+      ),
+      ok: ok('Revoked', obj({ keyID: str(), name: str(), userID: int() })),
+      errors: {
+        400: 'Neither or both of keyID and name, or an unknown field.',
+        403: "Another user's key by name, and the caller is not a superuser.",
+        404: "No such key (another user's key id is unknown to anyone but a superuser).",
+      },
     },
   ],
 
@@ -1306,7 +1453,7 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
 // ---- WebSocket streams ----
 
 const closeCodes = [
-  `${CLOSE.sessionEnded}: the session ended (token expired, logged out, session removed, user removed, password changed)`,
+  `${CLOSE.sessionEnded}: the session ended (token expired, logged out, session removed, user removed, password changed), or the API key was revoked or expired`,
   `${CLOSE.accessWithdrawn}: the role no longer gives access to the instance`,
   `${CLOSE.instanceDeleted}: the instance was deleted`,
   `${CLOSE.tooSlow}: the client cannot keep up`,
@@ -1344,12 +1491,12 @@ function streamOperation(path: string, stream: Stream): Json {
   return {
     tags: ['streams'],
     summary: stream.summary,
-    description: `${stream.description}\n\nA WebSocket: connect with an Upgrade request (a plain GET is a 404). Every check happens before the upgrade; a refusal is an ordinary HTTP response in the envelope. Close codes:\n${closeCodes}\n\nAccess: ${stream.access}: ${stream.who}.`,
+    description: `${stream.description}\n\nA WebSocket: connect with an Upgrade request (a plain GET is a 404). Instead of ?token=, an API key may be sent as Authorization: Bearer <key> on the upgrade request (never in the query string). Every check happens before the upgrade; a refusal is an ordinary HTTP response in the envelope. Close codes:\n${closeCodes}\n\nAccess: ${stream.access}: ${stream.who}.`,
     operationId: operationId(path),
     'x-websocket': true,
     'x-access': stream.access,
     'x-websocket-messages': stream.messages,
-    security: stream.tokenRequired ? [{ TokenQuery: [] }] : [{}, { TokenQuery: [] }],
+    security: stream.tokenRequired ? [{ TokenQuery: [] }, { ApiKey: [] }] : [{}, { TokenQuery: [] }, { ApiKey: [] }],
     ...(stream.query ? { parameters: stream.query } : {}),
     responses,
   };
@@ -1457,7 +1604,7 @@ const DESCRIPTION = `Control plane of tunnelward, which supervises frpc tunnel-c
 
 Every HTTP response is the envelope \`{"success": bool, "message": string, "data"?: ...}\` (except /metrics and this document); a failure is \`{"success": false, "message": ...}\` with the HTTP status each operation lists.
 
-Authentication: \`X-Timestamp\` (Unix time in ms, within ${DEFAULTS.timestampWindowMs} ms of the server clock) and \`X-Token\` (from /login) headers, as each operation's security says. Roles: superuser > admin > visitor; each operation states its access level in its description and in \`x-access\` (public, timestamp, visitor, admin, superuser). Rate limits (settings RateLimit.*): by default 100 requests per minute per token, 5 /login and 30 /register per minute per IP; past a limit, 429 with Retry-After.
+Authentication: \`X-Timestamp\` (Unix time in ms, within ${DEFAULTS.timestampWindowMs} ms of the server clock) and \`X-Token\` (from /login) headers, as each operation's security says. Instead of \`X-Token\`, a personal API key (/apiKeyMgr/create) may be sent as \`Authorization: Bearer twk_...\`: it acts as its owner with its own role scope, expiry and rate limit, and still needs \`X-Timestamp\`. Roles: superuser > admin > visitor; each operation states its access level in its description and in \`x-access\` (public, timestamp, visitor, admin, superuser). Rate limits (settings RateLimit.*): by default 100 requests per minute per token, 5 /login and 30 /register per minute per IP; past a limit, 429 with Retry-After.
 
 GET parameters are read from the query string, then from an \`X-<name>\` header. POST bodies are JSON objects (Content-Type: application/json, at most ${DEFAULTS.jsonLimit}, nested at most ${DEFAULTS.jsonMaxDepth} levels). Ids are accepted as integers or strings holding one.
 
@@ -1484,6 +1631,7 @@ export function openApiDocument(info: Pick<SoftwareInfo, 'Version'> = loadSoftwa
       { name: 'accounts', description: 'Registration, login, logout' },
       { name: 'users', description: 'User management' },
       { name: 'sessions', description: 'Login sessions' },
+      { name: 'apiKeys', description: 'Personal API keys: long-lived credentials for machines' },
       { name: 'settings', description: 'Persisted settings' },
       { name: 'instances', description: 'frpc instances: records, config files, lifecycle' },
       { name: 'proxies', description: 'The [[proxies]] entries of an instance config file' },
@@ -1514,6 +1662,13 @@ export function openApiDocument(info: Pick<SoftwareInfo, 'Version'> = loadSoftwa
           in: 'header',
           name: 'X-Timestamp',
           description: `The request time in Unix milliseconds (an integer); refused when more than ${DEFAULTS.timestampWindowMs} ms from the server clock.`,
+        },
+        ApiKey: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'twk_<id>_<secret>',
+          description:
+            'A personal API key from /apiKeyMgr/create, as Authorization: Bearer <key>; never together with X-Token.',
         },
         TokenQuery: {
           type: 'apiKey',

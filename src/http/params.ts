@@ -62,3 +62,17 @@ export function idList(fields: Fields, name: string): number[] {
   if (v.length > MAX_IDS) throw badRequest(`${name} may name at most ${MAX_IDS} instances`);
   return [...new Set(v.map((item, i) => requiredId({ [`${name}[${i}]`]: item }, `${name}[${i}]`)))];
 }
+
+/** An integer when given; a number with a fraction, or anything else, is a 400. */
+export function optionalInt(fields: Fields, name: string): number | undefined {
+  const v = fields[name];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw badRequest(`${name} must be a whole number`);
+  return v;
+}
+
+/** Refuses fields the operation does not take: a misspelt one (`expires` for `expiresIn`) must not be ignored. */
+export function onlyFields(fields: Fields, known: readonly string[]): void {
+  const unknown = Object.keys(fields).filter((name) => !known.includes(name));
+  if (unknown.length > 0) throw badRequest(`unknown field ${unknown[0]}: this operation takes ${known.join(', ')}`);
+}

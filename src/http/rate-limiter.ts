@@ -12,7 +12,7 @@ export class RateLimiter {
   ) {}
 
   /** Counts a hit; returns 0 when allowed, else the milliseconds until the key may try again. */
-  hit(key: string): number {
+  hit(key: string, limit = this.limit()): number {
     const now = this.now();
     let w = this.windows.get(key);
     if (!w || now - w.start >= this.windowMs) {
@@ -20,7 +20,7 @@ export class RateLimiter {
       this.windows.set(key, w);
     }
     w.hits++;
-    return w.hits <= this.limit() ? 0 : w.start + this.windowMs - now;
+    return w.hits <= limit ? 0 : w.start + this.windowMs - now;
   }
 
   /** Drops windows that have ended. */

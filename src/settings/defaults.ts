@@ -10,6 +10,9 @@ export const DEFAULTS = {
   /** Accepted distance between X-Timestamp and the server clock. */
   timestampWindowMs: 3000,
   rateLimitWindowMs: 60 * 1000,
+  /** API keys one user may hold, and the longest lifetime one may be given (none: it never expires). */
+  apiKeysPerUser: 100,
+  apiKeyMaxLifetimeSecs: 10 * 365 * 24 * 60 * 60,
   /** At most this many argon2 computations at once (each takes 64 MiB); more wait in a bounded queue. */
   passwordHashConcurrency: 2,
   passwordHashQueue: 32,

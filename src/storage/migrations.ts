@@ -74,4 +74,20 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX audit_at ON audit(at);
   `,
+  // 6: personal API keys; only a hash of each key is kept, found by the key's public id
+  `
+  CREATE TABLE api_keys (
+    id              TEXT    PRIMARY KEY,
+    user_id         INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    name            TEXT    NOT NULL COLLATE NOCASE,
+    key_hash        TEXT    NOT NULL,
+    role            TEXT    NOT NULL CHECK (role IN ('superuser', 'admin', 'visitor')),
+    rate_per_minute INTEGER,
+    created_at      INTEGER NOT NULL,
+    created_by      TEXT    NOT NULL,
+    expires_at      INTEGER,
+    last_used_at    INTEGER,
+    UNIQUE (user_id, name)
+  );
+  `,
 ];

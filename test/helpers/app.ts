@@ -4,6 +4,7 @@ import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';
 import { AccountService } from '../../src/accounts/account-service.js';
+import { ApiKeyService } from '../../src/accounts/api-key-service.js';
 import { PasswordHasher } from '../../src/accounts/password-hasher.js';
 import { AuditTrail } from '../../src/audit/audit-trail.js';
 import { TrustedProxies } from '../../src/http/client-address.js';
@@ -53,9 +54,11 @@ export async function inProcessApp(
     clock.now,
   );
   await accounts.ensureFirstSuperuser(ADMIN.username, ADMIN.passwd);
+  const apiKeys = new ApiKeyService(db, accounts, () => settings.value('RateLimit.PerToken'), clock.now);
   const window = options.rateWindowMs ?? DEFAULTS.rateLimitWindowMs;
   const app = createApp({
     accounts,
+    apiKeys,
     supervisor: {} as never,
     settings,
     limits: {
@@ -111,6 +114,7 @@ export async function inProcessApp(
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      apiKeys.close();
       await db.close();
       await rm(dir, { recursive: true, force: true });
     },

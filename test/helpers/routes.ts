@@ -11,6 +11,7 @@ export function appRoutes(): RouteInfo[] {
   const inert = {} as never;
   const deps: Partial<AppDeps> = {
     accounts: inert,
+    apiKeys: inert,
     supervisor: inert,
     settings: inert,
     limits: { login: inert, register: inert, perToken: inert },

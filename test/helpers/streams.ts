@@ -8,10 +8,13 @@ export interface Stream {
   waitFor(predicate: (messages: any[]) => boolean, timeoutMs?: number): Promise<any[]>;
 }
 
-/** Opens a log stream; rejects with `{ status, headers, body }` when the server refuses the upgrade. */
-export function openStream(url: string): Promise<Stream> {
+/**
+ * Opens a log stream (with extra upgrade headers, e.g. an API key's Authorization); rejects with
+ * `{ status, headers, body }` when the server refuses the upgrade.
+ */
+export function openStream(url: string, headers: Record<string, string> = {}): Promise<Stream> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url);
+    const ws = new WebSocket(url, { headers });
     const messages: any[] = [];
     const closed = new Promise<{ code: number; reason: string }>((r) =>
       ws.on('close', (code, reason) => r({ code, reason: reason.toString() })),

@@ -45,8 +45,12 @@ const CONTRACT: Record<string, Access> = {
   'GET /whoami': 'visitor',
   'POST /tunnelAct/instanceMgr/import': 'admin',
   'GET /tunnelAct/instanceMgr/export': 'visitor',
+  'POST /tunnelAct/instanceMgr/replaceConfig': 'admin',
   'GET /openapi.json': 'public',
   'GET /system/audit': 'superuser',
+  'POST /apiKeyMgr/create': 'visitor',
+  'GET /apiKeyMgr/list': 'visitor',
+  'POST /apiKeyMgr/revoke': 'visitor',
 };
 
 type Identity = 'none' | 'visitor' | 'admin' | 'superuser';

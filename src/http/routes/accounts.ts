@@ -1,6 +1,6 @@
 import { isUserType } from '../../accounts/rules.js';
 import { badRequest, forbidden } from '../../errors.js';
-import { limitByIp } from '../auth.js';
+import { limitByIp, viaApiKey } from '../auth.js';
 import { reply } from '../envelope.js';
 import { body, optionalString, requiredString } from '../params.js';
 import type { RouteDeps } from '../app.js';
@@ -45,20 +45,29 @@ export function accountRoutes({ accounts, limits, guards }: RouteDeps): Resource
     });
   });
 
-  // Who the token belongs to and until when: what a client shows after a restart without asking for the password.
+  // Who the token (or API key) belongs to and until when: what a client shows after a restart without asking for
+  // the password.
   router.get('/whoami', 'visitor', async (ctx) => {
-    const { user, session } = ctx.state.auth;
-    reply(ctx, user.username, {
-      userID: user.id,
-      username: user.username,
-      type: user.type,
-      expireAt: formatIso(session.expireAt),
-      sessionID: session.id,
-    });
+    const caller = ctx.state.auth;
+    const { user } = caller;
+    const who = { userID: user.id, username: user.username, type: user.type };
+    if (viaApiKey(caller)) {
+      const { id, name, expiresAt } = caller.apiKey;
+      reply(ctx, user.username, {
+        ...who,
+        expireAt: expiresAt === null ? null : formatIso(expiresAt),
+        keyID: id,
+        keyName: name,
+      });
+    } else {
+      reply(ctx, user.username, { ...who, expireAt: formatIso(caller.session.expireAt), sessionID: caller.session.id });
+    }
   });
 
   router.get('/logout', 'visitor', async (ctx) => {
-    await accounts.logout(ctx.state.auth.session);
+    const caller = ctx.state.auth;
+    if (viaApiKey(caller)) throw badRequest('an API key has no session to end: revoke it with /apiKeyMgr/revoke');
+    await accounts.logout(caller.session);
     reply(ctx, 'logged out');
   });
 

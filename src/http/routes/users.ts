@@ -1,6 +1,7 @@
 import type { User } from '../../accounts/account-service.js';
 import { isUserType } from '../../accounts/rules.js';
-import { badRequest } from '../../errors.js';
+import { badRequest, forbidden } from '../../errors.js';
+import { viaApiKey } from '../auth.js';
 import { formatDateTime } from '../../util/time.js';
 import { reply } from '../envelope.js';
 import { body, optionalString, requiredId, requiredString } from '../params.js';
@@ -33,7 +34,10 @@ export function userRoutes({ accounts, guards }: RouteDeps): ResourceRouter {
     const userID = requiredId(fields, 'userID');
     const username = optionalString(fields, 'username') || undefined;
     const passwd = optionalString(fields, 'passwd') || undefined;
-    const user = await accounts.modifyUser(ctx.state.auth, userID, { username, passwd });
+    const caller = ctx.state.auth;
+    // A key must not be able to take over the password it stands beside (and a new password revokes the keys).
+    if (viaApiKey(caller)) throw forbidden('changing a username or password needs a password login, not an API key');
+    const user = await accounts.modifyUser(caller, userID, { username, passwd });
     reply(ctx, `user ${user.username} modified`);
   });
 
