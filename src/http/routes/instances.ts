@@ -2,6 +2,7 @@ import type { Context } from 'koa';
 import {
   createdAtOf,
   processFields,
+  type CommandResult,
   type InstanceSupervisor,
   type InstanceView,
 } from '../../../actors/instance-supervisor.js';
@@ -50,6 +51,12 @@ function bulkTargets(fields: Fields, everyId: () => number[]): number[] | undefi
     return everyId();
   }
   return fields.instanceIDs === undefined ? undefined : idList(fields, 'instanceIDs');
+}
+
+/** The reply to a command on many instances: how many went well, and how each went. */
+function replyMany(ctx: Context, command: string, results: CommandResult[]): void {
+  const ok = results.filter((r) => r.ok).length;
+  reply(ctx, `${command}: ${ok} of ${results.length} instances ok`, { ok, failed: results.length - ok, results });
 }
 
 /** Runs a lifecycle command and says how it went: 409 for a refusal the state explains, 500 for a failure. */
@@ -143,9 +150,29 @@ export function instanceRoutes({ supervisor, guards, exposure }: RouteDeps): Res
     });
   });
 
+  // One instance, or many (`instanceIDs: [...]`; never `all`): each delete is answered on its own, as the commands.
   router.post('/delete', 'admin', async (ctx) => {
-    const record = await supervisor.catalogue.remove(requiredId(body(ctx), 'instanceID'));
-    reply(ctx, `instance ${record.name} deleted`, { instanceID: record.id, name: record.name });
+    const fields = body(ctx);
+    if (fields.all !== undefined) throw badRequest('delete takes instanceID or instanceIDs, never all');
+    const ids = bulkTargets(fields, () => []);
+    if (!ids) {
+      const record = await supervisor.catalogue.remove(requiredId(fields, 'instanceID'));
+      reply(ctx, `instance ${record.name} deleted`, { instanceID: record.id, name: record.name });
+      return;
+    }
+    const results = await Promise.all(
+      ids.map(async (id): Promise<CommandResult> => {
+        const name = supervisor.catalogue.nameOf(id) || null;
+        try {
+          await supervisor.catalogue.remove(id);
+          return { instanceID: id, name, ok: true, state: null, message: 'deleted' };
+        } catch (err) {
+          const state = supervisor.catalogue.exists(id) ? supervisor.lifecycle.stateOf(id) : null;
+          return { instanceID: id, name, ok: false, state, message: (err as Error).message };
+        }
+      }),
+    );
+    replyMany(ctx, 'delete', results);
   });
 
   router.post('/modify', 'admin', async (ctx) => {
@@ -200,13 +227,7 @@ export function instanceRoutes({ supervisor, guards, exposure }: RouteDeps): Res
         reply(ctx, await commandOutcome(supervisor, requiredId(fields, 'instanceID'), command), {});
         return;
       }
-      const results = await supervisor.commandMany(ids, command);
-      const ok = results.filter((r) => r.ok).length;
-      reply(ctx, `${command}: ${ok} of ${results.length} instances ok`, {
-        ok,
-        failed: results.length - ok,
-        results,
-      });
+      replyMany(ctx, command, await supervisor.commandMany(ids, command));
     });
   }
 
