@@ -18,27 +18,32 @@ export function MenuButton(props: { label: string; accessibleName: string; items
   const menu = useRef<HTMLUListElement>(null);
   /** The item to focus once open: 0 the first, -1 the last; null while closed. */
   const [openAt, setOpenAt] = useState<number | null>(null);
-  const [place, setPlace] = useState<{ top: number; right: number } | null>(null);
+  const [place, setPlace] = useState<{ top: number; left: number } | null>(null);
   const open = openAt !== null;
 
   const itemsOf = () => [...(menu.current?.querySelectorAll<HTMLButtonElement>('[role="menuitem"]') ?? [])];
   const close = (refocus: boolean) => {
     setOpenAt(null);
+    setPlace(null);
     if (refocus) button.current?.focus();
   };
 
   useLayoutEffect(() => {
     if (!open || !button.current || !menu.current) return;
     const rect = button.current.getBoundingClientRect();
-    const height = menu.current.offsetHeight;
+    const { offsetHeight: height, offsetWidth: width } = menu.current;
     const below = rect.bottom + 4 + height <= window.innerHeight;
     setPlace({
       top: below ? rect.bottom + 4 : Math.max(4, rect.top - 4 - height),
-      right: Math.max(4, window.innerWidth - rect.right),
+      // Its right edge under the button's, unless that puts it off the left of the screen.
+      left: Math.max(4, Math.min(rect.right - width, window.innerWidth - width - 4)),
     });
-    const items = itemsOf();
-    items.at(openAt ?? 0)?.focus();
   }, [open]);
+
+  // Once placed (a hidden menu cannot take the focus), the keyboard goes to the item it was opened on.
+  useLayoutEffect(() => {
+    if (place && openAt !== null) itemsOf().at(openAt)?.focus();
+  }, [place]);
 
   useEffect(() => {
     if (!open) return;
@@ -104,7 +109,7 @@ export function MenuButton(props: { label: string; accessibleName: string; items
           role="menu"
           class="menu"
           aria-label={props.accessibleName}
-          style={place ? { top: `${place.top}px`, right: `${place.right}px` } : { visibility: 'hidden' }}
+          style={place ? { top: `${place.top}px`, left: `${place.left}px` } : { visibility: 'hidden' }}
           onKeyDown={onMenuKey}
         >
           {props.items.map((item) => (

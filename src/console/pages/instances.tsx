@@ -202,6 +202,17 @@ export function Instances() {
                 ))}
               </select>
             </div>
+            {admin && rows.length > 0 && (
+              <div class="field check phone-only">
+                <input
+                  id="select-page-phone"
+                  type="checkbox"
+                  checked={pageSelected > 0 && pageSelected === pageIds.length}
+                  onChange={(e) => select(pageIds, e.currentTarget.checked)}
+                />
+                <label for="select-page-phone">Select this page</label>
+              </div>
+            )}
             {isFiltered(filter) && (
               <button type="button" class="link-button" onClick={() => setFilter(NO_FILTER)}>
                 Clear filters
