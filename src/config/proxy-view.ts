@@ -51,3 +51,30 @@ function jsonValue(value: unknown): unknown {
   if (isTable(value)) return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, jsonValue(item)]));
   return typeof value === 'bigint' ? String(value) : value;
 }
+
+/**
+ * A `[[visitors]]` entry as the API lists it: what it is, which proxy it reaches and where it listens locally
+ * (`bindPort` as a string like the proxies' ports, '' when absent; frpc binds 127.0.0.1 when `bindAddr` is empty).
+ * Its secretKey is never shown.
+ */
+export interface VisitorView {
+  name: string;
+  type: string;
+  serverName: string;
+  serverUser: string;
+  bindAddr: string;
+  bindPort: string;
+  enabled: boolean;
+}
+
+export function visitorViewOf(block: Table): VisitorView {
+  return {
+    name: text(block.name),
+    type: text(block.type),
+    serverName: text(block.serverName),
+    serverUser: text(block.serverUser),
+    bindAddr: text(block.bindAddr),
+    bindPort: text(block.bindPort),
+    enabled: block.enabled !== false,
+  };
+}

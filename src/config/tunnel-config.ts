@@ -11,13 +11,13 @@ import { envPlaceholders, PLACEHOLDER_REASON } from './go-template.js';
 import { normalizeDocument } from './legacy-shape.js';
 import { editProxy, readProxyChanges, type ProxyInput } from './proxy-edit.js';
 import { REMOTE_PORT_TYPES } from './proxy-keys.js';
-import { SECRET_MASK, viewOf, type ProxyView } from './proxy-view.js';
+import { SECRET_MASK, viewOf, visitorViewOf, type ProxyView, type VisitorView } from './proxy-view.js';
 import { maskSecrets, placeholdersOutsideSecrets, secretValues, unmaskSecrets } from './secret-mask.js';
 import { checkTree, copyTree, deletePath, getPath, isTable, setPath, text, type Table } from './toml-tree.js';
 import { checkEntryName, checkValue, messageOf, safeLabel } from './value-check.js';
 import { checkVisitor } from './visitor-check.js';
 
-export type { ProxyInput, ProxyView };
+export type { ProxyInput, ProxyView, VisitorView };
 
 /** frpc's admin API as tunnelward reaches it. */
 export interface AdminEndpoint {
@@ -329,6 +329,12 @@ export class TunnelConfig {
 
   proxies(): ProxyView[] {
     return this.blocks().map(viewOf);
+  }
+
+  /** The `[[visitors]]` entries, kept as they are through every edit and listed read-only. */
+  visitors(): VisitorView[] {
+    const visitors = this.doc.visitors;
+    return Array.isArray(visitors) ? visitors.filter(isTable).map(visitorViewOf) : [];
   }
 
   /** Appends a proxy with every key frpc knows for its type; unknown keys and wrong types are refused by name. */

@@ -237,10 +237,23 @@ export interface Proxy {
   [key: string]: unknown;
 }
 
+/** A [[visitors]] entry; a guest is shown only name, type and enabled. */
+export interface Visitor {
+  name: string;
+  type: string;
+  serverName?: string;
+  serverUser?: string;
+  bindAddr?: string;
+  bindPort?: string;
+  enabled: boolean;
+}
+
 export interface ProxyList {
   instanceID: number;
   proxyCount: number;
   proxies: Proxy[];
+  visitorCount: number;
+  visitors: Visitor[];
 }
 
 export interface BulkResult {

@@ -125,3 +125,10 @@ const GUEST_PROXY_FIELDS = ['name', 'type', 'enabled', 'status', 'err', 'statusS
 export function guestProxyView(proxy: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(GUEST_PROXY_FIELDS.map((key) => [key, proxy[key]]));
 }
+
+/** The fields of a visitor a guest is shown: not which proxy it reaches nor where it listens. */
+const GUEST_VISITOR_FIELDS = ['name', 'type', 'enabled'] as const;
+
+export function guestVisitorView(visitor: object): Record<string, unknown> {
+  return Object.fromEntries(GUEST_VISITOR_FIELDS.map((key) => [key, (visitor as Record<string, unknown>)[key]]));
+}

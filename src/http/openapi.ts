@@ -351,10 +351,6 @@ const SCHEMAS: Record<string, Json> = {
       schema('BootServiceFailure'),
     ],
   },
-  InstanceDeleteRequest: obj({
-    instanceID: schema('Id'),
-    'purge?': bool('remove its log too (default false: the log is kept)'),
-  }),
   InstanceDeleted: obj({ instanceID: int(), name: str(), logKept: bool('whether its log was left in place') }),
   InstanceModifyRequest: {
     description: 'One of three kinds of change, chosen by type.',
@@ -532,7 +528,28 @@ const SCHEMAS: Record<string, Json> = {
     instanceID: int(),
     proxyCount: int(),
     proxies: arrayOf({ oneOf: [schema('ListedProxy'), schema('GuestProxy')] }),
+    visitorCount: int(),
+    visitors: arrayOf(
+      { oneOf: [schema('Visitor'), schema('GuestVisitor')] },
+      'the [[visitors]] of the file, read-only',
+    ),
   }),
+  Visitor: obj(
+    {
+      name: str(),
+      type: str('stcp, sudp or xtcp'),
+      serverName: str('the proxy it reaches'),
+      serverUser: str("the user of that proxy, '' for the same user"),
+      bindAddr: str("where it listens; '' when absent (frpc binds 127.0.0.1)"),
+      bindPort: str("'' when absent"),
+      enabled: bool(),
+    },
+    { description: 'A [[visitors]] entry of the config file; its secretKey is never shown.' },
+  ),
+  GuestVisitor: obj(
+    { name: str(), type: str(), enabled: bool() },
+    { description: 'What a visitor is shown of a visitor while Visitor.ShowDetails is off.' },
+  ),
   GuestProxy: obj(
     {
       name: str(),
@@ -1247,11 +1264,24 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
     '/tunnelAct/instanceMgr/delete',
     {
       tag: 'instances',
-      summary: 'Stop an instance and remove its config file and record (and its log, with purge)',
+      summary: 'Stop an instance (or several) and remove its config file and record (and its log, with purge)',
+      description:
+        'With instanceIDs each instance is deleted on its own and the reply says how each went; one failing is that instance’s, not the request’s. There is no all form.',
       access: 'admin',
-      body: schema('InstanceDeleteRequest'),
-      ok: ok('Deleted', schema('InstanceDeleted')),
-      errors: { 400: BAD_ID, 404: NO_INSTANCE, 500: 'Its tunnel could not be stopped.' },
+      body: {
+        ...obj({
+          'instanceID?': schema('Id'),
+          'instanceIDs?': arrayOf(schema('Id'), 'repeated ids count once'),
+          'purge?': bool('remove their logs too (default false: the logs are kept)'),
+        }),
+        oneOf: [{ required: ['instanceID'] }, { required: ['instanceIDs'] }],
+      },
+      ok: ok('Deleted', { oneOf: [schema('InstanceDeleted'), schema('BulkCommandResult')] }),
+      errors: {
+        400: `${BAD_ID} Or both forms, or all.`,
+        404: `${NO_INSTANCE} (With instanceIDs, an unknown id is a failed result instead.)`,
+        500: 'Its tunnel could not be stopped.',
+      },
     },
   ],
   [

@@ -1,9 +1,19 @@
-import { mkdir, readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
+import { appendFile, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { PACKAGE_ROOT } from '../../src/paths.js';
+import type { Browser, Page } from 'playwright-core';
+import { VISITORS_TOML } from '../config/proxy-examples.js';
+import {
+  accessibilityViolations,
+  DESKTOP,
+  launchBrowser,
+  login,
+  noProblems,
+  openConsole,
+  PHONE,
+  rowAction,
+  shot,
+} from '../helpers/console.js';
 import { ADMIN, disposeWithTunnels, startDaemon, type Daemon } from '../helpers/daemon.js';
 import { createInstance, instanceSettings, waitFor } from '../helpers/instances.js';
 
@@ -12,11 +22,6 @@ import { createInstance, instanceSettings, waitFor } from '../helpers/instances.
  * tunnels are the fixture frpc. One browser for the file, a new context (a fresh tab, no storage) per test.
  */
 
-const CHROMIUM = process.env.TUNNELWARD_CHROMIUM ?? '/usr/bin/chromium';
-const SHOTS = join(PACKAGE_ROOT, 'test', 'artifacts', 'screenshots');
-const DESKTOP = { width: 1280, height: 800 };
-const PHONE = { width: 390, height: 844 };
-
 let browser: Browser;
 let daemon: Daemon;
 let root: string;
@@ -24,12 +29,8 @@ let root: string;
 let shortLived: Daemon;
 
 test.before(async () => {
-  await mkdir(SHOTS, { recursive: true });
   [browser, daemon, shortLived] = await Promise.all([
-    chromium.launch({
-      executablePath: CHROMIUM,
-      args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
-    }),
+    launchBrowser(),
     // Proxy and connection alerts after a second, not five: the live list is what these tests watch.
     startDaemon({ settingsToml: instanceSettings({ 'Alerts.DebounceSecs': 1 }) }),
     startDaemon({
@@ -47,47 +48,8 @@ test.after.always(async () => {
   if (shortLived) await disposeWithTunnels(shortLived, await shortLived.login().catch(() => ''));
 });
 
-/** Uncaught errors and Content-Security-Policy refusals seen by a page. */
-const problems = new WeakMap<Page, string[]>();
-
-async function open(t: ExecutionContext, viewport = DESKTOP, on: Daemon = daemon): Promise<Page> {
-  const context = await browser.newContext({ viewport });
-  t.teardown(() => context.close());
-  const page = await context.newPage();
-  page.setDefaultTimeout(10_000);
-  const seen: string[] = [];
-  problems.set(page, seen);
-  page.on('pageerror', (err) => seen.push(`page error: ${err.message}`));
-  page.on('console', (message) => {
-    if (/Content Security Policy|Refused to/i.test(message.text())) seen.push(`console: ${message.text()}`);
-  });
-  await page.goto(on.url + '/');
-  return page;
-}
-
-async function login(page: Page, username = ADMIN.username, passwd = ADMIN.passwd): Promise<void> {
-  await page.getByLabel('Username').fill(username);
-  await page.getByLabel('Password').fill(passwd);
-  await page.getByRole('button', { name: 'Log in' }).click();
-  await page.getByRole('heading', { name: 'Instances', exact: true }).waitFor();
-}
-
-/** axe-core's rules for WCAG 2 A and AA: what an automated check can say of labels, contrast, roles and names. */
-const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
-async function accessibilityViolations(page: Page): Promise<string[]> {
-  // Evaluated by the browser's debugger protocol, which the page's Content-Security-Policy does not govern.
-  await page.evaluate(await readFile(AXE, 'utf8'));
-  const found = (await page.evaluate(
-    `axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } })
-      .then((r) => r.violations.map((v) => v.id + ' (' + v.impact + '): ' + v.nodes.map((n) => n.target.join(' ')).join(', ')))`,
-  )) as string[];
-  return found;
-}
-
-const shot = (page: Page, name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`) });
-
-const noProblems = (t: ExecutionContext, page: Page) =>
-  t.deepEqual(problems.get(page), [], 'no page error, no CSP refusal');
+const open = (t: ExecutionContext, viewport = DESKTOP, on: Daemon = daemon): Promise<Page> =>
+  openConsole(t, browser, on, viewport);
 
 const storedToken = (page: Page) =>
   page.evaluate('sessionStorage.getItem("tunnelward.token")') as Promise<string | null>;
@@ -170,7 +132,7 @@ test.serial('an admin creates an instance with two proxies and starts it; the li
     if (new URL(req.url()).pathname === '/tunnelAct/instanceMgr/list') listReads.push(Date.now());
   });
 
-  await page.getByRole('button', { name: 'Start web', exact: true }).click();
+  await rowAction(page, 'web', 'Start');
   await row.locator('.badge', { hasText: 'running' }).waitFor();
   // frpc reports its proxies a moment after it runs; a loaded machine may take a while longer.
   await row.locator('.proxies-cell', { hasText: '2 running' }).waitFor({ timeout: 20_000 });
@@ -232,9 +194,11 @@ test.serial('one instance: log lines arrive live, pause and filter, a proxy disa
   await page.locator('tr[data-proxy="ssh"] td[data-label="Remote"]', { hasText: '6023' }).waitFor();
 
   await page.locator('tr[data-proxy="site"] .pstatus', { hasText: 'running' }).waitFor();
+  // frpc reports an http proxy at its domain, which the file names too: shown once.
+  t.is(await page.locator('tr[data-proxy="site"] td[data-label="Remote"]').textContent(), 'www.example.com');
   await page.getByRole('switch', { name: 'Enabled: site' }).uncheck();
   await page.locator('tr[data-proxy="site"] .pstatus', { hasText: 'disabled' }).waitFor();
-  await page.locator('pre.config', { hasText: 'enabled = false' }).waitFor();
+  await page.locator('pre.config', { hasText: 'enabled = false' }).waitFor({ state: 'attached' });
   const id = await page.evaluate('location.hash.split("/").pop()');
   const listed = await daemon.get(`/tunnelAct/proxyMgr/list?instanceID=${String(id)}`, { token: root });
   t.false(listed.body.data.proxies.find((p: any) => p.name === 'site').enabled);
@@ -251,18 +215,18 @@ test.serial('several instances: a new one appears live, the selected ones stop i
   await page.locator('tr[data-instance="web"] .badge', { hasText: 'running' }).waitFor();
   await createInstance(daemon, root, 'office');
   await page.locator('tr[data-instance="office"]').waitFor();
-  await page.getByRole('button', { name: 'Start office', exact: true }).click();
+  await rowAction(page, 'office', 'Start');
   await page.locator('tr[data-instance="office"] .badge', { hasText: 'running' }).waitFor();
 
   const bodies: string[] = [];
   page.on('request', (req) => {
     if (new URL(req.url()).pathname === '/tunnelAct/instanceMgr/stop') bodies.push(req.postData() ?? '');
   });
-  await page.getByLabel('Select all instances').check();
-  await page
-    .getByRole('toolbar', { name: 'Selected instances' })
-    .getByRole('button', { name: 'Stop selected' })
-    .click();
+  await page.getByLabel('Select the instances on this page').check();
+  await page.getByRole('toolbar', { name: 'Selected instances' }).getByRole('button', { name: 'Stop…' }).click();
+  const confirmStop = page.getByRole('dialog', { name: 'Stop 2 instances?' });
+  await confirmStop.getByText('web, office.').waitFor();
+  await confirmStop.getByRole('button', { name: 'Stop 2 instances' }).click();
   await page.locator('tr[data-instance="web"] .badge', { hasText: 'stopped' }).waitFor();
   await page.locator('tr[data-instance="office"] .badge', { hasText: 'stopped' }).waitFor();
   t.is(bodies.length, 1, 'one request');
@@ -270,21 +234,96 @@ test.serial('several instances: a new one appears live, the selected ones stop i
   await page.getByRole('status').filter({ hasText: 'stop: 2 of 2 instances ok' }).waitFor();
 
   // Start web again for the pages that follow; rename office, then delete it after confirming.
-  await page.getByRole('button', { name: 'Start web', exact: true }).click();
-  await page.getByRole('button', { name: 'Rename office', exact: true }).click();
+  await rowAction(page, 'web', 'Start');
+  await rowAction(page, 'office', 'Rename…');
   const rename = page.getByRole('dialog', { name: 'Rename office' });
   await rename.getByLabel('New name').fill('branch');
   await rename.getByRole('button', { name: 'Rename' }).click();
   await page.locator('tr[data-instance="branch"]').waitFor();
   await createInstance(daemon, root, 'scratch');
-  await page.getByRole('button', { name: 'Delete scratch', exact: true }).click();
+  await rowAction(page, 'scratch', 'Delete…');
   const confirm = page.getByRole('dialog', { name: 'Delete scratch?' });
   await confirm.getByRole('button', { name: 'Cancel' }).click();
   t.is(await page.locator('tr[data-instance="scratch"]').count(), 1, 'cancel keeps it');
-  await page.getByRole('button', { name: 'Delete scratch', exact: true }).click();
+  await rowAction(page, 'scratch', 'Delete…');
   await confirm.getByRole('button', { name: 'Delete instance' }).click();
   await page.locator('tr[data-instance="scratch"]').waitFor({ state: 'detached' });
   await page.locator('tr[data-instance="web"] .badge', { hasText: 'running' }).waitFor();
+  noProblems(t, page);
+});
+
+test.serial('one instance: its visitors listed; its settings edited, a refusal shown with the text kept', async (t) => {
+  const { id, configPath } = await createInstance(daemon, root, 'vis', { 'auth.token': 'vis-secret-token' });
+  await appendFile(configPath, VISITORS_TOML);
+  // An admin, not a superuser: secrets come masked, and must be kept as they are.
+  await daemon.userWithToken(root, 'cfg_admin', 'admin');
+  const page = await open(t);
+  await login(page, 'cfg_admin', 'Passw0rd!x');
+  await page.goto(`${daemon.url}/#/instances/${id}`);
+  const visitors = page.getByRole('region', { name: 'Visitors' });
+  await visitors.locator('tr[data-visitor="pg_visitor"]').waitFor();
+  t.deepEqual(await visitors.locator('tr[data-visitor="pg_visitor"] > *').allTextContents(), [
+    'pg_visitor',
+    'stcp',
+    'postgres',
+    '127.0.0.1:15432',
+    'yes',
+  ]);
+  t.deepEqual(await visitors.locator('tr[data-visitor="p2p_visitor"] > *').allTextContents(), [
+    'p2p_visitor',
+    'xtcp',
+    'p2p',
+    '127.0.0.1:16000',
+    'yes',
+  ]);
+
+  const editor = page.getByLabel('Top-level settings (TOML)');
+  await waitFor(
+    () => editor.inputValue(),
+    (text) => text.includes('serverAddr = "127.0.0.1"'),
+  );
+  const original = await editor.inputValue();
+  t.false(original.includes('[[visitors]]'), 'only the settings, not the visitors');
+  t.regex(original, /token = "\*{8}"/, 'an admin sees the token masked');
+  const save = page.getByRole('button', { name: 'Save settings' });
+
+  // Not TOML: said here, nothing sent.
+  const modifies: string[] = [];
+  page.on('request', (req) => {
+    if (new URL(req.url()).pathname === '/tunnelAct/instanceMgr/modify') modifies.push(req.postData() ?? '');
+  });
+  await editor.fill(`${original}oops = \n`);
+  await save.click();
+  await page
+    .getByRole('alert')
+    .filter({ hasText: /^This is not valid TOML \(line \d+, column \d+\)/ })
+    .waitFor();
+  t.deepEqual(modifies, []);
+
+  // Refused by the daemon: its message, and the text stays as typed.
+  const refused = `unknownKey = 1\n${original}`;
+  await editor.fill(refused);
+  await save.click();
+  await page.getByRole('alert').filter({ hasText: 'Unknown config key: unknownKey' }).waitFor();
+  t.is(await editor.inputValue(), refused);
+  t.deepEqual(JSON.parse(modifies[0]!).modifiedData, { unknownKey: 1 }, 'only what changed is sent');
+
+  // Accepted: only the change goes (the masked token stays as it is), and the file shows it.
+  await editor.fill(original.replace('[log]', '[log]\nlevel = "debug"'));
+  await save.click();
+  await page.getByRole('status').filter({ hasText: 'config file of instance vis modified' }).waitFor();
+  t.deepEqual(JSON.parse(modifies[1]!).modifiedData, { 'log.level': 'debug' });
+  await waitFor(
+    () => editor.inputValue(),
+    (text) => text.includes('level = "debug"'),
+  );
+  t.regex(await readFile(configPath, 'utf8'), /level = "debug"/);
+  t.regex(await readFile(configPath, 'utf8'), /token = "vis-secret-token"/, 'the token was kept, not its mask');
+  await page.getByText('The whole file, proxies and visitors included (read-only)').click();
+  await page.locator('pre.config', { hasText: 'pg_visitor' }).waitFor();
+  t.is(await page.getByRole('alert').count(), 0);
+  t.deepEqual(await accessibilityViolations(page), []);
+  await shot(page, 'instance-config-desktop');
   noProblems(t, page);
 });
 
@@ -296,7 +335,7 @@ test.serial('a visitor is offered no admin action and no admin page', async (t) 
   const nav = page.getByRole('navigation', { name: 'Pages' });
   t.deepEqual(await nav.getByRole('link').allTextContents(), ['Instances', 'System log']);
   t.is(await page.getByRole('button', { name: 'New instance' }).count(), 0);
-  t.is(await page.getByRole('button', { name: /^(Start|Stop|Restart|Rename|Delete) web$/ }).count(), 0);
+  t.is(await page.getByRole('button', { name: /^(Start|Stop|Restart|Rename|Delete) web$|^Actions for/ }).count(), 0);
   t.is(await page.getByRole('checkbox').count(), 0);
 
   await page.getByRole('link', { name: 'web', exact: true }).click();
@@ -401,6 +440,38 @@ test.serial('keyboard only: log in, open a dialog and close it, focus always vis
   await dialog.waitFor({ state: 'detached' });
   const back = await waitFor(focusVisible, (focused) => focused.label === 'New instance', 3000);
   t.is(back.outline, 'solid', 'back on the button that opened it');
+
+  // A row's Actions menu: opened on its first item, arrows and Home/End move, Escape goes back to the button.
+  const menuButton = page.getByRole('button', { name: 'Actions for web', exact: true });
+  await menuButton.focus();
+  await page.keyboard.press('Enter');
+  const menu = page.getByRole('menu', { name: 'Actions for web' });
+  await menu.waitFor();
+  t.is(await menuButton.getAttribute('aria-expanded'), 'true');
+  t.like(await waitFor(focusVisible, (focused) => focused.label === 'Start', 3000), { outline: 'solid' });
+  t.is(
+    await menu.getByRole('menuitem', { name: 'Start', exact: true }).getAttribute('aria-disabled'),
+    'true',
+    'web runs',
+  );
+  await page.keyboard.press('ArrowDown');
+  t.like(await focusVisible(), { label: 'Stop' });
+  await page.keyboard.press('End');
+  t.like(await focusVisible(), { label: 'Delete…' });
+  await page.keyboard.press('ArrowDown');
+  t.like(await focusVisible(), { label: 'Start' }, 'wraps around');
+  await page.keyboard.press('ArrowUp');
+  await page.keyboard.press('Enter');
+  const deleting = page.getByRole('dialog', { name: 'Delete web?' });
+  await deleting.waitFor();
+  await page.keyboard.press('Escape');
+  await deleting.waitFor({ state: 'detached' });
+  await waitFor(focusVisible, (focused) => focused.label === 'Actions for web', 3000);
+  await page.keyboard.press('ArrowDown');
+  await menu.waitFor();
+  await page.keyboard.press('Escape');
+  await menu.waitFor({ state: 'detached' });
+  t.like(await focusVisible(), { label: 'Actions for web', outline: 'solid' });
   noProblems(t, page);
 });
 

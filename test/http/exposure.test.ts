@@ -1,7 +1,9 @@
+import { appendFile } from 'node:fs/promises';
 import test from 'ava';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse } from 'smol-toml';
+import { VISITORS_TOML } from '../config/proxy-examples.js';
 import { ADMIN, Daemon, dispose, disposeWithTunnels, startDaemon, startWithRoot } from '../helpers/daemon.js';
 import { createInstance, instanceSettings, tcpProxy, waitFor } from '../helpers/instances.js';
 import { Nginx, readmeNginxRecipe } from '../helpers/nginx.js';
@@ -32,11 +34,16 @@ async function views(daemon: Daemon, root: string, name: string) {
     },
     { token: root },
   );
-  const read = async (token: string) => ({
-    info: (await daemon.get(`/tunnelAct/instanceMgr/getInfo?instanceID=${inst.id}`, { token })).body.data,
-    proxy: (await daemon.get(`/tunnelAct/proxyMgr/list?instanceID=${inst.id}`, { token })).body.data.proxies[0],
-    exported: (await daemon.get(`/tunnelAct/instanceMgr/export?instanceID=${inst.id}`, { token })).status,
-  });
+  await appendFile(inst.configPath, VISITORS_TOML);
+  const read = async (token: string) => {
+    const listed = (await daemon.get(`/tunnelAct/proxyMgr/list?instanceID=${inst.id}`, { token })).body.data;
+    return {
+      info: (await daemon.get(`/tunnelAct/instanceMgr/getInfo?instanceID=${inst.id}`, { token })).body.data,
+      proxy: listed.proxies[0],
+      visitor: listed.visitors[0],
+      exported: (await daemon.get(`/tunnelAct/instanceMgr/export?instanceID=${inst.id}`, { token })).status,
+    };
+  };
   return { visitor: await read(visitor.token), admin: await read(root) };
 }
 
@@ -54,6 +61,7 @@ test('on loopback the contract stays as it is: registration open, the system log
   t.is(seen.visitor.info.configPath, seen.admin.info.configPath);
   t.is(seen.visitor.info.runUser, 'root');
   t.is(seen.visitor.proxy.localIP, '10.1.2.3');
+  t.is(seen.visitor.visitor.bindPort, '15432');
   t.is(seen.visitor.exported, 200);
 });
 
@@ -81,9 +89,11 @@ test('listening on 0.0.0.0: registration closed, the system log needs a token, v
   t.is(seen.visitor.proxy.name, 'db');
   t.is(seen.visitor.proxy.localIP, undefined);
   t.is(seen.visitor.proxy.localPort, undefined);
+  t.deepEqual(seen.visitor.visitor, { name: 'pg_visitor', type: 'stcp', enabled: true }, 'not where it listens');
   t.is(seen.visitor.exported, 403);
   t.is(seen.admin.info.configPath.endsWith('.toml'), true, 'an admin still sees everything');
   t.is(seen.admin.proxy.localIP, '10.1.2.3');
+  t.is(seen.admin.visitor.serverName, 'postgres');
 
   // Each door opens only when a setting says so explicitly, and the self-check names it then.
   const set = await daemon.post(

@@ -115,6 +115,35 @@ test.serial('start, stop and restart of many instances in one request, each answ
   for (const r of stop.body.data.results) t.is(r.state, 'stopped');
 });
 
+test.serial(
+  'delete of many instances in one request: each answered on its own, a running one stopped first',
+  async (t) => {
+    const a = await createInstance(daemon, root, 'ov_del_a');
+    const b = await createInstance(daemon, root, 'ov_del_b');
+    t.true((await post('/tunnelAct/instanceMgr/start', { instanceID: a.id })).body.success);
+    const res = await post('/tunnelAct/instanceMgr/delete', { instanceIDs: [a.id, Number(b.id), '99999'] });
+    t.true(res.body.success);
+    t.is(res.body.message, 'delete: 2 of 3 instances ok');
+    const byId = new Map(res.body.data.results.map((r: { instanceID: number }) => [r.instanceID, r]));
+    t.like(byId.get(Number(a.id)), { name: 'ov_del_a', ok: true, state: null, message: 'deleted' });
+    t.like(byId.get(Number(b.id)), { name: 'ov_del_b', ok: true });
+    t.like(byId.get(99999), { name: null, ok: false, state: null });
+    t.deepEqual(await tunnelPids(a.configPath), [], 'its tunnel was stopped');
+    t.is(await listed(a.id), undefined);
+    t.is(await listed(b.id), undefined);
+
+    for (const [body, message] of [
+      [{ all: true }, /never all/],
+      [{ instanceID: '1', instanceIDs: ['2'] }, /give one of instanceID, instanceIDs/],
+      [{ instanceIDs: [] }, /instanceIDs must name at least one instance/],
+    ] as const) {
+      const refused = await post('/tunnelAct/instanceMgr/delete', body);
+      t.is(refused.status, 400, JSON.stringify(body));
+      t.regex(refused.body.message, message);
+    }
+  },
+);
+
 test.serial('bulk forms: one form per request, ids checked by name, visitors refused', async (t) => {
   const cases: Array<[unknown, RegExp]> = [
     [{ instanceID: '1', all: true }, /give one of instanceID, instanceIDs or all, not instanceID and all/],

@@ -484,6 +484,37 @@ test('visitors in the file are kept through every edit', async (t) => {
   await verified(t, configPath, 'with visitors');
 });
 
+test('visitors are listed beside the proxies: name, type, the proxy they reach, where they bind; never a secret', async (t) => {
+  const { id, configPath } = await createInstance(daemon, root, 'px_visitor_list');
+  t.deepEqual((await list(id)).data.visitors, [], 'none yet');
+  t.is((await list(id)).data.visitorCount, 0);
+  await writeFile(configPath, (await readFile(configPath, 'utf8')) + VISITORS_TOML);
+  const listed = await list(id);
+  t.is(listed.message, '0 proxies, 2 visitors');
+  t.is(listed.data.visitorCount, 2);
+  t.deepEqual(listed.data.visitors, [
+    {
+      name: 'pg_visitor',
+      type: 'stcp',
+      serverName: 'postgres',
+      serverUser: '',
+      bindAddr: '127.0.0.1',
+      bindPort: '15432',
+      enabled: true,
+    },
+    {
+      name: 'p2p_visitor',
+      type: 'xtcp',
+      serverName: 'p2p',
+      serverUser: '',
+      bindAddr: '',
+      bindPort: '16000',
+      enabled: true,
+    },
+  ]);
+  t.false(JSON.stringify(listed).includes('visitor-secret'), 'secretKey is not shown');
+});
+
 test('log.to is refused unless console, saying why; a file that has one is put back on the console at the next edit', async (t) => {
   const { id, configPath } = await createInstance(daemon, root, 'px_log_to');
   for (const modifiedData of [

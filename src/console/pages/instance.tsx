@@ -9,6 +9,7 @@ import {
   type InstanceState,
   type Proxy,
   type ProxyList,
+  type Visitor,
 } from '../api';
 import { throttle } from '../events';
 import { dateTime, duration, proxyCounts } from '../format';
@@ -25,7 +26,15 @@ import {
   useSession,
   useTitle,
 } from '../ui';
-import { COMMAND_LABEL, DeleteInstance, RenameInstance, commandFits, runCommand, type Command } from './instances';
+import {
+  COMMAND_LABEL,
+  DeleteInstance,
+  RenameInstance,
+  commandFits,
+  runCommand,
+  type Command,
+} from './instance-actions';
+import { SettingsEditor } from './config-editor';
 import { ProxyDialog } from './proxy-form';
 
 interface ConfigFile {
@@ -46,6 +55,7 @@ export function InstancePage({ id }: { id: number }) {
   const [info, setInfo] = useState<InstanceInfo | null>(null);
   const [infoAt, setInfoAt] = useState(Date.now());
   const [proxies, setProxies] = useState<Proxy[] | null>(null);
+  const [visitors, setVisitors] = useState<Visitor[]>([]);
   const [config, setConfig] = useState<ConfigFile | null>(null);
   const [configError, setConfigError] = useState('');
   const [error, setError] = useState('');
@@ -69,6 +79,7 @@ export function InstancePage({ id }: { id: number }) {
     try {
       const reply = await get<ProxyList>('/tunnelAct/proxyMgr/list', { instanceID: id });
       setProxies(reply.data.proxies);
+      setVisitors(reply.data.visitors ?? []);
     } catch (err) {
       if (!(err instanceof ApiError && err.status === 404)) notify(explain(err), 'error');
     }
@@ -358,6 +369,49 @@ export function InstancePage({ id }: { id: number }) {
         )}
       </section>
 
+      <section aria-labelledby="visitors-title" class="panel">
+        <div class="panel-head">
+          <h2 id="visitors-title">Visitors</h2>
+          <span class="muted">the client side of stcp, sudp and xtcp proxies, from the config file</span>
+        </div>
+        {visitors.length === 0 ? (
+          <p class="empty">No visitors.</p>
+        ) : (
+          <div class="table-wrap">
+            <table class="grid visitors">
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Type</th>
+                  <th scope="col">Server name</th>
+                  <th scope="col">Bind address</th>
+                  <th scope="col">Enabled</th>
+                </tr>
+              </thead>
+              <tbody>
+                {visitors.map((v) => (
+                  <tr key={v.name} data-visitor={v.name}>
+                    <th scope="row" data-label="Name">
+                      {v.name}
+                    </th>
+                    <td data-label="Type">{v.type}</td>
+                    <td data-label="Server name">
+                      {v.serverName === undefined
+                        ? '—'
+                        : v.serverUser
+                          ? `${v.serverUser}.${v.serverName}`
+                          : v.serverName}
+                    </td>
+                    <td data-label="Bind address">{bindAddress(v)}</td>
+                    <td data-label="Enabled">{v.enabled ? 'yes' : 'no'}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </section>
+
       {mayFollowLog && (
         <section aria-labelledby="log-title" class="panel">
           <div class="panel-head">
@@ -373,14 +427,33 @@ export function InstancePage({ id }: { id: number }) {
         <section aria-labelledby="config-title" class="panel">
           <div class="panel-head">
             <h2 id="config-title">Config file</h2>
-            <span class="muted">read-only{config?.masked ? ', secrets shown as ********' : ''}</span>
+            {!admin && <span class="muted">read-only{config?.masked ? ', secrets shown as ********' : ''}</span>}
           </div>
           <ErrorText>{configError}</ErrorText>
-          {config && (
-            <pre class="config" tabIndex={0} aria-label="Config file (TOML)">
-              {config.content}
-            </pre>
+          {config && admin && (
+            <SettingsEditor
+              instanceID={id}
+              content={config.content}
+              masked={config.masked}
+              onSaved={() => {
+                refreshConfig.current.request();
+                refreshInfo.current.request();
+              }}
+            />
           )}
+          {config &&
+            (admin ? (
+              <details class="whole-file">
+                <summary>The whole file, proxies and visitors included (read-only)</summary>
+                <pre class="config" tabIndex={0} aria-label="Config file (TOML)">
+                  {config.content}
+                </pre>
+              </details>
+            ) : (
+              <pre class="config" tabIndex={0} aria-label="Config file (TOML)">
+                {config.content}
+              </pre>
+            ))}
         </section>
       )}
 
@@ -442,17 +515,34 @@ function local(p: Proxy): string {
   return `${p.localIP || '127.0.0.1'}:${p.localPort}`;
 }
 
+/**
+ * Where a proxy is reached, each address once. frpc reports a tcp or udp proxy at the server's address and port, and
+ * an http, https or tcpmux proxy at each of its domains (once per location, with the server's port): a domain it
+ * reports is shown as reported, one it does not (yet) as the file names it.
+ */
 function remote(p: Proxy): string {
+  const reported = (p.remoteAddr ?? '')
+    .split(',')
+    .map((a) => a.trim())
+    .filter(Boolean);
+  const hostOf = (addr: string) => addr.replace(/:\d+$/, '').toLowerCase();
   const domains = Array.isArray(p.customDomains) ? (p.customDomains as string[]) : [];
-  // frpc's address (the server's host, the port it gave) while it matches the file; the file's port otherwise.
+  const subdomain = typeof p.subdomain === 'string' ? p.subdomain : '';
   const configured = p.remotePort && p.remotePort !== '0' ? p.remotePort : '';
-  const reported = p.remoteAddr && (!configured || p.remoteAddr.endsWith(`:${configured}`)) ? p.remoteAddr : '';
-  const parts = [
-    reported || (configured ? `:${configured}` : ''),
-    ...domains,
-    typeof p.subdomain === 'string' ? `${p.subdomain}.*` : '',
-  ].filter(Boolean);
-  return parts.join(', ') || '—';
+  const parts: string[] = [];
+  if (configured) parts.push(reported.find((a) => a.endsWith(`:${configured}`)) ?? `:${configured}`);
+  else if (domains.length === 0 && !subdomain && reported[0]) parts.push(reported[0]);
+  for (const domain of domains) parts.push(reported.find((a) => hostOf(a) === domain.toLowerCase()) ?? domain);
+  if (subdomain) {
+    const prefix = `${subdomain.toLowerCase()}.`;
+    parts.push(reported.find((a) => hostOf(a).startsWith(prefix)) ?? `${subdomain}.*`);
+  }
+  return [...new Set(parts)].join(', ') || '—';
+}
+
+function bindAddress(v: Visitor): string {
+  if (v.bindPort === undefined) return '—';
+  return `${v.bindAddr || '127.0.0.1'}:${v.bindPort || '—'}`;
 }
 
 function ProxyStatus({ proxy, running }: { proxy: Proxy; running: boolean }) {

@@ -1,75 +1,56 @@
-import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import {
-  atLeast,
-  explain,
-  get,
-  post,
-  type BulkResult,
-  type InstanceState,
-  type InstanceSummary,
-  type ServerEvent,
-} from '../api';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { atLeast, explain, get, type InstanceState, type InstanceSummary, type ServerEvent } from '../api';
 import { throttle } from '../events';
 import { count, duration, proxyCounts } from '../format';
 import {
-  Check,
-  Confirm,
-  ErrorText,
-  Field,
-  FormDialog,
-  LinkIndicator,
-  StateBadge,
-  useNow,
-  usePollWhileDown,
-  useSession,
-  useTitle,
-  type SessionContext,
-} from '../ui';
+  NO_FILTER,
+  isFiltered,
+  matches,
+  summarize,
+  type Condition,
+  type InstanceFilter,
+  type Summary,
+} from '../instance-filter';
+import { MenuButton } from '../menu';
+import { ErrorText, LinkIndicator, StateBadge, useNow, usePollWhileDown, useSession, useTitle } from '../ui';
+import { CreateInstance } from './create-instance';
+import {
+  BulkConfirm,
+  COMMAND_LABEL,
+  DeleteInstance,
+  RenameInstance,
+  commandFits,
+  runCommand,
+  type BulkAction,
+  type Command,
+} from './instance-actions';
 
-export type Command = 'start' | 'stop' | 'restart';
+const STATES: InstanceState[] = ['running', 'starting', 'stopping', 'backoff', 'stopped', 'failed'];
+const PAGE_SIZES = [25, 50, 100];
 
-/** Whether a command makes sense in a state (the daemon decides; this only keeps pointless buttons grey). */
-export function commandFits(command: Command, state: InstanceState): boolean {
-  if (command === 'start') return state === 'stopped' || state === 'failed' || state === 'backoff';
-  if (command === 'stop') return state !== 'stopped' && state !== 'failed';
-  return state !== 'stopping';
-}
-
-export const COMMAND_LABEL: Record<Command, string> = { start: 'Start', stop: 'Stop', restart: 'Restart' };
-
-/** Runs a command on one instance, or on several in one request, and says how it went. */
-export async function runCommand(command: Command, ids: number[], notify: SessionContext['notify']): Promise<void> {
-  try {
-    if (ids.length === 1) {
-      const reply = await post(`/tunnelAct/instanceMgr/${command}`, { instanceID: ids[0] });
-      notify(reply.message);
-      return;
-    }
-    const reply = await post<BulkResult>(`/tunnelAct/instanceMgr/${command}`, { instanceIDs: ids });
-    const failures = reply.data.results.filter((r) => !r.ok);
-    notify(
-      failures.length === 0
-        ? reply.message
-        : `${reply.message}. ${failures.map((f) => `${f.name ?? f.instanceID}: ${f.message}`).join('; ')}`,
-      failures.length === 0 ? 'ok' : 'error',
-    );
-  } catch (err) {
-    notify(explain(err), 'error');
+/** Applies `instance.state` events to the rows at once; the throttled re-read brings the rest. */
+function applyEvents(list: InstanceSummary[] | null, events: ServerEvent[]): InstanceSummary[] | null {
+  const to = new Map<number, InstanceState>();
+  for (const e of events) {
+    if (e.event === 'instance.state' && typeof e.instanceID === 'number' && e.to)
+      to.set(e.instanceID, e.to as InstanceState);
   }
-}
-
-/** Applies an `instance.state` event to a row at once; the throttled re-read brings the rest. */
-function applyEvent(list: InstanceSummary[] | null, event: ServerEvent): InstanceSummary[] | null {
-  if (!list || event.event !== 'instance.state' || typeof event.instanceID !== 'number' || !event.to) return list;
-  const to = event.to as InstanceState;
-  return list.map((i) => (i.instanceID === event.instanceID ? { ...i, state: to, isRunning: to === 'running' } : i));
+  if (!list || to.size === 0) return list;
+  return list.map((i) => {
+    const state = to.get(i.instanceID);
+    return state ? { ...i, state, isRunning: state === 'running' } : i;
+  });
 }
 
 type DialogState =
   | { kind: 'create' }
   | { kind: 'rename'; instance: InstanceSummary }
   | { kind: 'delete'; instance: InstanceSummary }
+  | { kind: 'bulk'; action: BulkAction; instances: InstanceSummary[] }
   | null;
+
+/** What the list shows, kept while the console is open: back from an instance, the same filter and page. */
+const kept = { filter: NO_FILTER, page: 0, pageSize: 50 };
 
 export function Instances() {
   useTitle('Instances');
@@ -81,7 +62,27 @@ export function Instances() {
   const [selected, setSelected] = useState<Set<number>>(new Set());
   const [busy, setBusy] = useState<Set<number>>(new Set());
   const [dialog, setDialog] = useState<DialogState>(null);
+  const [filter, setFilterState] = useState<InstanceFilter>(kept.filter);
+  const [page, setPageState] = useState(kept.page);
+  const [pageSize, setPageSizeState] = useState(kept.pageSize);
   const now = useNow();
+
+  const setFilter = (next: InstanceFilter) => {
+    kept.filter = next;
+    kept.page = 0;
+    setFilterState(next);
+    setPageState(0);
+  };
+  const setPage = (next: number) => {
+    kept.page = next;
+    setPageState(next);
+  };
+  const setPageSize = (next: number) => {
+    kept.pageSize = next;
+    kept.page = 0;
+    setPageSizeState(next);
+    setPageState(0);
+  };
 
   const load = useCallback(async () => {
     try {
@@ -90,7 +91,8 @@ export function Instances() {
       setLoadedAt(Date.now());
       setError('');
       // Forget selections of instances that are gone.
-      setSelected((s) => new Set([...s].filter((id) => reply.data.some((i) => i.instanceID === id))));
+      const ids = new Set(reply.data.map((i) => i.instanceID));
+      setSelected((s) => (Array.from(s).every((id) => ids.has(id)) ? s : new Set([...s].filter((id) => ids.has(id)))));
     } catch (err) {
       setError(explain(err));
     }
@@ -100,18 +102,36 @@ export function Instances() {
   useEffect(() => {
     void load();
     const throttled = refresh.current;
+    // Events come in bursts (a thousand instances starting): they are applied once per frame, not one by one.
+    let pending: ServerEvent[] = [];
+    let frame: number | undefined;
+    const flush = () => {
+      frame = undefined;
+      const batch = pending;
+      pending = [];
+      setList((l) => applyEvents(l, batch));
+    };
     const off = events.subscribe((event) => {
       if (event.event === 'resync') return throttled.request();
       if (!event.event.startsWith('instance.') && !event.event.startsWith('proxy.')) return;
-      setList((l) => applyEvent(l, event));
+      pending.push(event);
+      frame ??= window.requestAnimationFrame(flush);
       throttled.request();
     });
     return () => {
       off();
+      if (frame !== undefined) window.cancelAnimationFrame(frame);
       throttled.cancel();
     };
   }, [events, load]);
   usePollWhileDown(events, load);
+
+  const all = list ?? [];
+  const summary = useMemo(() => summarize(all), [list]);
+  const shown = useMemo(() => all.filter((i) => matches(i, filter)), [list, filter]);
+  const pages = Math.max(1, Math.ceil(shown.length / pageSize));
+  const current = Math.min(page, pages - 1);
+  const rows = shown.slice(current * pageSize, (current + 1) * pageSize);
 
   const command = async (cmd: Command, ids: number[]) => {
     setBusy((b) => new Set([...b, ...ids]));
@@ -120,23 +140,25 @@ export function Instances() {
     refresh.current.request();
   };
 
-  const toggle = (id: number, on: boolean) =>
+  const select = (ids: number[], on: boolean) =>
     setSelected((s) => {
       const next = new Set(s);
-      if (on) next.add(id);
-      else next.delete(id);
+      for (const id of ids) {
+        if (on) next.add(id);
+        else next.delete(id);
+      }
       return next;
     });
 
-  const all = list ?? [];
-  const allSelected = all.length > 0 && all.every((i) => selected.has(i.instanceID));
-  const selectedIds = [...selected];
+  const pageIds = rows.map((i) => i.instanceID);
+  const pageSelected = pageIds.filter((id) => selected.has(id)).length;
+  const selectedInstances = all.filter((i) => selected.has(i.instanceID));
+  const hiddenSelected = selectedInstances.length - shown.filter((i) => selected.has(i.instanceID)).length;
 
   return (
     <section class="page" aria-labelledby="instances-title">
       <div class="page-head">
         <h1 id="instances-title">Instances</h1>
-        <span class="muted">{list ? count(list.length, 'instance') : ''}</span>
         <span class="spacer" />
         <LinkIndicator events={events} />
         {admin && (
@@ -146,124 +168,201 @@ export function Instances() {
         )}
       </div>
       <ErrorText>{error}</ErrorText>
-      {admin && selectedIds.length > 0 && (
-        <div class="bulk" role="toolbar" aria-label="Selected instances">
-          <span>{count(selectedIds.length, 'instance')} selected</span>
-          {(['start', 'stop', 'restart'] as const).map((cmd) => (
-            <button key={cmd} type="button" onClick={() => command(cmd, selectedIds)}>
-              {COMMAND_LABEL[cmd]} selected
-            </button>
-          ))}
-          <button type="button" class="link-button" onClick={() => setSelected(new Set())}>
-            Clear selection
-          </button>
-        </div>
-      )}
+      {list === null && !error && <p class="muted">Loading…</p>}
       {list && list.length === 0 && (
         <p class="empty">No instances yet.{admin ? ' Create one with New instance.' : ''}</p>
       )}
-      {list === null && !error && <p class="muted">Loading…</p>}
       {list && list.length > 0 && (
-        <div class="table-wrap">
-          <table class="grid instances">
-            <caption class="visually-hidden">Instances, their state and their tunnels</caption>
-            <thead>
-              <tr>
-                {admin && (
-                  <th scope="col" class="select">
-                    <input
-                      type="checkbox"
-                      aria-label="Select all instances"
-                      checked={allSelected}
-                      onChange={(e) =>
-                        setSelected(e.currentTarget.checked ? new Set(all.map((i) => i.instanceID)) : new Set())
-                      }
-                    />
-                  </th>
-                )}
-                <th scope="col">Name</th>
-                <th scope="col">State</th>
-                <th scope="col">PID</th>
-                <th scope="col">Uptime</th>
-                <th scope="col">Restarts</th>
-                <th scope="col">Proxies</th>
-                <th scope="col">Connected</th>
-                {admin && <th scope="col">Actions</th>}
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((i) => (
-                <tr key={i.instanceID} data-instance={i.name} aria-busy={busy.has(i.instanceID) || undefined}>
-                  {admin && (
-                    <td class="select">
-                      <input
-                        type="checkbox"
-                        aria-label={`Select ${i.name}`}
-                        checked={selected.has(i.instanceID)}
-                        onChange={(e) => toggle(i.instanceID, e.currentTarget.checked)}
-                      />
-                    </td>
-                  )}
-                  <th scope="row" data-label="Name">
-                    <a href={`#/instances/${i.instanceID}`}>{i.name}</a>
-                  </th>
-                  <td data-label="State" class="state-cell">
-                    <StateBadge state={i.state} />
-                  </td>
-                  <td data-label="PID" class="num">
-                    {i.pid ?? '—'}
-                  </td>
-                  <td data-label="Uptime" class="num">
-                    {i.state === 'running' && i.uptimeSecs !== undefined
-                      ? duration(i.uptimeSecs + (now - loadedAt) / 1000)
-                      : '—'}
-                  </td>
-                  <td data-label="Restarts" class="num">
-                    {i.restarts}
-                  </td>
-                  <td data-label="Proxies" class="proxies-cell">
-                    {proxyCounts(i.proxyStatus)}
-                  </td>
-                  <td data-label="Connected" class="connected-cell">
-                    {i.connected === null ? '—' : i.connected ? 'yes' : 'no'}
-                  </td>
-                  {admin && (
-                    <td data-label="Actions" class="actions-cell">
-                      {(['start', 'stop', 'restart'] as const).map((cmd) => (
-                        <button
-                          key={cmd}
-                          type="button"
-                          class="small"
-                          aria-label={`${COMMAND_LABEL[cmd]} ${i.name}`}
-                          disabled={busy.has(i.instanceID) || !commandFits(cmd, i.state)}
-                          onClick={() => command(cmd, [i.instanceID])}
-                        >
-                          {COMMAND_LABEL[cmd]}
-                        </button>
-                      ))}
-                      <button
-                        type="button"
-                        class="small"
-                        aria-label={`Rename ${i.name}`}
-                        onClick={() => setDialog({ kind: 'rename', instance: i })}
-                      >
-                        Rename
-                      </button>
-                      <button
-                        type="button"
-                        class="small danger"
-                        aria-label={`Delete ${i.name}`}
-                        onClick={() => setDialog({ kind: 'delete', instance: i })}
-                      >
-                        Delete
-                      </button>
-                    </td>
-                  )}
-                </tr>
+        <>
+          <SummaryBar summary={summary} filter={filter} onFilter={setFilter} />
+          <div class="filters" role="search" aria-label="Filter instances">
+            <div class="field">
+              <label for="instance-search">Search by name</label>
+              <input
+                id="instance-search"
+                type="search"
+                value={filter.query}
+                placeholder="Part of a name"
+                autocomplete="off"
+                onInput={(e) => setFilter({ ...filter, query: e.currentTarget.value })}
+              />
+            </div>
+            <div class="field">
+              <label for="instance-state">State</label>
+              <select
+                id="instance-state"
+                value={filter.state}
+                onChange={(e) => setFilter({ ...filter, state: e.currentTarget.value as InstanceFilter['state'] })}
+              >
+                <option value="any">any</option>
+                {STATES.map((s) => (
+                  <option key={s} value={s}>
+                    {s}
+                  </option>
+                ))}
+              </select>
+            </div>
+            {admin && rows.length > 0 && (
+              <div class="field check phone-only">
+                <input
+                  id="select-page-phone"
+                  type="checkbox"
+                  checked={pageSelected > 0 && pageSelected === pageIds.length}
+                  onChange={(e) => select(pageIds, e.currentTarget.checked)}
+                />
+                <label for="select-page-phone">Select this page</label>
+              </div>
+            )}
+            {isFiltered(filter) && (
+              <button type="button" class="link-button" onClick={() => setFilter(NO_FILTER)}>
+                Clear filters
+              </button>
+            )}
+            <span class="spacer" />
+            <span class="muted" role="status" aria-live="polite">
+              {isFiltered(filter)
+                ? `${shown.length} of ${count(all.length, 'instance')}`
+                : count(all.length, 'instance')}
+            </span>
+          </div>
+          {admin && selected.size > 0 && (
+            <div class="bulk" role="toolbar" aria-label="Selected instances">
+              <span>
+                {count(selected.size, 'instance')} selected
+                {hiddenSelected > 0 ? ` (${hiddenSelected} not shown by the filter)` : ''}
+              </span>
+              {shown.length > selected.size && (
+                <button
+                  type="button"
+                  class="link-button"
+                  onClick={() =>
+                    select(
+                      shown.map((i) => i.instanceID),
+                      true,
+                    )
+                  }
+                >
+                  Select all {shown.length} {isFiltered(filter) ? 'shown' : ''}
+                </button>
+              )}
+              <span class="spacer" />
+              {(['start', 'stop', 'restart', 'delete'] as const).map((action) => (
+                <button
+                  key={action}
+                  type="button"
+                  class={action === 'delete' ? 'danger' : undefined}
+                  onClick={() => setDialog({ kind: 'bulk', action, instances: selectedInstances })}
+                >
+                  {COMMAND_LABEL[action]}…
+                </button>
               ))}
-            </tbody>
-          </table>
-        </div>
+              <button type="button" class="link-button" onClick={() => setSelected(new Set())}>
+                Clear selection
+              </button>
+            </div>
+          )}
+          {shown.length === 0 ? (
+            <p class="empty">No instance matches the filter.</p>
+          ) : (
+            <div class="table-wrap">
+              <table class="grid instances">
+                <caption class="visually-hidden">
+                  Instances {current * pageSize + 1} to {current * pageSize + rows.length} of {shown.length}
+                </caption>
+                <thead>
+                  <tr>
+                    {admin && (
+                      <th scope="col" class="select">
+                        <input
+                          type="checkbox"
+                          aria-label="Select the instances on this page"
+                          checked={pageSelected > 0 && pageSelected === pageIds.length}
+                          indeterminate={pageSelected > 0 && pageSelected < pageIds.length}
+                          onChange={(e) => select(pageIds, e.currentTarget.checked)}
+                        />
+                      </th>
+                    )}
+                    <th scope="col">Name</th>
+                    <th scope="col">State</th>
+                    <th scope="col">PID</th>
+                    <th scope="col">Uptime</th>
+                    <th scope="col">Restarts</th>
+                    <th scope="col">Proxies</th>
+                    <th scope="col">Connected</th>
+                    {admin && (
+                      <th scope="col">
+                        <span class="visually-hidden">Actions</span>
+                      </th>
+                    )}
+                  </tr>
+                </thead>
+                <tbody>
+                  {rows.map((i) => (
+                    <tr key={i.instanceID} data-instance={i.name} aria-busy={busy.has(i.instanceID) || undefined}>
+                      {admin && (
+                        <td class="select">
+                          <input
+                            type="checkbox"
+                            aria-label={`Select ${i.name}`}
+                            checked={selected.has(i.instanceID)}
+                            onChange={(e) => select([i.instanceID], e.currentTarget.checked)}
+                          />
+                        </td>
+                      )}
+                      <th scope="row" data-label="Name">
+                        <a href={`#/instances/${i.instanceID}`}>{i.name}</a>
+                      </th>
+                      <td data-label="State" class="state-cell">
+                        <StateBadge state={i.state} />
+                      </td>
+                      <td data-label="PID" class="num">
+                        {i.pid ?? '—'}
+                      </td>
+                      <td data-label="Uptime" class="num">
+                        {i.state === 'running' && i.uptimeSecs !== undefined
+                          ? duration(i.uptimeSecs + (now - loadedAt) / 1000)
+                          : '—'}
+                      </td>
+                      <td data-label="Restarts" class="num">
+                        {i.restarts}
+                      </td>
+                      <td data-label="Proxies" class="proxies-cell">
+                        {proxyCounts(i.proxyStatus)}
+                      </td>
+                      <td data-label="Connected" class="connected-cell">
+                        {i.connected === null ? '—' : i.connected ? 'yes' : 'no'}
+                      </td>
+                      {admin && (
+                        <td class="actions-cell">
+                          <MenuButton
+                            label="Actions"
+                            accessibleName={`Actions for ${i.name}`}
+                            items={[
+                              ...(['start', 'stop', 'restart'] as const).map((cmd) => ({
+                                label: COMMAND_LABEL[cmd],
+                                disabled: busy.has(i.instanceID) || !commandFits(cmd, i.state),
+                                onSelect: () => void command(cmd, [i.instanceID]),
+                              })),
+                              { label: 'Rename…', onSelect: () => setDialog({ kind: 'rename', instance: i }) },
+                              {
+                                label: 'Delete…',
+                                danger: true,
+                                onSelect: () => setDialog({ kind: 'delete', instance: i }),
+                              },
+                            ]}
+                          />
+                        </td>
+                      )}
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+          {shown.length > PAGE_SIZES[0]! && (
+            <Pager page={current} pages={pages} pageSize={pageSize} onPage={setPage} onPageSize={setPageSize} />
+          )}
+        </>
       )}
       {dialog?.kind === 'create' && <CreateInstance onClose={() => setDialog(null)} />}
       {dialog?.kind === 'rename' && (
@@ -280,199 +379,106 @@ export function Instances() {
           onDone={() => refresh.current.request()}
         />
       )}
+      {dialog?.kind === 'bulk' && (
+        <BulkConfirm
+          action={dialog.action}
+          instances={dialog.instances}
+          onClose={() => setDialog(null)}
+          onDone={() => {
+            if (dialog.action === 'delete') setSelected(new Set());
+            refresh.current.request();
+          }}
+        />
+      )}
     </section>
   );
 }
 
-const NAME_RULE = /^[A-Za-z0-9_.-]{1,64}$/;
-
-export function nameProblem(name: string): string | undefined {
-  if (!name) return 'A name is required.';
-  if (!NAME_RULE.test(name)) return 'Up to 64 letters, digits, "_", "." or "-".';
-  return undefined;
-}
-
-export function portProblem(value: string, { required = true, min = 1 } = {}): string | undefined {
-  if (value === '') return required ? 'A port is required.' : undefined;
-  if (!/^\d{1,5}$/.test(value) || Number(value) < min || Number(value) > 65535) return `A port from ${min} to 65535.`;
-  return undefined;
-}
-
-function CreateInstance({ onClose }: { onClose: () => void }) {
-  const { notify } = useSession();
-  const [name, setName] = useState('');
-  const [serverAddr, setServerAddr] = useState('');
-  const [serverPort, setServerPort] = useState('7000');
-  const [authMethod, setAuthMethod] = useState('token');
-  const [authToken, setAuthToken] = useState('');
-  const [runUser, setRunUser] = useState('');
-  const [bootAtStart, setBootAtStart] = useState(false);
-  const [touched, setTouched] = useState(false);
-  const problems = {
-    name: nameProblem(name),
-    serverAddr: serverAddr.trim() ? undefined : 'The frps server address is required.',
-    serverPort: portProblem(serverPort),
+/** The counts that matter at a glance, each a button that filters the list to what it counts. */
+function SummaryBar(props: { summary: Summary; filter: InstanceFilter; onFilter: (filter: InstanceFilter) => void }) {
+  const { summary: s, filter, onFilter } = props;
+  const chip = (
+    key: string,
+    label: string,
+    value: number,
+    target: { state?: InstanceState; condition?: Condition },
+    tone: string,
+    detail?: string,
+  ) => {
+    const next: InstanceFilter = {
+      query: filter.query,
+      state: target.state ?? 'any',
+      condition: target.condition ?? 'any',
+    };
+    const pressed = filter.state === next.state && filter.condition === next.condition;
+    return (
+      <button
+        key={key}
+        type="button"
+        class={`chip chip-${tone} ${value > 0 ? '' : 'chip-zero'}`}
+        aria-pressed={pressed}
+        data-count={key}
+        onClick={() => onFilter(pressed && key !== 'all' ? { ...next, state: 'any', condition: 'any' } : next)}
+      >
+        <span class="chip-value">{value}</span>
+        <span class="chip-label">{label}</span>
+        {detail && <span class="chip-detail">{detail}</span>}
+      </button>
+    );
   };
-  const invalid = Object.values(problems).some(Boolean);
-  const shown = (p: string | undefined) => (touched ? p : undefined);
-
   return (
-    <FormDialog
-      title="New instance"
-      submitLabel="Create instance"
-      onClose={onClose}
-      invalid={touched && invalid}
-      onSubmit={async () => {
-        setTouched(true);
-        if (invalid) throw new Error('Correct the fields marked above.');
-        const reply = await post<{ instanceID: number; bootServiceError?: string }>('/tunnelAct/instanceMgr/create', {
-          instanceInfo: { name, serverAddr: serverAddr.trim(), serverPort, auth_method: authMethod },
-          bootAtStart,
-          ...(runUser.trim() ? { runUser: runUser.trim() } : {}),
-          additionalProperties: authMethod === 'token' && authToken ? { 'auth.token': authToken } : {},
-        });
-        notify(reply.message + (reply.data.bootServiceError ? ` (boot service: ${reply.data.bootServiceError})` : ''));
-        location.hash = `#/instances/${reply.data.instanceID}`;
-      }}
-    >
-      <Field label="Name" error={shown(problems.name)} hint='Letters, digits, "_", "." and "-"'>
-        {({ id, describedBy, invalid }) => (
-          <input
-            id={id}
-            value={name}
-            required
-            aria-describedby={describedBy}
-            aria-invalid={invalid}
-            onInput={(e) => setName(e.currentTarget.value)}
-          />
-        )}
-      </Field>
-      <div class="row">
-        <Field label="Server address" error={shown(problems.serverAddr)} class="grow">
-          {({ id, describedBy, invalid }) => (
-            <input
-              id={id}
-              value={serverAddr}
-              placeholder="frps.example.com"
-              required
-              aria-describedby={describedBy}
-              aria-invalid={invalid}
-              onInput={(e) => setServerAddr(e.currentTarget.value)}
-            />
-          )}
-        </Field>
-        <Field label="Server port" error={shown(problems.serverPort)}>
-          {({ id, describedBy, invalid }) => (
-            <input
-              id={id}
-              value={serverPort}
-              inputMode="numeric"
-              size={6}
-              required
-              aria-describedby={describedBy}
-              aria-invalid={invalid}
-              onInput={(e) => setServerPort(e.currentTarget.value.trim())}
-            />
-          )}
-        </Field>
-      </div>
-      <div class="row">
-        <Field label="Authentication">
-          {({ id }) => (
-            <select id={id} value={authMethod} onChange={(e) => setAuthMethod(e.currentTarget.value)}>
-              <option value="token">token</option>
-              <option value="oidc">oidc</option>
-            </select>
-          )}
-        </Field>
-        {authMethod === 'token' && (
-          <Field label="Token" class="grow" hint="auth.token; leave empty if the server needs none">
-            {({ id, describedBy }) => (
-              <input
-                id={id}
-                type="password"
-                autocomplete="off"
-                value={authToken}
-                aria-describedby={describedBy}
-                onInput={(e) => setAuthToken(e.currentTarget.value)}
-              />
-            )}
-          </Field>
-        )}
-      </div>
-      <Field label="Run as user" hint="An operating-system user; root when left empty">
-        {({ id, describedBy }) => (
-          <input
-            id={id}
-            value={runUser}
-            placeholder="root"
-            aria-describedby={describedBy}
-            onInput={(e) => setRunUser(e.currentTarget.value)}
-          />
-        )}
-      </Field>
-      <Check label="Start at boot" checked={bootAtStart} onChange={setBootAtStart} />
-    </FormDialog>
+    <div class="summary" role="group" aria-label="Summary: choose one to filter the list">
+      {chip('all', 'all', s.total, {}, 'all')}
+      {chip('running', 'running', s.running, { state: 'running' }, 'ok')}
+      {chip('stopped', 'stopped', s.stopped, { state: 'stopped' }, 'idle')}
+      {chip('failed', 'failed', s.failed, { state: 'failed' }, 'bad')}
+      {chip('disconnected', 'not connected', s.disconnected, { condition: 'disconnected' }, 'warn')}
+      {chip(
+        'proxiesDown',
+        'proxies down',
+        s.proxiesDown,
+        { condition: 'proxiesDown' },
+        'bad',
+        s.proxiesDown > 0 ? `in ${count(s.withProxiesDown, 'instance')}` : undefined,
+      )}
+    </div>
   );
 }
 
-export function RenameInstance(props: {
-  instance: { instanceID: number; name: string };
-  onClose: () => void;
-  onDone: () => void;
+function Pager(props: {
+  page: number;
+  pages: number;
+  pageSize: number;
+  onPage: (page: number) => void;
+  onPageSize: (size: number) => void;
 }) {
-  const { notify } = useSession();
-  const [name, setName] = useState(props.instance.name);
-  const problem = nameProblem(name);
+  const { page, pages, pageSize, onPage, onPageSize } = props;
   return (
-    <FormDialog
-      title={`Rename ${props.instance.name}`}
-      submitLabel="Rename"
-      onClose={props.onClose}
-      invalid={Boolean(problem) || name === props.instance.name}
-      onSubmit={async () => {
-        const reply = await post('/tunnelAct/instanceMgr/modify', {
-          instanceID: props.instance.instanceID,
-          type: 'systemConfig',
-          modifiedData: { name },
-        });
-        notify(reply.message);
-        props.onDone();
-      }}
-    >
-      <Field label="New name" error={problem}>
-        {({ id, describedBy, invalid }) => (
-          <input
-            id={id}
-            value={name}
-            aria-describedby={describedBy}
-            aria-invalid={invalid}
-            onInput={(e) => setName(e.currentTarget.value)}
-          />
-        )}
-      </Field>
-    </FormDialog>
-  );
-}
-
-export function DeleteInstance(props: {
-  instance: { instanceID: number; name: string };
-  onClose: () => void;
-  onDone: () => void;
-}) {
-  const { notify } = useSession();
-  return (
-    <Confirm
-      title={`Delete ${props.instance.name}?`}
-      confirmLabel="Delete instance"
-      onClose={props.onClose}
-      onConfirm={async () => {
-        const reply = await post('/tunnelAct/instanceMgr/delete', { instanceID: props.instance.instanceID });
-        notify(reply.message);
-        props.onDone();
-      }}
-    >
-      <p>This stops its tunnel and removes its config file, its logs and its record. It cannot be undone.</p>
-    </Confirm>
+    <nav class="pager" aria-label="Pages of instances">
+      <button type="button" disabled={page === 0} onClick={() => onPage(0)}>
+        First
+      </button>
+      <button type="button" disabled={page === 0} onClick={() => onPage(page - 1)}>
+        Previous
+      </button>
+      <span aria-current="page">
+        Page {page + 1} of {pages}
+      </span>
+      <button type="button" disabled={page >= pages - 1} onClick={() => onPage(page + 1)}>
+        Next
+      </button>
+      <button type="button" disabled={page >= pages - 1} onClick={() => onPage(pages - 1)}>
+        Last
+      </button>
+      <span class="spacer" />
+      <label for="page-size">Per page</label>
+      <select id="page-size" value={pageSize} onChange={(e) => onPageSize(Number(e.currentTarget.value))}>
+        {PAGE_SIZES.map((n) => (
+          <option key={n} value={n}>
+            {n}
+          </option>
+        ))}
+      </select>
+    </nav>
   );
 }

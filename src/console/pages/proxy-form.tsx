@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { post, type Proxy } from '../api';
 import { Check, Field, FormDialog } from '../ui';
-import { portProblem } from './instances';
+import { portProblem } from './create-instance';
 
 const TYPES = ['tcp', 'udp', 'http', 'https', 'tcpmux', 'stcp', 'sudp', 'xtcp'];
 const WITH_REMOTE_PORT = new Set(['tcp', 'udp']);

@@ -2,6 +2,7 @@ import type { Context } from 'koa';
 import {
   createdAtOf,
   processFields,
+  type CommandResult,
   type InstanceSupervisor,
   type InstanceView,
 } from '../../../actors/instance-supervisor.js';
@@ -53,6 +54,12 @@ function bulkTargets(fields: Fields, everyId: () => number[]): number[] | undefi
     return everyId();
   }
   return fields.instanceIDs === undefined ? undefined : idList(fields, 'instanceIDs');
+}
+
+/** The reply to a command on many instances: how many went well, and how each went. */
+function replyMany(ctx: Context, command: string, results: CommandResult[]): void {
+  const ok = results.filter((r) => r.ok).length;
+  reply(ctx, `${command}: ${ok} of ${results.length} instances ok`, { ok, failed: results.length - ok, results });
 }
 
 /** Runs a lifecycle command and says how it went: 409 for a refusal the state explains, 500 for a failure. */
@@ -189,16 +196,36 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
     );
   });
 
+  // One instance, or many (`instanceIDs: [...]`; never `all`): each delete is answered on its own, as the commands.
   // The log stays (for whoever wants to know what the tunnel did) unless purge is true.
   router.post('/delete', 'admin', async (ctx) => {
     const fields = body(ctx);
+    if (fields.all !== undefined) throw badRequest('delete takes instanceID or instanceIDs, never all');
     const purge = optionalBool(fields, 'purge') ?? false;
-    const record = await supervisor.catalogue.remove(requiredId(fields, 'instanceID'), { purgeLog: purge });
-    reply(ctx, `instance ${record.name} deleted${purge ? ', its log too' : `; its log is kept (purge removes it)`}`, {
-      instanceID: record.id,
-      name: record.name,
-      logKept: !purge,
-    });
+    const kept = purge ? '' : '; its log is kept (purge removes it)';
+    const ids = bulkTargets(fields, () => []);
+    if (!ids) {
+      const record = await supervisor.catalogue.remove(requiredId(fields, 'instanceID'), { purgeLog: purge });
+      reply(ctx, `instance ${record.name} deleted${purge ? ', its log too' : kept}`, {
+        instanceID: record.id,
+        name: record.name,
+        logKept: !purge,
+      });
+      return;
+    }
+    const results = await Promise.all(
+      ids.map(async (id): Promise<CommandResult> => {
+        const name = supervisor.catalogue.nameOf(id) || null;
+        try {
+          await supervisor.catalogue.remove(id, { purgeLog: purge });
+          return { instanceID: id, name, ok: true, state: null, message: `deleted${kept}` };
+        } catch (err) {
+          const state = supervisor.catalogue.exists(id) ? supervisor.lifecycle.stateOf(id) : null;
+          return { instanceID: id, name, ok: false, state, message: (err as Error).message };
+        }
+      }),
+    );
+    replyMany(ctx, 'delete', results);
   });
 
   router.post('/modify', 'admin', async (ctx) => {
@@ -253,13 +280,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
         reply(ctx, await commandOutcome(supervisor, requiredId(fields, 'instanceID'), command), {});
         return;
       }
-      const results = await supervisor.commandMany(ids, command);
-      const ok = results.filter((r) => r.ok).length;
-      reply(ctx, `${command}: ${ok} of ${results.length} instances ok`, {
-        ok,
-        failed: results.length - ok,
-        results,
-      });
+      replyMany(ctx, command, await supervisor.commandMany(ids, command));
     });
   }
 

@@ -6,7 +6,7 @@ import { reply } from '../envelope.js';
 import { body, optionalString, requiredId, requiredString, type Fields } from '../params.js';
 import type { RouteDeps } from '../app.js';
 import { ResourceRouter } from '../resource-router.js';
-import { guestProxyView, seesOnlyGuestView } from '../exposure.js';
+import { guestProxyView, guestVisitorView, seesOnlyGuestView } from '../exposure.js';
 import { instanceIdParam } from './instances.js';
 
 function proxyInfo(fields: Fields): ProxyInput & Fields {
@@ -91,7 +91,8 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
     const live = supervisor.status.of(id);
     const privileged = hasRole(ctx.state.auth.user.type, 'admin');
     // Each proxy with what frpc says of it while the tunnel runs (null otherwise, or before it is known).
-    const proxies = (await supervisor.catalogue.readConfig(id)).proxies().map((proxy) => {
+    const config = await supervisor.catalogue.readConfig(id);
+    const proxies = config.proxies().map((proxy) => {
       const seen = live?.proxies.get(proxy.name);
       return {
         ...proxy,
@@ -103,10 +104,14 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
       };
     });
     const guest = seesOnlyGuestView(ctx.state.exposure, ctx.state.auth.user.type);
-    reply(ctx, `${proxies.length} proxies`, {
+    // Visitors (the client side of stcp, sudp, xtcp) are listed beside the proxies, read-only.
+    const visitors = config.visitors();
+    reply(ctx, `${proxies.length} proxies, ${visitors.length} visitors`, {
       instanceID: id,
       proxyCount: proxies.length,
       proxies: guest ? proxies.map(guestProxyView) : proxies,
+      visitorCount: visitors.length,
+      visitors: guest ? visitors.map(guestVisitorView) : visitors,
     });
   });
 

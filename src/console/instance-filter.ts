@@ -1,0 +1,72 @@
+import type { InstanceState, InstanceSummary } from './api';
+
+/** frpc's proxy statuses on the way up or up; any other one (start error, check failed, closed, ...) is down. */
+const NOT_DOWN = new Set(['running', 'new', 'wait start']);
+
+/** A condition the summary bar counts and filters by, beside the state. */
+export type Condition = 'any' | 'disconnected' | 'proxiesDown';
+
+export interface InstanceFilter {
+  /** Part of the name, any case. */
+  query: string;
+  state: InstanceState | 'any';
+  condition: Condition;
+}
+
+export const NO_FILTER: InstanceFilter = { query: '', state: 'any', condition: 'any' };
+
+/** Running, but frpc is not logged in to its server. */
+export const isDisconnected = (i: InstanceSummary): boolean => i.state === 'running' && i.connected === false;
+
+/** How many of its proxies frpc reports down. */
+export function proxiesDown(i: InstanceSummary): number {
+  let down = 0;
+  for (const [status, n] of Object.entries(i.proxyStatus ?? {})) if (!NOT_DOWN.has(status)) down += n;
+  return down;
+}
+
+export interface Summary {
+  total: number;
+  running: number;
+  stopped: number;
+  failed: number;
+  /** starting, stopping or backoff */
+  changing: number;
+  disconnected: number;
+  proxiesDown: number;
+  /** Instances with at least one proxy down. */
+  withProxiesDown: number;
+}
+
+export function summarize(list: readonly InstanceSummary[]): Summary {
+  const s: Summary = {
+    total: list.length,
+    running: 0,
+    stopped: 0,
+    failed: 0,
+    changing: 0,
+    disconnected: 0,
+    proxiesDown: 0,
+    withProxiesDown: 0,
+  };
+  for (const i of list) {
+    if (i.state === 'running' || i.state === 'stopped' || i.state === 'failed') s[i.state]++;
+    else s.changing++;
+    if (isDisconnected(i)) s.disconnected++;
+    const down = proxiesDown(i);
+    s.proxiesDown += down;
+    if (down > 0) s.withProxiesDown++;
+  }
+  return s;
+}
+
+export function matches(i: InstanceSummary, filter: InstanceFilter): boolean {
+  if (filter.state !== 'any' && i.state !== filter.state) return false;
+  if (filter.condition === 'disconnected' && !isDisconnected(i)) return false;
+  if (filter.condition === 'proxiesDown' && proxiesDown(i) === 0) return false;
+  const query = filter.query.trim().toLowerCase();
+  return query === '' || i.name.toLowerCase().includes(query);
+}
+
+export const isFiltered = (filter: InstanceFilter): boolean =>
+  filter.query.trim() !== '' || filter.state !== 'any' || filter.condition !== 'any';
