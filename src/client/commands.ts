@@ -5,8 +5,9 @@ import { ApiClient, type StreamEnd } from './api.js';
 import { countFlag, flag, has, parseArgs, type FlagSpec, type Parsed } from './args.js';
 import { configDir, Credentials } from './credentials.js';
 import { CliError, EXIT, usageError, type ExitCode } from './errors.js';
+import { doctor } from './doctor.js';
 import { ask } from './prompt.js';
-import { LEVEL_COLOURS, STATE_COLOURS, forTerminal, paint, shortDuration, table } from './render.js';
+import { STATE_COLOURS, forTerminal, logLine, paint, shortDuration, table } from './render.js';
 
 /** Where a command writes, so tests and scripts see exactly what a user would. */
 export interface Io {
@@ -26,7 +27,7 @@ interface Context {
   client: () => Promise<ApiClient>;
 }
 
-interface Command {
+export interface Command {
   usage: string;
   summary: string;
   flags?: FlagSpec[];
@@ -225,8 +226,6 @@ interface LogEntry {
   timestamp: string;
 }
 
-const SYSTEM_LEVELS = ['DEBUG', 'INFO', 'WARNING', 'ERROR', 'FATAL'];
-
 const logs: Command = {
   usage: 'logs [-f] [-n N] <name|id> | --system',
   summary: "an instance's log (the last N lines, then new ones with -f), or the daemon's own with --system",
@@ -246,11 +245,7 @@ const logs: Command = {
     const stream = client.stream(path, query, (message) => {
       const entry = message as LogEntry;
       if (ctx.json) return ctx.io.out(`${JSON.stringify(entry)}\n`);
-      const level = typeof entry.level === 'number' ? (SYSTEM_LEVELS[entry.level] ?? String(entry.level)) : entry.level;
-      const { colour } = ctx.io;
-      ctx.io.out(
-        `${paint(entry.timestamp, 'grey', colour)} ${paint(level.padEnd(5), LEVEL_COLOURS[level], colour)} ${entry.content}\n`,
-      );
+      ctx.io.out(`${logLine(entry, ctx.io.colour)}\n`);
     });
     stopOnSignal(stream.stop);
     const end = await stream.ended;
@@ -548,6 +543,7 @@ export const CLIENT_COMMANDS: Record<string, Command> = {
   export: exportCommand,
   users,
   settings,
+  doctor,
 };
 
 /** The client commands' lines of the usage text. */
