@@ -12,7 +12,8 @@ daemon commands:
   service install [--data-dir DIR] [--host HOST] [--port PORT] [--user USER] [--no-start] [--print]
                                  tunnelward's own systemd unit: runs this tunnelward with these flags, enabled,
                                  started (unless --no-start) and answering; --print shows the unit, changes nothing
-  service uninstall [--data-dir DIR]   stops and disables the service and removes its unit
+  service uninstall [--data-dir DIR]
+                                 stops and disables the service and removes its unit
   version                        print the version
   help                           print this text
 
