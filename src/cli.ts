@@ -9,8 +9,11 @@ const DAEMON_USAGE = `usage: tunnelward [command] [flags]
 
 daemon commands:
   serve                          run the daemon (the default)
-  service install|uninstall      install (and enable) or remove tunnelward's own systemd unit
-          [--print] [--data-dir DIR] [--user USER]   --print shows the unit and changes nothing
+  service install [--data-dir DIR] [--host HOST] [--port PORT] [--user USER] [--no-start] [--print]
+                                 tunnelward's own systemd unit: runs this tunnelward with these flags, enabled,
+                                 started (unless --no-start) and answering; --print shows the unit, changes nothing
+  service uninstall [--data-dir DIR]
+                                 stops and disables the service and removes its unit
   version                        print the version
   help                           print this text
 
@@ -20,6 +23,8 @@ flags of serve (each overrides its environment variable, which overrides setting
   --port PORT      port to listen on, 0 for a free one (TUNNELWARD_PORT, default 7600)
   --tls-cert FILE  serve HTTPS and WSS with this certificate (TUNNELWARD_TLS_CERT, TLS.CertFile); SIGHUP re-reads it
   --tls-key FILE   and this key (TUNNELWARD_TLS_KEY, TLS.KeyFile)
+  --log-format pretty|json   the log on standard output: lines for a person or JSON lines (TUNNELWARD_LOG_FORMAT;
+                   default pretty on a terminal, JSON anywhere else: a journal, a pipe)
 `;
 
 const CLIENT_USAGE_HEAD = `
@@ -41,6 +46,7 @@ const FLAGS: Record<string, keyof ServeFlags> = {
   '--port': 'port',
   '--tls-cert': 'tlsCert',
   '--tls-key': 'tlsKey',
+  '--log-format': 'logFormat',
 };
 
 function parseServeFlags(args: string[]): ServeFlags {
@@ -88,20 +94,25 @@ async function service(args: string[]): Promise<void> {
   const [action, ...rest] = args;
   if (action !== 'install' && action !== 'uninstall') throw new UsageError('service needs install or uninstall');
   let print = false;
-  let dataDir: string | undefined;
-  let user: string | undefined;
+  let start = true;
+  const values: Record<string, string | undefined> = {};
   for (let i = 0; i < rest.length; i++) {
     const arg = rest[i]!;
+    const eq = arg.indexOf('=');
+    const name = eq > 0 ? arg.slice(0, eq) : arg;
     if (arg === '--print') print = true;
-    else if (arg === '--data-dir' || arg === '--user') {
-      const value = rest[++i];
-      if (!value) throw new UsageError(`${arg} needs a value`);
-      if (arg === '--data-dir') dataDir = value;
-      else user = value;
+    else if (arg === '--no-start') start = false;
+    else if (['--data-dir', '--host', '--port', '--user'].includes(name)) {
+      const value = eq > 0 ? arg.slice(eq + 1) : rest[++i];
+      if (!value) throw new UsageError(`${name} needs a value`);
+      values[name.slice(2)] = value;
     } else throw new UsageError(`unknown flag ${arg}`);
   }
   const { serviceCommand } = await import('./daemon/own-service.js');
-  await serviceCommand({ action, print, dataDir, user }, (text) => process.stdout.write(text));
+  await serviceCommand(
+    { action, print, start, dataDir: values['data-dir'], host: values.host, port: values.port, user: values.user },
+    (text) => process.stdout.write(text),
+  );
 }
 
 async function main(argv: string[]): Promise<void> {

@@ -62,7 +62,7 @@ serial('SIGTERM closes, flushes and exits 0; a kill -9 loses nothing that was ac
 });
 
 serial('without TUNNELWARD_ADMIN_PASSWORD a random password is printed once and kept in a 0600 file', async (t) => {
-  const dir = await tempDir();
+  const dir = await tempDir(undefined, t);
   const daemon = await startDaemon({
     dataDir: dir,
     env: { TUNNELWARD_ADMIN_USER: 'owner', TUNNELWARD_ADMIN_PASSWORD: '' },
@@ -112,7 +112,7 @@ serial('without TUNNELWARD_ADMIN_PASSWORD a random password is printed once and 
 });
 
 serial('an initial-admin-password file that no longer opens the first account is removed at start', async (t) => {
-  const dir = await tempDir();
+  const dir = await tempDir(undefined, t);
   const daemon = await startDaemon({
     dataDir: dir,
     env: { TUNNELWARD_ADMIN_USER: 'owner', TUNNELWARD_ADMIN_PASSWORD: '' },
@@ -132,7 +132,7 @@ serial('an initial-admin-password file that no longer opens the first account is
 });
 
 serial('a first superuser password that breaks the rules stops the start', async (t) => {
-  const dir = await tempDir();
+  const dir = await tempDir(undefined, t);
   const proc = spawnCli(['--data-dir', dir, '--port', '0'], { TUNNELWARD_ADMIN_PASSWORD: 'weak' });
   const out: string[] = [];
   collectLines(proc, out);
@@ -142,7 +142,7 @@ serial('a first superuser password that breaks the rules stops the start', async
 
 serial('flags beat the environment, which beats settings.toml', async (t) => {
   const [fromSettings, fromEnv, fromFlag] = [await freePort(), await freePort(), await freePort()];
-  const dir = await tempDir();
+  const dir = await tempDir(undefined, t);
   await writeFile(join(dir, 'settings.toml'), `ListenPort = "${fromSettings}"\n`);
   const run = async (env: Record<string, string>, args: string[]) => {
     const proc = spawnCli(['serve', '--data-dir', dir, ...args], env);
@@ -177,7 +177,7 @@ serial('bad flags and a busy port give clear messages', async (t) => {
   t.is(await exitOf(unknown), 2);
   t.regex(out1.join('\n'), /unknown flag --colour/);
 
-  const badPort = spawnCli(['serve', '--data-dir', await tempDir(), '--port', '70000']);
+  const badPort = spawnCli(['serve', '--data-dir', await tempDir(undefined, t), '--port', '70000']);
   const out2: string[] = [];
   collectLines(badPort, out2);
   t.is(await exitOf(badPort), 1);
@@ -186,7 +186,13 @@ serial('bad flags and a busy port give clear messages', async (t) => {
   const holder = createServer();
   await new Promise<void>((r) => holder.listen(0, '127.0.0.1', r));
   t.teardown(() => holder.close());
-  const busy = spawnCli(['serve', '--data-dir', await tempDir(), '--port', String((holder.address() as any).port)]);
+  const busy = spawnCli([
+    'serve',
+    '--data-dir',
+    await tempDir(undefined, t),
+    '--port',
+    String((holder.address() as any).port),
+  ]);
   const out3: string[] = [];
   collectLines(busy, out3);
   t.is(await exitOf(busy), 1);
@@ -246,7 +252,7 @@ async function parentAndGroup(pid: number): Promise<{ ppid: number; pgrp: number
  * the daemons its restarts start print on the same output and are killed with it when the test ends.
  */
 async function startInOwnGroup(t: ExecutionContext) {
-  const dataDir = await tempDir();
+  const dataDir = await tempDir(undefined, t);
   const first = new Daemon(spawnCli(['serve', '--data-dir', dataDir, '--port', '0'], {}, { detached: true }), dataDir);
   collectLines(first.proc, first.output);
   t.teardown(async () => {

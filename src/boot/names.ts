@@ -53,6 +53,18 @@ export function checkRunUser(user: string, field = 'runUser'): string {
   return user;
 }
 
+/**
+ * An address to listen on: an IP address (v4 or v6) or a host name, nothing a unit or a shell reads as syntax (`%`
+ * is a systemd specifier: an IPv6 zone is refused).
+ */
+export function checkListenHost(host: string, field = 'host'): string {
+  requireString(field, host);
+  if (!/^[A-Za-z0-9_.:-]{1,253}$/.test(host) || host.startsWith('-')) {
+    throw badRequest(`${field} must be an IP address or a host name, got ${shown(host)}`);
+  }
+  return host;
+}
+
 /** An absolute, normalized path made only of characters that are inert in units and sh scripts. */
 export function checkPath(field: string, path: string): string {
   requireString(field, path);

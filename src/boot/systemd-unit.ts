@@ -1,6 +1,6 @@
 import { MALLOC_ENVIRONMENT, NODE_FLAGS } from '../system/node-flags.js';
 // systemd unit files for a tunnel instance and for tunnelward itself. Pure text: installing them is someone else's job.
-import { checkDescription, checkPath, checkRunUser, checkServiceName } from './names.js';
+import { checkDescription, checkListenHost, checkPath, checkRunUser, checkServiceName } from './names.js';
 
 export interface TunnelUnitOptions {
   serviceName: string;
@@ -92,6 +92,9 @@ export interface TunnelwardUnitOptions {
   nodePath: string;
   cliPath: string;
   dataDir: string;
+  /** Where it listens; from settings.toml (ListenAddr, ListenPort) when omitted. */
+  host?: string;
+  port?: number;
   /** Runs as root when omitted. */
   user?: string;
 }
@@ -159,6 +162,10 @@ export function tunnelwardUnit(options: TunnelwardUnitOptions): string {
   const cliPath = checkPath('cliPath', options.cliPath);
   const dataDir = checkPath('dataDir', options.dataDir);
   const user = options.user === undefined ? undefined : checkRunUser(options.user, 'user');
+  const listen = [
+    ...(options.host === undefined ? [] : ['--host', checkListenHost(options.host)]),
+    ...(options.port === undefined ? [] : ['--port', String(Math.trunc(options.port))]),
+  ];
   return renderUnit([
     [
       'Unit',
@@ -173,7 +180,7 @@ export function tunnelwardUnit(options: TunnelwardUnitOptions): string {
       [
         ['Type', 'simple'],
         ...(user === undefined ? [] : [['User', user] as [string, string]]),
-        ['ExecStart', [nodePath, ...NODE_FLAGS, cliPath, 'serve', '--data-dir', dataDir].join(' ')],
+        ['ExecStart', [nodePath, ...NODE_FLAGS, cliPath, 'serve', '--data-dir', dataDir, ...listen].join(' ')],
         // `systemctl reload tunnelward` (an ACME client's deploy hook) re-reads the TLS certificate.
         ['ExecReload', '/bin/kill -HUP $MAINPID'],
         ['Environment', 'TUNNELWARD_SUPERVISED=systemd'],

@@ -16,9 +16,10 @@ import {
   type Listed,
   type Target,
 } from './instance-refs.js';
+import { doctor } from './doctor.js';
 import { keys, loginWithKey } from './key-commands.js';
 import { ask } from './prompt.js';
-import { LEVEL_COLOURS, STATE_COLOURS, forTerminal, paint, shortDuration, table } from './render.js';
+import { STATE_COLOURS, forTerminal, logLine, paint, shortDuration, table } from './render.js';
 
 export type { Io } from './command.js';
 
@@ -201,8 +202,6 @@ interface LogEntry {
   timestamp: string;
 }
 
-const SYSTEM_LEVELS = ['DEBUG', 'INFO', 'WARNING', 'ERROR', 'FATAL'];
-
 const logs: Command = {
   usage: 'logs [-f] [-n N] <name|#id> | --system',
   summary: "an instance's log (the last N lines, then new ones with -f), or the daemon's own with --system",
@@ -222,11 +221,7 @@ const logs: Command = {
     const stream = client.stream(path, query, (message) => {
       const entry = message as LogEntry;
       if (ctx.json) return ctx.io.out(`${JSON.stringify(entry)}\n`);
-      const level = typeof entry.level === 'number' ? (SYSTEM_LEVELS[entry.level] ?? String(entry.level)) : entry.level;
-      const { colour } = ctx.io;
-      ctx.io.out(
-        `${paint(entry.timestamp, 'grey', colour)} ${paint(level.padEnd(5), LEVEL_COLOURS[level], colour)} ${entry.content}\n`,
-      );
+      ctx.io.out(`${logLine(entry, ctx.io.colour)}\n`);
     });
     stopOnSignal(stream.stop);
     const end = await stream.ended;
@@ -535,6 +530,7 @@ export const CLIENT_COMMANDS: Record<string, Command> = {
   users,
   keys,
   settings,
+  doctor,
 };
 
 /** The client commands' lines of the usage text. */

@@ -1,5 +1,6 @@
 /** Text for a terminal: tables, durations, colours (only when the output is a terminal that wants them). */
 import { randomBytes } from 'node:crypto';
+import { SYSTEM_LEVEL_NAMES } from '../log/log-entries.js';
 import { escapeControlsInJson, showControls } from '../util/terminal-text.js';
 
 export function useColour(stream: NodeJS.WriteStream = process.stdout, env: NodeJS.ProcessEnv = process.env): boolean {
@@ -74,3 +75,13 @@ export const LEVEL_COLOURS: Record<string, Colour> = {
   ERROR: 'red',
   FATAL: 'red',
 };
+
+/** A log entry (an instance's, or the daemon's with a numbered level) as one line: time, level, content. */
+export function logLine(
+  entry: { level: string | number; content: string; timestamp: string },
+  colour: boolean,
+): string {
+  const level =
+    typeof entry.level === 'number' ? (SYSTEM_LEVEL_NAMES[entry.level] ?? String(entry.level)) : entry.level;
+  return `${paint(entry.timestamp, 'grey', colour)} ${paint(level.padEnd(5), LEVEL_COLOURS[level], colour)} ${entry.content}`;
+}

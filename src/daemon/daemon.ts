@@ -32,12 +32,14 @@ import { SECRET_KEYS, secretSettingValues } from '../settings/schema.js';
 import { Database } from '../storage/database.js';
 import { PersistentCounter } from '../storage/meta.js';
 import { hostBootId } from '../system/proc.js';
+import { checkTunnelClient } from '../system/self-check.js';
 import { loadSoftwareInfo } from '../system/software-info.js';
 import { DataDirLock } from './data-dir-lock.js';
 import { prepareDataDir } from './data-dir.js';
 import { handOver } from './restart.js';
 import { InitialPasswordFile } from './initial-password.js';
-import { resolveDataDir, resolveOptions, type DaemonOptions, type ServeFlags } from './options.js';
+import { resolveDataDir, resolveLogFormat, resolveOptions, type DaemonOptions, type ServeFlags } from './options.js';
+import { useColour } from '../client/render.js';
 import { readTlsMaterial, tlsPaths } from './tls.js';
 import { Exposure } from '../http/exposure.js';
 import { TrustedProxies } from '../http/client-address.js';
@@ -83,7 +85,13 @@ async function startLocked(
   // environment values and config-file secrets as the supervisor learns them.
   const secrets = new SecretRedactor();
   secrets.set('settings', secretSettingValues(settings.get()));
-  const log = createLogger({ debug: settings.value('Debug'), onEntry: systemLog.onLine, redact: secrets.redactJson });
+  const log = createLogger({
+    debug: settings.value('Debug'),
+    onEntry: systemLog.onLine,
+    redact: secrets.redactJson,
+    format: resolveLogFormat(flags, env, Boolean(process.stdout.isTTY)),
+    colour: useColour(process.stdout, env),
+  });
   if (unknownKeys.length > 0)
     log.warn({ keys: unknownKeys }, 'settings.toml has keys tunnelward does not know; kept as they are');
   const settingsSub = settings.changes$.subscribe(({ changed, settings: s }) => {
@@ -292,7 +300,26 @@ async function startLocked(
   log.info({ url, dataDir }, 'listening');
   for (const door of exposure.openDoors()) log.warn({ listen: options.host }, `open door: ${door}`);
   process.stdout.write(`tunnelward listening on ${url}\n`);
+  // Said now, and again when the setting changes, rather than at the first start of a tunnel; never holds the start up.
+  void reportTunnelClient(settings.value('TunnelPath'), log);
+  const tunnelPathSub = settings.changes$.subscribe(({ changed, settings: s }) => {
+    if (changed.includes('TunnelPath')) void reportTunnelClient(s.TunnelPath, log);
+  });
+  cleanups.push(() => tunnelPathSub.unsubscribe());
   return daemon;
+}
+
+/** One line on the tunnel client of the TunnelPath setting: its version, or a warning saying why it cannot be run. */
+async function reportTunnelClient(tunnelPath: string, log: Logger): Promise<void> {
+  try {
+    const { path, version } = await checkTunnelClient(tunnelPath);
+    log.info({ tunnelPath: path, version }, 'tunnel client found');
+  } catch (err) {
+    log.warn(
+      { tunnelPath, problem: (err as Error).message },
+      'the tunnel client (TunnelPath) cannot be run: no instance will start until it can',
+    );
+  }
 }
 
 /** Creates the first superuser when there are no users; keeps the generated password's file only while it applies. */

@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { LOG_FORMATS, type LogFormat } from '../log/pretty-line.js';
 import { DEFAULTS } from '../settings/defaults.js';
 
 /** What the daemon runs with, resolved from flags, then the environment, then settings.toml, then defaults. */
@@ -23,6 +24,7 @@ export interface ServeFlags {
   port?: string;
   tlsCert?: string;
   tlsKey?: string;
+  logFormat?: string;
 }
 
 export function parsePort(value: string, from: string): number {
@@ -32,6 +34,17 @@ export function parsePort(value: string, from: string): number {
     );
   }
   return Number(value);
+}
+
+/** `--log-format`, then TUNNELWARD_LOG_FORMAT, then pretty on a terminal and JSON anywhere else (a journal, a pipe). */
+export function resolveLogFormat(flags: ServeFlags, env: NodeJS.ProcessEnv, isTTY: boolean): LogFormat {
+  const [value, from] = flags.logFormat
+    ? [flags.logFormat, '--log-format']
+    : [env.TUNNELWARD_LOG_FORMAT, 'TUNNELWARD_LOG_FORMAT'];
+  if (!value) return isTTY ? 'pretty' : 'json';
+  if (!(LOG_FORMATS as readonly string[]).includes(value))
+    throw new Error(`${from} must be ${LOG_FORMATS.join(' or ')}, not ${JSON.stringify(value)}`);
+  return value as LogFormat;
 }
 
 /** The data dir comes from flags or the environment only: settings.toml lives inside it. */

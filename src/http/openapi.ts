@@ -162,7 +162,14 @@ const SCHEMAS: Record<string, Json> = {
     Description: str(),
     BuildType: str(undefined, { enum: ['debug', 'release'] }),
   }),
-  CheckResult: obj({ name: str('what was checked'), ok: bool(), message: str('what was found') }),
+  CheckResult: obj({
+    name: str('what was checked'),
+    ok: bool(),
+    severity: str('ok; warn for a problem the daemon works on with; fail for one it does not', {
+      enum: ['ok', 'warn', 'fail'],
+    }),
+    message: str('what was found'),
+  }),
   SelfCheck: obj({ ok: bool('true when every check passed'), checks: arrayOf(schema('CheckResult')) }),
 
   // Accounts, users, sessions

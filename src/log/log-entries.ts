@@ -1,6 +1,9 @@
 import { stripControls } from '../util/terminal-text.js';
 import { formatLogTimestamp } from '../util/time.js';
 
+/** The names of the system log's levels, by number. */
+export const SYSTEM_LEVEL_NAMES = ['DEBUG', 'INFO', 'WARNING', 'ERROR', 'FATAL'] as const;
+
 /** An entry of the system log stream: level 0 DEBUG, 1 INFO, 2 WARNING, 3 ERROR, 4 FATAL. */
 export interface SystemLogEntry {
   level: number;

@@ -1,5 +1,6 @@
 import pino, { type Logger } from 'pino';
 import { escapeControlsInJson } from '../util/terminal-text.js';
+import { prettyLine, type LogFormat } from './pretty-line.js';
 
 export type { Logger } from 'pino';
 
@@ -34,10 +35,21 @@ export interface LoggerOptions {
   fd?: number;
   /** Masks known secrets in each serialized entry (a JSON line) before it goes anywhere. */
   redact?: (line: string) => string;
+  /** What is written there: JSON lines (the default) or lines for a person; `onEntry` always gets the JSON. */
+  format?: LogFormat;
+  /** Colours in pretty lines. */
+  colour?: boolean;
 }
 
-/** The root logger: JSON lines on standard output, secrets redacted, DEBUG only while `Debug` is on. */
-export function createLogger({ debug, onEntry, fd = 1, redact }: LoggerOptions): Logger {
+/** The root logger: JSON or pretty lines on standard output, secrets redacted, DEBUG only while `Debug` is on. */
+export function createLogger({
+  debug,
+  onEntry,
+  fd = 1,
+  redact,
+  format = 'json',
+  colour = false,
+}: LoggerOptions): Logger {
   // Lines are handed over as bytes: buffered as text, each line would copy all that waits before it.
   const out = pino.destination({ dest: fd, sync: false, contentMode: 'buffer' });
   const destination = {
@@ -45,7 +57,8 @@ export function createLogger({ debug, onEntry, fd = 1, redact }: LoggerOptions):
       // pino escapes what JSON must (C0), not DEL or C1 (a one-byte CSI among them): journals are read on terminals.
       const escaped = escapeControlsInJson(serialized);
       const line = redact ? redact(escaped) : escaped;
-      out.write(Buffer.from(line) as unknown as string);
+      const shown = format === 'pretty' ? prettyLine(line, colour) : line;
+      out.write(Buffer.from(shown) as unknown as string);
       onEntry?.(line);
     },
     flush: (cb: (err?: Error) => void) => out.flush(cb),

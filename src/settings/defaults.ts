@@ -41,6 +41,8 @@ export const DEFAULTS = {
   webhookRetryDelayMs: 500,
   /** Events kept for clients of /system/events that reconnect and ask for what they missed (`?since=`). */
   eventHistory: 1000,
+  /** `service install` waits this long for the daemon it started to answer. */
+  serviceStartWaitMs: 30_000,
 } as const;
 
 /** Defaults of the persisted settings (`settings.toml`); the keys are the contract's flat names. */

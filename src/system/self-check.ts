@@ -7,18 +7,57 @@ import { trustedProgram } from './trusted-program.js';
 
 const run = promisify(execFile);
 
+/** What a check found: `warn` is a problem the daemon works on with (an open door, a stale certificate). */
+export type Severity = 'ok' | 'warn' | 'fail';
+
 export interface CheckResult {
   name: string;
   ok: boolean;
+  severity: Severity;
   message: string;
 }
 
-async function check(name: string, probe: () => Promise<string>): Promise<CheckResult> {
+/** How long the tunnel client may take to say its version. */
+const VERSION_TIMEOUT_MS = 5000;
+
+async function check(
+  name: string,
+  probe: () => Promise<string>,
+  problem: Exclude<Severity, 'ok'> = 'fail',
+): Promise<CheckResult> {
   try {
-    return { name, ok: true, message: await probe() };
+    return { name, ok: true, severity: 'ok', message: await probe() };
   } catch (err) {
-    return { name, ok: false, message: (err as Error).message };
+    return { name, ok: false, severity: problem, message: (err as Error).message };
   }
+}
+
+/** Asks the tunnel client for its version (`frpc -v` prints `0.71.0`); fails when what answers is not frpc. */
+export async function tunnelClientVersion(binary: string, timeoutMs = VERSION_TIMEOUT_MS): Promise<string> {
+  let stdout: string;
+  try {
+    ({ stdout } = await run(binary, ['-v'], { timeout: timeoutMs, maxBuffer: 64 * 1024 }));
+  } catch (err) {
+    const e = err as Error & { killed?: boolean; code?: unknown };
+    if (e.killed) throw new Error(`${binary} -v did not answer within ${timeoutMs} ms: is it frpc?`, { cause: err });
+    const how = typeof e.code === 'number' ? `exit ${e.code}` : e.message;
+    throw new Error(`${binary} -v failed (${how}): is it frpc?`, { cause: err });
+  }
+  const version = stdout.trim().split('\n')[0]!.trim();
+  if (!/^v?\d+\.\d+\.\d+\S*$/.test(version)) {
+    throw new Error(
+      version
+        ? `${binary} -v answered ${JSON.stringify(version.slice(0, 80))}, not a version: is it frpc?`
+        : `${binary} -v printed nothing: is it frpc?`,
+    );
+  }
+  return version;
+}
+
+/** The tunnel client of the TunnelPath setting, found and asked its version; the reason when it cannot be used. */
+export async function checkTunnelClient(tunnelPath: string): Promise<{ path: string; version: string }> {
+  const path = await trustedProgram(tunnelPath);
+  return { path, version: await tunnelClientVersion(path) };
 }
 
 async function writable(dir: string): Promise<string> {
@@ -73,25 +112,30 @@ export async function selfCheck(
         throw new Error(`log files that cannot be written (output dropped): ${failing.join('; ')}`);
       return 'every instance log file is writable';
     }),
-    check('tls', async () => {
-      const reason = faults.tls();
-      if (reason) throw new Error(`${reason}; the previous certificate is still served`);
-      return 'no certificate reload has failed';
-    }),
-    check('exposure', async () => {
-      const doors = faults.openDoors();
-      if (doors.length > 0) throw new Error(`open to whoever reaches the port: ${doors.join('; ')}`);
-      return 'nothing is open beyond what the settings chose (or only this host reaches the daemon)';
-    }),
+    check(
+      'tls',
+      async () => {
+        const reason = faults.tls();
+        if (reason) throw new Error(`${reason}; the previous certificate is still served`);
+        return 'no certificate reload has failed';
+      },
+      'warn',
+    ),
+    check(
+      'exposure',
+      async () => {
+        const doors = faults.openDoors();
+        if (doors.length > 0) throw new Error(`open to whoever reaches the port: ${doors.join('; ')}`);
+        return 'nothing is open beyond what the settings chose (or only this host reaches the daemon)';
+      },
+      'warn',
+    ),
   ]);
   const binary = results[3]!.ok ? program : undefined;
   results.push(
     await check('tunnelVersion', async () => {
       if (!binary) throw new Error('no tunnel client to ask');
-      const { stdout } = await run(binary, ['-v'], { timeout: 5000, maxBuffer: 64 * 1024 });
-      const version = stdout.trim().split('\n')[0];
-      if (!version) throw new Error(`${binary} -v printed nothing`);
-      return version;
+      return tunnelClientVersion(binary);
     }),
   );
   return results;

@@ -38,11 +38,21 @@ test('service install and uninstall write the unit and run systemctl (recorded h
   );
   const record = join(dir, 'commands.log');
   const env = { ...process.env, TUNNELWARD_TEST_RECORD: record };
-  const installed = await run(process.execPath, [CLI, 'service', 'install', '--data-dir', dir], { env });
-  t.regex(installed.stdout, /installed and enabled/);
-  t.regex(await readFile(join(units, 'tunnelward.service'), 'utf8'), /^KillMode=process$/m);
-  await run(process.execPath, [CLI, 'service', 'uninstall', '--data-dir', dir], { env });
+  const installed = await run(
+    process.execPath,
+    [CLI, 'service', 'install', '--data-dir', dir, '--host', '::1', '--port', '8601', '--no-start'],
+    { env },
+  );
+  t.regex(installed.stdout, /installed .* and enabled it/);
+  t.regex(installed.stdout, /not started \(--no-start\)/);
+  const unit = await readFile(join(units, 'tunnelward.service'), 'utf8');
+  t.regex(unit, /^KillMode=process$/m);
+  t.regex(unit, new RegExp(`^ExecStart=.* serve --data-dir ${dir} --host ::1 --port 8601$`, 'm'));
+  const removed = await run(process.execPath, [CLI, 'service', 'uninstall', '--data-dir', dir], { env });
+  t.regex(removed.stdout, /stopped and disabled tunnelward\.service/);
   await t.throwsAsync(stat(join(units, 'tunnelward.service')));
+  const again = await run(process.execPath, [CLI, 'service', 'uninstall', '--data-dir', dir], { env });
+  t.regex(again.stdout, /tunnelward\.service is not installed/);
   const commands = (await readFile(record, 'utf8'))
     .trim()
     .split('\n')
@@ -50,12 +60,33 @@ test('service install and uninstall write the unit and run systemctl (recorded h
   t.deepEqual(commands, [
     ['systemctl', 'daemon-reload'],
     ['systemctl', 'enable', 'tunnelward.service'],
-    ['systemctl', 'disable', 'tunnelward.service'],
+    ['systemctl', 'disable', '--now', 'tunnelward.service'],
     ['systemctl', 'daemon-reload'],
   ]);
   const bad = await run(process.execPath, [CLI, 'service', 'start']).catch((e) => e);
   t.is(bad.code, 2);
   t.regex(bad.stderr, /service needs install or uninstall/);
+});
+
+test('service install refuses what a unit cannot hold: port 0, a host that is not an address', async (t) => {
+  const dir = await tempDir(undefined, t);
+  const zero = await run(process.execPath, [
+    CLI,
+    'service',
+    'install',
+    '--print',
+    '--data-dir',
+    dir,
+    '--port',
+    '0',
+  ]).catch((e) => e);
+  t.is(zero.code, 1);
+  t.regex(zero.stderr, /a service needs a fixed port/);
+  const host = await run(process.execPath, [CLI, 'service', 'install', '--print', '--host', '0.0.0.0 --x']).catch(
+    (e) => e,
+  );
+  t.is(host.code, 1);
+  t.regex(host.stderr, /host must be an IP address or a host name/);
 });
 
 test('service install --user names a user that must exist; a malformed name is refused by name', async (t) => {

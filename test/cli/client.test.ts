@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { parse } from 'smol-toml';
 import { cli, loggedIn as loggedInAs } from '../helpers/cli.js';
 import { ADMIN, CLI, disposeWithTunnels, startWithRoot, tempDir, type Daemon } from '../helpers/daemon.js';
@@ -18,12 +18,12 @@ test.before(async () => {
 test.after.always(() => disposeWithTunnels(daemon, root));
 
 /** A user of the CLI, logged in to the test daemon. */
-const loggedIn = (username?: string, passwd?: string) => loggedInAs(daemon, undefined, username, passwd);
+const loggedIn = (t: ExecutionContext, username?: string, passwd?: string) => loggedInAs(daemon, t, username, passwd);
 
 const listOf = async () => (await daemon.get('/tunnelAct/instanceMgr/list', { token: root })).body.data as any[];
 
 test('login keeps the token in a 0600 file under XDG_CONFIG_HOME; whoami and logout use it', async (t) => {
-  const home = await tempDir('tunnelward-cli-');
+  const home = await tempDir('tunnelward-cli-', t);
   const env = { XDG_CONFIG_HOME: home };
   // The password read from standard input when it is not a terminal.
   const login = await cli(['login', '--url', daemon.url, '--user', ADMIN.username], env, `${ADMIN.passwd}\n`);
@@ -57,7 +57,7 @@ test('login keeps the token in a 0600 file under XDG_CONFIG_HOME; whoami and log
 });
 
 test('exit codes: 2 for usage, 3 for a daemon not reachable, 4 for a wrong password or an ended session, 1 for a failure', async (t) => {
-  const home = { XDG_CONFIG_HOME: await tempDir('tunnelward-cli-') };
+  const home = { XDG_CONFIG_HOME: await tempDir('tunnelward-cli-', t) };
   const usage = await cli(['ls', '--bogus'], home);
   t.is(usage.code, 2);
   t.regex(usage.stderr, /unknown flag --bogus/);
@@ -78,7 +78,7 @@ test('exit codes: 2 for usage, 3 for a daemon not reachable, 4 for a wrong passw
   t.is(wrong.code, 4);
 
   await daemon.userWithToken(root, 'cli_expiry', 'admin');
-  const env = await loggedIn('cli_expiry', 'Passw0rd!x');
+  const env = await loggedIn(t, 'cli_expiry', 'Passw0rd!x');
   // The session behind the CLI's token ends (as when it expires): the next command says how to log in again.
   const sessions = await daemon.get('/sessionMgr/list', { token: root });
   for (const session of (sessions.body.data as any[]).filter((s) => s.Username === 'cli_expiry')) {
@@ -88,7 +88,7 @@ test('exit codes: 2 for usage, 3 for a daemon not reachable, 4 for a wrong passw
   t.is(ended.code, 4);
   t.regex(ended.stderr, /Invalid token.*log in again: tunnelward login/);
 
-  const env2 = await loggedIn();
+  const env2 = await loggedIn(t);
   const missing = await cli(['stop', 'no-such-instance'], env2);
   t.is(missing.code, 1);
   t.regex(missing.stderr, /no instance named no-such-instance/);
@@ -97,7 +97,7 @@ test('exit codes: 2 for usage, 3 for a daemon not reachable, 4 for a wrong passw
 });
 
 test('ls prints a table like pm2 ls, and --json the list the API serves', async (t) => {
-  const env = await loggedIn();
+  const env = await loggedIn(t);
   const a = await createInstance(daemon, root, 'cli_ls_a');
   const b = await createInstance(daemon, root, 'cli_ls_b');
   t.is((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: a.id }, { token: root })).status, 200);
@@ -130,7 +130,7 @@ test('ls prints a table like pm2 ls, and --json the list the API serves', async 
 
 // Serial: --all acts on every instance, which the other tests' must not be yet.
 test.serial('start and stop one instance by name, then every instance with --all, in one request each', async (t) => {
-  const env = await loggedIn();
+  const env = await loggedIn(t);
   const one = await createInstance(daemon, root, 'cli_one');
   await createInstance(daemon, root, 'cli_two');
 
@@ -156,7 +156,7 @@ test.serial('start and stop one instance by name, then every instance with --all
 });
 
 test('logs -n prints the last lines; logs -f keeps receiving them until interrupted', async (t) => {
-  const env = await loggedIn();
+  const env = await loggedIn(t);
   const inst = await createInstance(daemon, root, 'cli_logs');
   await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: inst.id }, { token: root });
 
@@ -191,7 +191,7 @@ test('logs -n prints the last lines; logs -f keeps receiving them until interrup
 });
 
 test('events follows state changes as they happen', async (t) => {
-  const env = await loggedIn();
+  const env = await loggedIn(t);
   const inst = await createInstance(daemon, root, 'cli_events');
   const follow = spawn(process.execPath, [CLI, 'events', '--json'], { env: { ...process.env, ...env } });
   let seen = '';
@@ -215,7 +215,7 @@ test('events follows state changes as they happen', async (t) => {
 });
 
 test('create, proxies, settings and users from the command line', async (t) => {
-  const env = await loggedIn();
+  const env = await loggedIn(t);
   const created = await cli(
     [
       'create',
@@ -273,7 +273,7 @@ test('create, proxies, settings and users from the command line', async (t) => {
 });
 
 test('import brings in TOML, INI with [common], YAML and JSON files; export writes the file back', async (t) => {
-  const env = await loggedIn();
+  const env = await loggedIn(t);
   for (const file of ['current.toml', 'legacy.ini', 'sample.yaml', 'sample.json']) {
     const name = `cli_imp_${file.replace('.', '_')}`;
     const run = await cli(['import', join(CONFIGS, file), '--name', name, '--json'], env);
@@ -284,7 +284,7 @@ test('import brings in TOML, INI with [common], YAML and JSON files; export writ
     t.is((JSON.parse(proxies.stdout) as any[]).length, data.proxyCount);
   }
 
-  const out = join(await tempDir('tunnelward-cli-'), 'exported.toml');
+  const out = join(await tempDir('tunnelward-cli-', t), 'exported.toml');
   const exported = await cli(['export', 'cli_imp_legacy_ini', '-o', out], env);
   t.is(exported.code, 0, exported.stderr);
   t.is((await stat(out)).mode & 0o777, 0o600);

@@ -1,6 +1,5 @@
 // The command-line client as a user runs it: the real binary, against a test daemon, with a config dir of its own.
 import { spawn } from 'node:child_process';
-import { rm } from 'node:fs/promises';
 import type { ExecutionContext } from 'ava';
 import { ADMIN, CLI, tempDir, type Daemon } from './daemon.js';
 
@@ -29,15 +28,14 @@ export function cli(args: string[], env: Record<string, string> = {}, input?: st
   );
 }
 
-/** A user of the CLI: a config dir of their own (removed when `t` ends, if given), logged in to `daemon`. */
+/** A user of the CLI: a config dir of their own (removed when `t` ends), logged in to `daemon`. */
 export async function loggedIn(
   daemon: Daemon,
-  t?: ExecutionContext,
+  t: ExecutionContext,
   username = ADMIN.username,
   passwd = ADMIN.passwd,
 ): Promise<Record<string, string>> {
-  const env = { XDG_CONFIG_HOME: await tempDir('tunnelward-cli-'), TUNNELWARD_URL: daemon.url };
-  t?.teardown(() => rm(env.XDG_CONFIG_HOME, { recursive: true, force: true }));
+  const env = { XDG_CONFIG_HOME: await tempDir('tunnelward-cli-', t), TUNNELWARD_URL: daemon.url };
   const run = await cli(['login', '--user', username], { ...env, TUNNELWARD_PASSWORD: passwd });
   if (run.code !== 0) throw new Error(`login failed: ${run.stderr}`);
   return env;

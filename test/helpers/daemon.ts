@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stopKeeper } from '../../actors/output-keeper.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
+import type { ExecutionContext } from 'ava';
 
 export const CLI = join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 export const ADMIN = { username: 'admin', passwd: 'Admin123!x' };
@@ -189,8 +190,11 @@ export function exchangeRaw(url: string, data: string | Buffer): Promise<string>
   });
 }
 
-export async function tempDir(prefix = 'tunnelward-test-'): Promise<string> {
-  return mkdtemp(join(tmpdir(), prefix));
+/** A new temp dir; removed when `t` ends, if given (a file that leaves one behind fails: test/setup/private-tmpdir.ts). */
+export async function tempDir(prefix = 'tunnelward-test-', t?: ExecutionContext): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  t?.teardown(() => rm(dir, { recursive: true, force: true }));
+  return dir;
 }
 
 /**
@@ -242,7 +246,12 @@ export async function startDaemon(options: StartOptions = {}): Promise<Daemon> {
   const failed = daemon.exited.then(({ code }) => {
     throw new Error(`daemon exited (${code}) before listening:\n${daemon.output.join('\n')}`);
   });
-  const match = await Promise.race([started, failed]);
+  const match = await Promise.race([started, failed]).catch(async (err: unknown) => {
+    // A daemon that never listened leaves no one to remove the data dir made for it.
+    await daemon.stop('SIGKILL');
+    if (options.dataDir === undefined) await rm(dataDir, { recursive: true, force: true });
+    throw err;
+  });
   // A daemon listening on every address is reached through loopback.
   daemon.url = match[1]!.replace('//0.0.0.0:', '//127.0.0.1:').replace('//[::]:', '//[::1]:');
   return daemon;

@@ -15,7 +15,7 @@ test('proxy status and the connection follow the server: port taken, freed, serv
     settingsToml: instanceSettings({ 'Alerts.DebounceSecs': 0.4, 'Status.PollSecs': 600 }),
   });
   t.teardown(() => disposeWithTunnels(daemon, root));
-  const control = join(await tempDir(), 'control.json');
+  const control = join(await tempDir(undefined, t), 'control.json');
   const setServer = (state: object) => writeFile(control, JSON.stringify(state));
   await setServer({ server: 'up', portsTaken: [6301] });
   // frpc's second 50 ms long: its start-error retry (30 s) and login backoff (2 s on) fit the 2 s this test allows.
@@ -107,7 +107,7 @@ test('proxy status and the connection follow the server: port taken, freed, serv
 test('what the log does not tell is read by the poll, every Status.PollSecs', async (t) => {
   const { daemon, root } = await startWithRoot({ settingsToml: instanceSettings({ 'Status.PollSecs': 1 }) });
   t.teardown(() => disposeWithTunnels(daemon, root));
-  const control = join(await tempDir(), 'control.json');
+  const control = join(await tempDir(undefined, t), 'control.json');
   // The admin API refuses connections at first: the start's hints find nothing to read.
   await writeFile(control, JSON.stringify({ server: 'up', admin: 'down' }));
   const { id } = await createInstance(daemon, root, 'ps_poll', {

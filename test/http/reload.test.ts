@@ -19,7 +19,7 @@ const post = (path: string, body: unknown) => daemon.post(path, body, { token: r
 const logOf = (id: string) => readFile(join(daemon.dataDir, 'logs', `tunnel_${id}.log`), 'utf8').catch(() => '');
 
 test('added, removed and disabled proxies reach a running tunnel by reload; the others stay up; a refusal is rolled back', async (t) => {
-  const control = join(await tempDir(), 'control.json');
+  const control = join(await tempDir(undefined, t), 'control.json');
   await writeFile(control, JSON.stringify({ server: 'up' }));
   const { id, configPath } = await createInstance(daemon, root, 'rl_one', {
     metadatas: { 'fixture.control': control },
@@ -127,7 +127,7 @@ test('a top-level change, which frpc cannot reload, restarts a running tunnel an
 });
 
 test("a reload that cannot reach frpc's admin API is applied by a restart instead; the change stands", async (t) => {
-  const control = join(await tempDir(), 'control.json');
+  const control = join(await tempDir(undefined, t), 'control.json');
   await writeFile(control, JSON.stringify({ server: 'up' }));
   const { id, configPath } = await createInstance(daemon, root, 'rl_unreachable', {
     metadatas: { 'fixture.control': control },

@@ -62,7 +62,7 @@ async function replace(path: string, from: string): Promise<void> {
 }
 
 test('HTTPS and WSS with the configured certificate; a renewed one is served after SIGHUP or a settings change, a broken one never', async (t) => {
-  const dir = await tempDir('tunnelward-tls-');
+  const dir = await tempDir('tunnelward-tls-', t);
   const [a, b, c, d] = await Promise.all(['a', 'b', 'c', 'd'].map((n) => makeCertificate(dir, n)));
   const live = { cert: join(dir, 'live.crt'), key: join(dir, 'live.key') };
   await replace(live.cert, a!.cert);
@@ -132,7 +132,7 @@ test('HTTPS and WSS with the configured certificate; a renewed one is served aft
 });
 
 test('a certificate that cannot be read stops the start with the reason', async (t) => {
-  const dir = await tempDir('tunnelward-tls-');
+  const dir = await tempDir('tunnelward-tls-', t);
   const daemon = startDaemon({
     args: ['--tls-cert', join(dir, 'missing.crt'), '--tls-key', join(dir, 'missing.key')],
   });

@@ -1,5 +1,7 @@
 import test from 'ava';
-import { openSync } from 'node:fs';
+import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createLogger } from '../../src/log/logger.js';
 import { SystemLog } from '../../src/log/system-log.js';
 
@@ -68,4 +70,22 @@ test('the system log keeps what was written and hands out entries to a reader, a
   tee.info('after');
   t.deepEqual(seen, ['2 watched']);
   t.is(systemLog.recent().at(-1)!.content, 'after');
+});
+
+test('pretty lines on the output, JSON to the tee: secrets redacted and control characters shown in both', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'tunnelward-logger-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'out.log');
+  const teed: string[] = [];
+  const log = createLogger({ debug: false, fd: openSync(file, 'w'), format: 'pretty', onEntry: (l) => teed.push(l) });
+  log.warn({ token: 'tok-secret', user: { passwd: 'nested-secret' }, username: 'x\u001b]0;owned\u0007' }, 'login');
+  await new Promise<void>((resolve, reject) => log.flush((err) => (err ? reject(err) : resolve())));
+  const written = readFileSync(file, 'utf8');
+  t.regex(
+    written,
+    /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} WARNING login \(token="\[redacted\]" user=.* username=.*\)\n$/,
+  );
+  t.false(/[\x00-\x09\x0b-\x1f\x7f-\x9f]/.test(written), JSON.stringify(written));
+  t.is(JSON.parse(teed[0]!).token, '[redacted]', 'the tee gets the JSON line');
+  for (const text of [written, teed.join('')]) t.false(/tok-secret|nested-secret/.test(text));
 });

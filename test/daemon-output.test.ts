@@ -1,0 +1,102 @@
+// What the daemon says on its standard output: JSON lines or lines for a person, and at start-up whether the
+// tunnel client it would run can be run.
+import { spawn } from 'node:child_process';
+import { chmod, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import test from 'ava';
+import { ADMIN, CLI, collectLines, dispose, spawnCli, startDaemon, tempDir } from './helpers/daemon.js';
+import { instanceSettings } from './helpers/instances.js';
+
+const PRETTY = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} (DEBUG|INFO |WARNING|ERROR|FATAL) /;
+const withoutColours = (line: string) => line.replace(/\x1b\[[0-9;]*m/g, '');
+
+test('--log-format pretty writes lines for a person; through a pipe the default is JSON', async (t) => {
+  const pretty = await startDaemon({ settingsToml: instanceSettings(), args: ['--log-format', 'pretty'] });
+  t.teardown(() => dispose(pretty));
+  const listening = await pretty.waitForOutput(/^.* INFO {2}listening \(url=(http:\S+) dataDir=.*\)$/);
+  t.regex(listening[0], PRETTY);
+  t.is(listening[1], pretty.url);
+  await pretty.waitForOutput(/INFO {2}tunnel client found \(tunnelPath=\S+frpc\.mjs version=0\.71\.0\)$/);
+  t.false(
+    pretty.output.some((l) => l.startsWith('{')),
+    pretty.output.join('\n'),
+  );
+
+  const json = await startDaemon({ settingsToml: instanceSettings() });
+  t.teardown(() => dispose(json));
+  const line = JSON.parse(json.output.find((l) => l.includes('"msg":"listening"'))!);
+  t.like(line, { level: 30, msg: 'listening', url: json.url });
+});
+
+test('on a terminal the default is pretty; TUNNELWARD_LOG_FORMAT=json forces JSON; a bad format stops the start', async (t) => {
+  /** The daemon on a terminal (script's pty) until it listens; its lines, colours removed. */
+  const onTerminal = async (env: Record<string, string>) => {
+    const dataDir = await tempDir(undefined, t);
+    const command = [process.execPath, CLI, 'serve', '--data-dir', dataDir, '--port', '0'].join(' ');
+    const proc = spawn('script', ['-qfec', command, '/dev/null'], {
+      env: {
+        ...process.env,
+        TUNNELWARD_ADMIN_PASSWORD: ADMIN.passwd,
+        TUNNELWARD_ARGON2_MEMORY_KIB: '8192',
+        TERM: 'xterm',
+        ...env,
+      },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const exited = new Promise((resolve) => proc.once('exit', resolve));
+    t.teardown(async () => {
+      proc.kill('SIGKILL');
+      await exited;
+    });
+    const lines: string[] = [];
+    collectLines(proc, lines);
+    const deadline = Date.now() + 20_000;
+    while (!lines.some((l) => l.includes('tunnelward listening on'))) {
+      if (Date.now() > deadline || proc.exitCode !== null) throw new Error(`did not listen:\n${lines.join('\n')}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    // The daemon itself, not script: a hang-up is a reload to it.
+    process.kill(Number(await readFile(join(dataDir, 'tunnelward.pid'), 'utf8')), 'SIGTERM');
+    await exited;
+    return lines.map((l) => withoutColours(l.replace(/\r$/, '')));
+  };
+  const pretty = await onTerminal({});
+  t.true(
+    pretty.some((l) => PRETTY.test(l) && l.includes(' listening (url=')),
+    pretty.join('\n'),
+  );
+  const json = await onTerminal({ TUNNELWARD_LOG_FORMAT: 'json' });
+  t.true(
+    json.some((l) => l.startsWith('{') && l.includes('"msg":"listening"')),
+    json.join('\n'),
+  );
+
+  const bad = spawnCli(['serve', '--data-dir', await tempDir(undefined, t), '--port', '0', '--log-format', 'xml']);
+  const out: string[] = [];
+  collectLines(bad, out);
+  const code = await new Promise((resolve) => bad.once('exit', resolve));
+  t.is(code, 1);
+  t.regex(out.join('\n'), /--log-format must be json or pretty, not "xml"/);
+});
+
+test('a tunnel client that is missing, or is not frpc, is warned about at start-up and when TunnelPath changes', async (t) => {
+  const dir = await tempDir(undefined, t);
+  const notFrpc = join(dir, 'not-frpc');
+  await writeFile(notFrpc, '#!/bin/sh\necho "usage: something else"\n');
+  await chmod(notFrpc, 0o755);
+  const daemon = await startDaemon({ settingsToml: instanceSettings({}, join(dir, 'missing-frpc')) });
+  t.teardown(() => dispose(daemon));
+  const missing = JSON.parse(
+    (await daemon.waitForOutput(/^\{.*cannot be run: no instance will start until it can.*$/))[0],
+  );
+  t.like(missing, {
+    level: 40,
+    tunnelPath: join(dir, 'missing-frpc'),
+    problem: `${join(dir, 'missing-frpc')} is missing or not an executable file`,
+  });
+
+  const root = await daemon.login();
+  await daemon.post('/settings/set', { TunnelPath: notFrpc }, { token: root });
+  const wrong = JSON.parse((await daemon.waitForOutput(/^\{.*"tunnelPath":".*not-frpc".*$/))[0]);
+  t.like(wrong, { level: 40, problem: `${notFrpc} -v answered "usage: something else", not a version: is it frpc?` });
+});
