@@ -1,10 +1,10 @@
 // What the daemon says on its standard output: JSON lines or lines for a person, and at start-up whether the
 // tunnel client it would run can be run.
 import { spawn } from 'node:child_process';
-import { chmod, readFile, writeFile } from 'node:fs/promises';
+import { chmod, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
-import { ADMIN, CLI, collectLines, dispose, spawnCli, startDaemon, tempDir } from './helpers/daemon.js';
+import { ADMIN, CLI, collectLines, dispose, spawnCli, programDir, startDaemon, tempDir } from './helpers/daemon.js';
 import { instanceSettings } from './helpers/instances.js';
 
 const PRETTY = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} (DEBUG|INFO |WARNING|ERROR|FATAL) /;
@@ -80,7 +80,9 @@ test('on a terminal the default is pretty; TUNNELWARD_LOG_FORMAT=json forces JSO
 });
 
 test('a tunnel client that is missing, or is not frpc, is warned about at start-up and when TunnelPath changes', async (t) => {
-  const dir = await tempDir(undefined, t);
+  // Where the daemon would run a program from: only root can change it (a temp dir anyone may write to is refused).
+  const dir = await programDir();
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
   const notFrpc = join(dir, 'not-frpc');
   await writeFile(notFrpc, '#!/bin/sh\necho "usage: something else"\n');
   await chmod(notFrpc, 0o755);

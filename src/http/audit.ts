@@ -127,6 +127,14 @@ export const AUDITED: Readonly<Record<string, Audited>> = {
       detail: { type: scalar(b, 'type'), keys: Object.keys(object(b?.modifiedData) ?? {}).slice(0, 100) },
     }),
   },
+  'POST /tunnelAct/instanceMgr/replaceConfig': {
+    action: 'instance.replaceConfig',
+    // How it was applied, never the text (it holds secrets).
+    describe: (b, d) => ({
+      target: instances(b, d),
+      detail: { applied: scalar(d, 'applied'), dryRun: b?.dryRun === true },
+    }),
+  },
   'POST /tunnelAct/instanceMgr/start': instanceAction('instance.start'),
   'POST /tunnelAct/instanceMgr/stop': instanceAction('instance.stop'),
   'POST /tunnelAct/instanceMgr/restart': instanceAction('instance.restart'),

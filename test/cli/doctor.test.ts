@@ -1,7 +1,9 @@
 import test from 'ava';
 import { cli, loggedIn } from '../helpers/cli.js';
-import { disposeWithTunnels, startWithRoot } from '../helpers/daemon.js';
-import { instanceSettings } from '../helpers/instances.js';
+import { rm, symlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { disposeWithTunnels, programDir, startWithRoot } from '../helpers/daemon.js';
+import { FIXTURE_FRPC, instanceSettings } from '../helpers/instances.js';
 
 test("doctor shows the daemon's self-check, a line per check, and exits 1 only on a failure", async (t) => {
   const { daemon, root } = await startWithRoot({ settingsToml: instanceSettings() });
@@ -17,10 +19,17 @@ test("doctor shows the daemon's self-check, a line per check, and exits 1 only o
   t.is(lines.length, 1 + 9 + 1, 'a header, nine checks, a verdict');
   t.is(lines.at(-1), `ok: 0 failed, 0 warned, 9 ok (at ${daemon.url})`);
 
-  await daemon.post('/settings/set', { TunnelPath: '/nonexistent/frpc' }, { token: root });
+  // A tunnel client that goes away after it was set.
+  const programs = await programDir();
+  t.teardown(() => rm(programs, { recursive: true, force: true }));
+  const frpc = join(programs, 'frpc');
+  await symlink(FIXTURE_FRPC, frpc);
+  t.true((await daemon.post('/settings/set', { TunnelPath: frpc }, { token: root })).body.success);
+  await rm(frpc);
   const broken = await cli(['doctor'], env);
   t.is(broken.code, 1);
-  t.regex(broken.stdout, /^fail\s+tunnelPath\s+\/nonexistent\/frpc is missing or not an executable file$/m);
+  t.true(broken.stdout.includes(`${frpc} is missing or not an executable file`), broken.stdout);
+  t.regex(broken.stdout, /^fail\s+tunnelPath\s/m);
   t.regex(broken.stdout, /^fail\s+tunnelVersion\s+no tunnel client to ask$/m);
   t.regex(broken.stdout, /^fail: 2 failed, 0 warned, 7 ok/m);
 

@@ -125,7 +125,12 @@ test.serial(
     t.true(res.body.success);
     t.is(res.body.message, 'delete: 2 of 3 instances ok');
     const byId = new Map(res.body.data.results.map((r: { instanceID: number }) => [r.instanceID, r]));
-    t.like(byId.get(Number(a.id)), { name: 'ov_del_a', ok: true, state: null, message: 'deleted' });
+    t.like(byId.get(Number(a.id)), {
+      name: 'ov_del_a',
+      ok: true,
+      state: null,
+      message: 'deleted; its log is kept (purge removes it)',
+    });
     t.like(byId.get(Number(b.id)), { name: 'ov_del_b', ok: true });
     t.like(byId.get(99999), { name: null, ok: false, state: null });
     t.deepEqual(await tunnelPids(a.configPath), [], 'its tunnel was stopped');

@@ -221,7 +221,7 @@ test('concurrent sets of distinct keys all persist, in memory and on disk across
     'Webhook.Method': 'PUT',
     'Webhook.URL': 'http://127.0.0.1:9/hook',
     'Webhook.Headers': { 'X-Tag': 'concurrent' },
-    'Webhook.Body': { text: 'concurrent' },
+    'Webhook.Body': { text: 'all at once' },
     'Webhook.TimeoutSecs': 6,
     'Webhook.Retries': 0,
     'Log.MaxBytes': 2048,
