@@ -36,6 +36,11 @@ export interface KeySpec {
   annotationEntries?: boolean;
   /** Holds a secret: its value never appears in a message or a listing. */
   secret?: boolean;
+  /**
+   * An address frpc connects to: even a secret one (a proxy URL with a password) holds no `{{ .Envs.NAME }}`, since
+   * what frpc dials leaves the host (a DNS lookup of the rendered name at least) and would carry the variable out.
+   */
+  dialed?: boolean;
 }
 
 /**
@@ -52,6 +57,7 @@ export function enclosingKey(specs: Readonly<Record<string, KeySpec>>, path: str
 
 const string: KeySpec = { kind: 'string' };
 const secret: KeySpec = { kind: 'string', secret: true };
+const secretAddress: KeySpec = { kind: 'string', secret: true, dialed: true };
 const host: KeySpec = { kind: 'string', format: 'host' };
 const port: KeySpec = { kind: 'port' };
 const integer: KeySpec = { kind: 'integer' };
@@ -90,7 +96,7 @@ export const COMMON_KEYS: Readonly<Record<string, KeySpec>> = {
   'auth.oidc.additionalEndpointParams': stringMap,
   'auth.oidc.trustedCaFile': string,
   'auth.oidc.insecureSkipVerify': boolean,
-  'auth.oidc.proxyURL': secret,
+  'auth.oidc.proxyURL': secretAddress,
   'log.to': {
     kind: 'string',
     oneOf: ['console'],
@@ -114,7 +120,7 @@ export const COMMON_KEYS: Readonly<Record<string, KeySpec>> = {
   'transport.dialServerTimeout': integer,
   'transport.dialServerKeepalive': integer,
   'transport.connectServerLocalIP': host,
-  'transport.proxyURL': secret, // may carry a proxy password
+  'transport.proxyURL': secretAddress, // may carry a proxy password
   'transport.poolCount': integer,
   'transport.tcpMux': boolean,
   'transport.tcpMuxKeepaliveInterval': integer,

@@ -16,7 +16,7 @@ export const TEMPLATE_REASON =
 export const PLACEHOLDER_REASON =
   'cannot hold a {{ .Envs.NAME }} placeholder: only secret fields (auth.token, auth.oidc.clientSecret, ' +
   "a proxy's or visitor's secretKey, httpPassword, plugin passwords, ...) may read the instance's environment; " +
-  'frpc shows other values in its log, which would reveal the variable';
+  'frpc shows other values in its log, and dials the addresses (a proxy URL among them), which would reveal the variable';
 
 /**
  * True when every `{{` in the value opens a placeholder and no `}}` stands outside one. Scans from the left as

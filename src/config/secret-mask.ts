@@ -5,7 +5,7 @@ import { pluginTypeOf, SECRET_MASK } from './proxy-view.js';
 import { isTable, text, type Table } from './toml-tree.js';
 
 /** What a key's value is to someone who must not read secrets: a secret, not one, or unknown to tunnelward. */
-type Kind = 'secret' | 'plain' | 'unknown';
+type Kind = 'secret' | 'dialed' | 'plain' | 'unknown';
 
 /**
  * A config document as it may be shown to someone who must not read its secrets: the value of every key marked
@@ -23,7 +23,8 @@ export function maskSecrets(doc: Table): Table {
 export function secretValues(doc: Table, env: Readonly<Record<string, string>>): string[] {
   const found: string[] = [];
   mapValues(doc, (_, kind, value) => {
-    if (kind === 'secret' && typeof value === 'string') found.push(renderPlaceholders(value, env));
+    if ((kind === 'secret' || kind === 'dialed') && typeof value === 'string')
+      found.push(renderPlaceholders(value, env));
     return value;
   });
   return found;
@@ -67,6 +68,9 @@ function mapValues(doc: Table, map: (name: string, kind: Kind, value: unknown) =
   return out;
 }
 
+/** A dialed secret is masked like any secret, but may not read the environment (see `KeySpec.dialed`). */
+const kindOf = (spec: KeySpec): Kind => (spec.secret ? (spec.dialed ? 'dialed' : 'secret') : 'plain');
+
 function mapTable(
   table: Table,
   specs: Readonly<Record<string, KeySpec>>,
@@ -77,7 +81,7 @@ function mapTable(
   const out: Table = {};
   for (const [key, value] of Object.entries(table)) {
     const name = prefix + key;
-    if (Object.hasOwn(specs, name)) out[key] = map(where + name, specs[name]!.secret ? 'secret' : 'plain', value);
+    if (Object.hasOwn(specs, name)) out[key] = map(where + name, kindOf(specs[name]!), value);
     else if (isTable(value)) out[key] = mapTable(value, specs, `${name}.`, where, map);
     else out[key] = map(where + name, 'unknown', value);
   }

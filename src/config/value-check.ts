@@ -100,7 +100,7 @@ export function checkString(label: string, value: unknown, spec: Partial<KeySpec
     const choice = spec.oneOf.length === 1 ? `"${spec.oneOf[0]}"` : `one of: ${spec.oneOf.join(', ')}`;
     throw badRequest(`${label} must be ${choice}${spec.why ? `: ${spec.why}` : ''}`);
   }
-  if (!spec.secret && value.includes('{{')) throw badRequest(`${label} ${PLACEHOLDER_REASON}`);
+  if ((!spec.secret || spec.dialed) && value.includes('{{')) throw badRequest(`${label} ${PLACEHOLDER_REASON}`);
   const format = spec.format === undefined ? undefined : FORMATS[spec.format];
   if (format && !format.test(value)) {
     throw badRequest(inList ? `${label} must hold ${format.many}` : `${label} must be ${format.one}`);

@@ -887,13 +887,21 @@ test('template actions other than {{ .Envs.NAME }} are refused in every value we
   );
   fails(t, () => config.addProxy({ name: 'p', type: '{{ .Envs.T }}', localPort: 1 }), 400, /^type must be one of/);
   fails(t, () => config.setCommon({ 'log.level': '{{ .Envs.LEVEL }}' }), 400, /^log\.level must be one of/);
+  // A proxy URL is a secret (it may carry a password), but frpc dials it: the rendered name would leave the host.
+  for (const key of ['transport.proxyURL', 'auth.oidc.proxyURL'])
+    fails(
+      t,
+      () => config.setCommon({ [key]: 'http://{{ .Envs.SECRET }}.example.com:3128' }),
+      400,
+      /cannot hold a \{\{ \.Envs\.NAME \}\} placeholder/,
+    );
   t.false(config.toString().includes('{{'));
 });
 
 test('{{ .Envs.NAME }} placeholders in secret fields are written as they are, and envPlaceholders lists the names', (t) => {
   const config = TunnelConfig.create(
     { serverAddr: 'frp.example.com', serverPort: 7000, authMethod: 'token' },
-    { 'auth.token': 'tk-{{.Envs.FRP_TOKEN}}-{{  .Envs.FRP_SUFFIX  }}', 'transport.proxyURL': '{{ .Envs.PROXY }}' },
+    { 'auth.token': 'tk-{{.Envs.FRP_TOKEN}}-{{  .Envs.FRP_SUFFIX  }}' },
   );
   config.addProxy({ name: 'pg', type: 'stcp', localPort: 5432, secretKey: '{{ .Envs.PG_SK }}' });
   config.addProxy({
@@ -909,7 +917,7 @@ test('{{ .Envs.NAME }} placeholders in secret fields are written as they are, an
   t.like(doc.proxies[0], { secretKey: '{{ .Envs.PG_SK }}' });
   t.like(doc.proxies[1], { httpPassword: '{{ .Envs._PW }}', plugin: { httpPassword: '{{ .Envs.PLUGIN_PW }}' } });
   // In the order of the file: plain top-level keys come before the [auth] table.
-  t.deepEqual(config.envPlaceholders(), ['FRP_TOKEN', 'FRP_SUFFIX', 'PROXY', 'PG_SK', '_PW', 'PLUGIN_PW']);
+  t.deepEqual(config.envPlaceholders(), ['FRP_TOKEN', 'FRP_SUFFIX', 'PG_SK', '_PW', 'PLUGIN_PW']);
   t.is(config.placeholderProblem(), undefined);
   t.deepEqual(
     envPlaceholders('a = "{{ .Envs.B }}"\nb = "{{ .Envs.B }}{{.Envs.C9}}"\nc = "{{ .Envs.lower }} {{ .Envs.9X }}"\n'),
