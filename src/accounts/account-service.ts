@@ -39,6 +39,12 @@ const MAX_VERIFICATIONS = 3;
 export class AccountService {
   readonly sessionsEnded$ = new Subject<SessionsEnded>();
   readonly roleChanged$ = new Subject<RoleChanged>();
+  /**
+   * A password about to stop applying (changed, or its user removed), told before the change is saved: what hangs on
+   * it in the database (API keys) is dropped in the same snapshot. Listeners must only change the database.
+   */
+  readonly passwordRetiring$ = new Subject<PasswordRetired>();
+  /** A password that no longer applies, told once that is saved. */
   readonly passwordRetired$ = new Subject<PasswordRetired>();
   private readonly store: AccountStore;
 
@@ -132,6 +138,7 @@ export class AccountService {
       this.store.deleteSessionsOfUser(targetId);
       this.store.deleteUser(targetId);
     });
+    this.passwordRetiring$.next({ userId: targetId, reason: 'user removed' });
     await this.db.persist();
     if (sessionIds.length > 0) this.sessionsEnded$.next({ sessionIds, reason: 'user removed' });
     this.passwordRetired$.next({ userId: targetId, reason: 'user removed' });
@@ -169,6 +176,7 @@ export class AccountService {
         this.store.deleteSessionsOfUser(targetId, keep);
       }
     });
+    if (hash) this.passwordRetiring$.next({ userId: targetId, reason: 'password changed' });
     await this.db.persist();
     if (ended.length > 0) this.sessionsEnded$.next({ sessionIds: ended, reason: 'password changed' });
     if (hash) this.passwordRetired$.next({ userId: targetId, reason: 'password changed' });

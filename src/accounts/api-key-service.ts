@@ -55,9 +55,7 @@ export class ApiKeyService {
   ) {
     this.store = new ApiKeyStore(db);
     // A password is the root of an account: whoever knew the old one may have made keys with it.
-    this.subscription = accounts.passwordRetired$.subscribe(({ userId, reason }) => {
-      void this.revokeAllOf(userId, reason);
-    });
+    this.subscription = accounts.passwordRetiring$.subscribe(({ userId, reason }) => this.revokeAllOf(userId, reason));
   }
 
   /** Creates a key and returns it whole: the only time it is seen, and only once it is saved. */
@@ -156,12 +154,10 @@ export class ApiKeyService {
     return key;
   }
 
-  private async revokeAllOf(userId: number, reason: KeysRevoked['reason']): Promise<void> {
+  /** Part of the account change that retires the password: saved with it, in the same snapshot. */
+  private revokeAllOf(userId: number, reason: KeysRevoked['reason']): void {
     const keyIds = this.store.deleteOfUser(userId);
-    if (keyIds.length === 0) return;
-    this.revoked$.next({ keyIds, reason });
-    // A failed snapshot is the database's fault to report (self-check); the keys are gone from memory already.
-    await this.db.persist().catch(() => undefined);
+    if (keyIds.length > 0) this.revoked$.next({ keyIds, reason });
   }
 
   /** Resolves a key to its owner and scope; the error message starts with `Invalid API key:` and says why. */
