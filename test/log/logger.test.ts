@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '../../src/log/logger.js';
 import { SystemLog } from '../../src/log/system-log.js';
+import { waitFor } from '../helpers/instances.js';
 
 /**
  * Where the loggers under test write: /dev/null, opened once and left open. The lines are read from the tee, which
@@ -79,8 +80,11 @@ test('pretty lines on the output, JSON to the tee: secrets redacted and control 
   const teed: string[] = [];
   const log = createLogger({ debug: false, fd: openSync(file, 'w'), format: 'pretty', onEntry: (l) => teed.push(l) });
   log.warn({ token: 'tok-secret', user: { passwd: 'nested-secret' }, username: 'x\u001b]0;owned\u0007' }, 'login');
-  await new Promise<void>((resolve, reject) => log.flush((err) => (err ? reject(err) : resolve())));
-  const written = readFileSync(file, 'utf8');
+  // The destination writes asynchronously: the line is there once it ends with a newline.
+  const written = await waitFor(
+    async () => readFileSync(file, 'utf8'),
+    (text) => text.endsWith('\n'),
+  );
   t.regex(
     written,
     /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} WARNING login \(token="\[redacted\]" user=.* username=.*\)\n$/,
