@@ -302,3 +302,30 @@ export interface LogEntry {
   timestamp: string;
   level: string | number;
 }
+
+/** What a check of GET /system/selfCheck found: `warn` is a problem the daemon works on with. */
+export type Severity = 'ok' | 'warn' | 'fail';
+
+export interface SelfCheck {
+  ok: boolean;
+  checks: Array<{ name: string; ok: boolean; severity: Severity; message: string }>;
+}
+
+/** A personal API key as /apiKeyMgr/list shows it: never its secret. */
+export interface ApiKey {
+  keyID: string;
+  name: string;
+  userID: number;
+  username: string;
+  role: Role;
+  ratePerMinute: number;
+  createdAt: string;
+  createdBy: string;
+  expiresAt: string | null;
+  lastUsedAt: string | null;
+}
+
+/** The reply of /apiKeyMgr/create: the only time the key itself is seen. */
+export interface NewApiKey extends ApiKey {
+  key: string;
+}

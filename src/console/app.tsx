@@ -13,6 +13,9 @@ import {
   type SessionEnd,
 } from './api';
 import { EventStream } from './events';
+import { HealthMonitor } from './health';
+import { ApiKeysPage } from './pages/api-keys';
+import { HealthIndicator, HealthPage } from './pages/health';
 import { InstancePage } from './pages/instance';
 import { Instances } from './pages/instances';
 import { Login, type LoginNotice } from './pages/login';
@@ -86,12 +89,14 @@ interface Notice {
 function Shell({ me }: { me: Me }) {
   const route = useRoute();
   const events = useMemo(() => new EventStream(), []);
+  const health = useMemo(() => (atLeast(me.type, 'admin') ? new HealthMonitor() : null), [me.type]);
   const [notices, setNotices] = useState<Notice[]>([]);
   const [changingPassword, setChangingPassword] = useState(false);
   const nextId = useRef(0);
 
   useEffect(() => {
     events.start();
+    health?.start(events);
     // The event stream closes with 4401 when the token expires; should it be down then, ask once just after.
     const expiresIn = Date.parse(me.expireAt) - serverNow() + 2000;
     const timer = window.setTimeout(
@@ -100,21 +105,23 @@ function Shell({ me }: { me: Me }) {
     );
     return () => {
       events.stop();
+      health?.stop();
       window.clearTimeout(timer);
     };
-  }, [events, me.expireAt]);
+  }, [events, health, me.expireAt]);
 
   const session: SessionContext = useMemo(
     () => ({
       me,
       events,
+      health,
       notify(text, kind = 'ok') {
         const id = ++nextId.current;
         setNotices((list) => [...list.slice(-3), { id, text, kind }]);
         if (kind === 'ok') window.setTimeout(() => setNotices((list) => list.filter((n) => n.id !== id)), 6000);
       },
     }),
-    [me, events],
+    [me, events, health],
   );
 
   const logout = async () => {
@@ -132,6 +139,9 @@ function Shell({ me }: { me: Me }) {
   else if (page === 'instances') content = <Instances />;
   else if (page === 'settings')
     content = atLeast(me.type, 'admin') ? <SettingsPage /> : <NotAllowed what="The settings page" />;
+  else if (page === 'health')
+    content = health ? <HealthPage monitor={health} /> : <NotAllowed what="The health page" />;
+  else if (page === 'api-keys') content = <ApiKeysPage />;
   else if (page === 'users')
     content = me.type === 'superuser' ? <Users /> : <NotAllowed what="The users and sessions page" />;
   else if (page === 'system-log') content = <SystemLog />;
@@ -140,7 +150,9 @@ function Shell({ me }: { me: Me }) {
   const nav: Array<[string, string, boolean]> = [
     ['instances', 'Instances', true],
     ['settings', 'Settings', atLeast(me.type, 'admin')],
+    ['health', 'Health', health !== null],
     ['users', 'Users', me.type === 'superuser'],
+    ['api-keys', 'API keys', true],
     ['system-log', 'System log', true],
   ];
 
@@ -167,6 +179,7 @@ function Shell({ me }: { me: Me }) {
           </ul>
         </nav>
         <div class="who">
+          {health && <HealthIndicator monitor={health} />}
           <LinkIndicator events={events} />
           <span class="user">
             {me.username} <span class="role">{me.type}</span>

@@ -2,6 +2,7 @@ import { createContext, type ComponentChildren } from 'preact';
 import { useContext, useEffect, useId, useRef, useState } from 'preact/hooks';
 import { explain, type InstanceState, type Me } from './api';
 import type { EventStream, LinkState } from './events';
+import type { HealthMonitor } from './health';
 
 // ---- The session every page works in ----
 
@@ -10,6 +11,8 @@ export type NoticeKind = 'ok' | 'error';
 export interface SessionContext {
   me: Me;
   events: EventStream;
+  /** The self-check as this tab knows it: admins only. */
+  health: HealthMonitor | null;
   notify: (text: string, kind?: NoticeKind) => void;
 }
 

@@ -333,7 +333,7 @@ test.serial('a visitor is offered no admin action and no admin page', async (t) 
   await login(page, 'viewer', 'Passw0rd!x');
   await page.locator('tr[data-instance="web"] .badge', { hasText: 'running' }).waitFor();
   const nav = page.getByRole('navigation', { name: 'Pages' });
-  t.deepEqual(await nav.getByRole('link').allTextContents(), ['Instances', 'System log']);
+  t.deepEqual(await nav.getByRole('link').allTextContents(), ['Instances', 'API keys', 'System log']);
   t.is(await page.getByRole('button', { name: 'New instance' }).count(), 0);
   t.is(await page.getByRole('button', { name: /^(Start|Stop|Restart|Rename|Delete) web$|^Actions for/ }).count(), 0);
   t.is(await page.getByRole('checkbox').count(), 0);
