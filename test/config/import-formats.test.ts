@@ -11,7 +11,7 @@ const SECRET = 'never-in-a-message-7x2q';
 /** The file an import of `text` writes (before tunnelward adds its admin endpoint), parsed back. */
 async function imported(text: string, format?: string): Promise<{ format: string; file: Tree; notes: string[] }> {
   const read = await readConfigText(text, format);
-  const { config, notes } = TunnelConfig.imported(read.tree);
+  const { config, notes } = TunnelConfig.imported(read.tree, read);
   return { format: read.format, file: parse(config.toString()) as Tree, notes };
 }
 

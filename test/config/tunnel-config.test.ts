@@ -462,7 +462,8 @@ test('auth.method oidc needs what frpc requires with it: a client ID, an http(s)
   fails(t, () => config.setCommon({ 'auth.oidc.clientID': null }), 400, /^auth\.oidc\.clientID is required/);
   fails(
     t,
-    () => TunnelConfig.imported({ serverAddr: 'frp.example.com', auth: { method: 'oidc' } }),
+    () =>
+      TunnelConfig.imported({ serverAddr: 'frp.example.com', auth: { method: 'oidc' } }, { format: 'json', text: '' }),
     400,
     /auth\.oidc\.clientID is required when auth\.method is oidc/,
   );
