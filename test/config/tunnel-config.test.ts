@@ -1511,6 +1511,6 @@ test('replacedBy: the whole file checked as every edit is; masked secrets keep t
   t.is(err?.status, 400);
   t.regex(err!.message, /Unknown config key: bogus/);
   t.regex(err!.message, /proxies\[1\]\.secretKey is the mask/);
-  t.regex(err!.message, /proxies\[1\] \(x\): /);
+  t.regex(err!.message, /proxies\[1\] \(name x\): /);
   t.throws(() => current.replacedBy('serverAddr = '), { message: /The edited file is not valid TOML/ });
 });
