@@ -265,8 +265,8 @@ export class InstanceCatalogue {
     bootServiceError?: string;
   }> {
     this.checkNewInstance(input);
-    const { format, tree } = await readConfigText(input.content, input.format);
-    const { config, ...imported } = TunnelConfig.imported(tree);
+    const { format, tree, notes, text } = await readConfigText(input.content, input.format);
+    const { config, ...imported } = TunnelConfig.imported(tree, { format, text, notes });
     const done = await this.lifecycle.counted(() => this.register(input, owner, config));
     this.log.info(
       { instanceID: done.record.id, format, proxies: imported.proxyCount, visitors: imported.visitorCount },

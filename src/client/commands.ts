@@ -19,6 +19,7 @@ import {
 import { doctor } from './doctor.js';
 import { keys, loginWithKey } from './key-commands.js';
 import { ask } from './prompt.js';
+import { proxyTable, visitorTable } from './proxy-tables.js';
 import { STATE_COLOURS, forTerminal, logLine, paint, shortDuration, table } from './render.js';
 
 export type { Io } from './command.js';
@@ -281,35 +282,25 @@ const events: Command = {
 
 const proxies: Command = {
   usage: 'proxies <name|#id>',
-  summary: "an instance's proxies with what frpc says of each",
+  summary:
+    "an instance's proxies with what frpc says of each (its error text, where each is reached), and its visitors",
   flags: [ID_FLAG],
   async run(ctx) {
     const client = await ctx.client();
     const { id } = await onlyInstance(client, ctx.args);
-    const { data } = await client.get<{ proxies: Array<Record<string, unknown>> }>('/tunnelAct/proxyMgr/list', {
-      instanceID: id,
-    });
-    if (ctx.json) return print(ctx, data.proxies);
-    if (data.proxies.length === 0) return ctx.io.out('no proxies\n');
-    const rows = data.proxies.map((p) => [
-      String(p.name),
-      String(p.type),
-      p.localPort ? `${p.localIP || '127.0.0.1'}:${p.localPort}` : '-',
-      p.remoteAddr ? String(p.remoteAddr) : p.remotePort ? `:${p.remotePort}` : '-',
-      p.enabled === false ? 'disabled' : String(p.status ?? '-'),
-    ]);
-    ctx.io.out(
-      table(
-        ['name', 'type', 'local', 'remote', 'status'],
-        rows,
-        (r, c) => {
-          if (c !== 4) return undefined;
-          const s = rows[r]![4];
-          return s === 'running' ? 'green' : s === 'disabled' || s === '-' ? 'grey' : 'red';
-        },
-        ctx.io.colour,
+    const [{ data }, info] = await Promise.all([
+      client.get<{ proxies: Array<Record<string, unknown>>; visitors?: Array<Record<string, unknown>> }>(
+        '/tunnelAct/proxyMgr/list',
+        { instanceID: id },
       ),
-    );
+      client.get<{ serverAddr?: string }>('/tunnelAct/instanceMgr/getInfo', { instanceID: id }),
+    ]);
+    if (ctx.json) return print(ctx, data.proxies);
+    const visitors = data.visitors ?? [];
+    // Only an admin is shown the server's address; others see where on it (`:6000`).
+    const serverAddr = info.data.serverAddr ?? '';
+    ctx.io.out(data.proxies.length === 0 ? 'no proxies\n' : proxyTable(data.proxies, serverAddr, ctx.io.colour));
+    if (visitors.length > 0) ctx.io.out(`\n${visitorTable(visitors, ctx.io.colour)}`);
   },
 };
 

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ENV_NAME } from '../config/go-template.js';
 import type { ApiClient, Reply } from './api.js';
 import { flag, keyValues, type Parsed } from './args.js';
 import { outcomeLine, print, type Command, type Context } from './command.js';
@@ -105,8 +106,6 @@ const proxy: Command = {
     return code;
   },
 };
-
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 const env: Command = {
   usage: 'env set <name|#id> KEY | env unset <name|#id> KEY...',

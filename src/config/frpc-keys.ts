@@ -286,3 +286,23 @@ export const LEGACY_PROXY_PREFIXES: ReadonlyArray<readonly [string, string]> = [
   ['header_', 'requestHeaders.set'],
   ['meta_', 'metadatas'],
 ];
+
+/**
+ * The keys frpc's INI reader (pkg/config/legacy in frp 0.71) reads, by section. go-ini maps a section onto a struct
+ * and ignores every other key, so frpc starts with them and they do nothing: `use_encryption` in [common] included.
+ */
+export const INI_COMMON_KEYS: ReadonlySet<string> = new Set([
+  // auth_method and auth_token are the API's spellings, not the INI reader's.
+  ...Object.keys(LEGACY_COMMON_KEYS).filter((key) => key !== 'auth_method' && key !== 'auth_token'),
+  ...['user', 'start', 'includes', 'log_way', 'authenticate_heartbeats', 'authenticate_new_work_conns'],
+]);
+export const INI_COMMON_PREFIXES: readonly string[] = ['meta_', 'oidc_additional_'];
+export const INI_PROXY_KEYS: ReadonlySet<string> = new Set([
+  ...Object.keys(LEGACY_PROXY_KEYS),
+  ...['name', 'type', 'role', 'subdomain', 'locations', 'multiplexer'],
+]);
+export const INI_PROXY_PREFIXES: readonly string[] = ['plugin_header_', 'header_', 'meta_'];
+export const INI_VISITOR_KEYS: ReadonlySet<string> = new Set([
+  ...Object.keys(LEGACY_VISITOR_KEYS),
+  ...['name', 'type', 'role', 'protocol'],
+]);

@@ -5,12 +5,16 @@
  * Every other action could run template code, so it is refused.
  */
 
-/** Go's lexer reads `.9` as a number, so a name that can follow `.Envs.` starts with a letter or "_". */
-const PLACEHOLDER = /\{\{ *\.Envs\.([A-Z_][A-Z0-9_]*) *\}\}/y;
+/**
+ * What frpc reads after `.Envs.`: a Go template field name, letters of either case, digits and "_" (Go's lexer reads
+ * `.9` as a number, so not a digit first). ASCII only: an environment variable name is one.
+ */
+export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const PLACEHOLDER = /\{\{ *\.Envs\.([A-Za-z_][A-Za-z0-9_]*) *\}\}/y;
 const ALL_PLACEHOLDERS = new RegExp(PLACEHOLDER.source, 'g');
 
 export const TEMPLATE_REASON =
-  'must not contain "{{" or "}}" other than {{ .Envs.NAME }} placeholders (NAME of A-Z, 0-9 and "_"): ' +
+  'must not contain "{{" or "}}" other than {{ .Envs.NAME }} placeholders (NAME of letters, digits and "_", not a digit first): ' +
   'frpc renders its config file as a Go template, so anything else would be executed';
 
 export const PLACEHOLDER_REASON =

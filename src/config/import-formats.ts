@@ -1,6 +1,13 @@
 import { parse as parseToml } from 'smol-toml';
 import { AppError, badRequest } from '../errors.js';
-import { COMMON_KEYS } from './frpc-keys.js';
+import {
+  COMMON_KEYS,
+  INI_COMMON_KEYS,
+  INI_COMMON_PREFIXES,
+  INI_PROXY_KEYS,
+  INI_PROXY_PREFIXES,
+  INI_VISITOR_KEYS,
+} from './frpc-keys.js';
 import { isReservedKey, reservedKeyMessage } from '../util/reserved-keys.js';
 import { isTable, MAX_DEPTH, tooDeep, type Table } from './toml-tree.js';
 import { parseTomlDocument } from './tunnel-config.js';
@@ -18,24 +25,37 @@ export type ImportFormat = (typeof IMPORT_FORMATS)[number];
 
 const WHAT = 'content';
 
+/** A config file's text as read: its format, its tree, and what was left out on the way (`notes`). */
+export interface ReadConfig {
+  format: ImportFormat;
+  tree: Table;
+  notes: string[];
+  /** The text as read (a byte-order mark removed). */
+  text: string;
+}
+
 /** The tree of `text`, read as `format`, or as the format it is guessed to be. */
-export async function readConfigText(text: string, format?: string): Promise<{ format: ImportFormat; tree: Table }> {
+export async function readConfigText(text: string, format?: string): Promise<ReadConfig> {
   const content = text.replace(/^\uFEFF/, '');
   if (format !== undefined) {
     if (!(IMPORT_FORMATS as readonly string[]).includes(format))
       throw badRequest(`format must be one of: ${IMPORT_FORMATS.join(', ')}`);
-    return { format: format as ImportFormat, tree: await readAs(format as ImportFormat, content) };
+    return { format: format as ImportFormat, ...(await readAs(format as ImportFormat, content)), text: content };
   }
   const guessed = await guessFormat(content);
-  return { format: guessed.format, tree: guessed.tree ?? (await readAs(guessed.format, content)) };
+  const read = guessed.tree ? { tree: guessed.tree, notes: [] } : await readAs(guessed.format, content);
+  return { format: guessed.format, ...read, text: content };
 }
 
-function readAs(format: ImportFormat, text: string): Table | Promise<Table> {
+async function readAs(format: ImportFormat, text: string): Promise<{ tree: Table; notes: string[] }> {
+  if (format === 'ini') return readIni(text);
+  return { tree: await readTree(format, text), notes: [] };
+}
+
+function readTree(format: Exclude<ImportFormat, 'ini'>, text: string): Table | Promise<Table> {
   switch (format) {
     case 'toml':
       return parseTomlDocument(text, WHAT);
-    case 'ini':
-      return readIni(text);
     case 'json':
       return readJson(text);
     case 'yaml':
@@ -120,7 +140,7 @@ function isTomlValue(value: string): boolean {
  * `auth.additionalScopes`, `oidc_additional_*` the OIDC endpoint parameters, and `log_way` (which frpc's
  * conversion ignores) goes.
  */
-function readIni(text: string): Table {
+function readIni(text: string): { tree: Table; notes: string[] } {
   const sections = new Map<string, Table>();
   let current: Table | undefined;
   text.split(/\r?\n/).forEach((line, index) => {
@@ -150,17 +170,37 @@ function readIni(text: string): Table {
   });
   const common = sections.get('common');
   if (common === undefined) throw badRequest('content has no [common] section, which every frpc INI file has');
+  const ignored: string[] = [];
+  const read = (section: string, keys: Table, names: ReadonlySet<string>, prefixes: readonly string[]) => {
+    const unread = Object.keys(keys).filter((key) => !names.has(key) && !prefixes.some((p) => key.startsWith(p)));
+    for (const key of unread) delete keys[key];
+    if (unread.length > 0) ignored.push(`[${safeLabel(section)}] ${unread.map(safeLabel).join(', ')}`);
+    return unread;
+  };
+  const notes: string[] = [];
+  const perProxy = read('common', common, INI_COMMON_KEYS, INI_COMMON_PREFIXES).filter((key) =>
+    INI_PROXY_KEYS.has(key),
+  );
   const proxies: Table[] = [];
   for (const [name, keys] of sections) {
     if (name === 'common') continue;
     const role = keys.role ?? 'server';
     if (role !== 'server' && role !== 'visitor')
       throw badRequest(`[${safeLabel(name)}]: role must be server or visitor`);
+    if (role === 'server') read(name, keys, INI_PROXY_KEYS, INI_PROXY_PREFIXES);
+    else read(name, keys, INI_VISITOR_KEYS, []);
     const block: Table = { ...keys, name };
     if (role === 'server') block.type ??= 'tcp'; // frpc's legacy default
     proxies.push(block);
   }
-  return { common: iniCommon(common), proxies };
+  if (ignored.length > 0)
+    notes.push(`frpc's INI reader ignores these keys, so they were left out: ${ignored.join('; ')}`);
+  if (perProxy.length > 0) {
+    notes.push(
+      `${perProxy.join(', ')} in [common] set nothing (frpc reads ${perProxy.length > 1 ? 'them' : 'it'} in proxy sections only): put ${perProxy.length > 1 ? 'them' : 'it'} in each proxy that needs ${perProxy.length > 1 ? 'them' : 'it'}`,
+    );
+  }
+  return { tree: { common: iniCommon(common), proxies }, notes };
 }
 
 function iniCommon(keys: Table): Table {

@@ -103,3 +103,14 @@ export function copyTree<T>(value: T): T {
   if (isTable(value)) return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, copyTree(item)])) as T;
   return value;
 }
+
+/** Two parsed TOML values alike, key order aside. */
+export function sameTree(a: unknown, b: unknown): boolean {
+  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((item, i) => sameTree(item, b[i]));
+  if (isTable(a)) {
+    if (!isTable(b) || Object.keys(a).length !== Object.keys(b).length) return false;
+    return Object.keys(a).every((key) => Object.hasOwn(b, key) && sameTree(a[key], b[key]));
+  }
+  if (a instanceof Date && b instanceof Date) return a.getTime() === b.getTime();
+  return a === b;
+}

@@ -13,8 +13,9 @@ import { editProxy, readProxyChanges, type ProxyInput } from './proxy-edit.js';
 import { REMOTE_PORT_TYPES } from './proxy-keys.js';
 import { SECRET_MASK, viewOf, visitorViewOf, type ProxyView, type VisitorView } from './proxy-view.js';
 import { maskSecrets, placeholdersOutsideSecrets, secretValues, unmaskSecrets } from './secret-mask.js';
-import { checkTree, copyTree, deletePath, getPath, isTable, setPath, text, type Table } from './toml-tree.js';
+import { checkTree, copyTree, deletePath, getPath, isTable, sameTree, setPath, text, type Table } from './toml-tree.js';
 import { checkEntryName, checkValue, messageOf, safeLabel } from './value-check.js';
+import { textWithAdditions } from './toml-text.js';
 import { checkVisitor } from './visitor-check.js';
 
 export type { ProxyInput, ProxyView, VisitorView };
@@ -55,12 +56,15 @@ export class TunnelConfig {
 
   /**
    * A config file brought in from elsewhere (read by import-formats), for a new instance: every setting, proxy and
-   * visitor checked as the API checks them, every problem named in one 400. Its `webServer` is left out (the
-   * instance gets tunnelward's own) and a log file is put back on the console; `notes` says so.
+   * visitor checked as the API checks them, every problem named in one 400 by its section (`[common]`, `[ssh]` in
+   * INI; `proxies[2] (name ssh)` in the other formats). Its `webServer` is left out (the instance gets tunnelward's
+   * own) and a log file is put back on the console; `notes` says so. A TOML file that needs nothing but
+   * tunnelward's additions is written as its text with those lines added (see textWithAdditions).
    */
-  static imported(raw: Table): ImportedConfig {
+  static imported(raw: Table, source: { format: string; text: string; notes?: string[] }): ImportedConfig {
+    const ini = source.format === 'ini';
     const { proxies = [], visitors = [], webServer, ...settings } = normalizeDocument(raw, 'The imported file');
-    const notes: string[] = [];
+    const notes = [...(source.notes ?? [])];
     const errors: string[] = [];
     if (webServer !== undefined) notes.push("its webServer was replaced by tunnelward's own admin endpoint");
     if (settings.includes !== undefined) {
@@ -69,13 +73,18 @@ export class TunnelConfig {
     }
     if (consoleOutputOf(settings))
       notes.push("its log file was replaced by the console: tunnelward keeps the tunnel's log");
-    const config = TunnelConfig.checked(settings, proxies as Table[], visitors as Table[], errors);
+    const labels: Labels = {
+      settings: ini || isTable(raw.common) ? '[common]' : 'top level',
+      block: ini ? (_kind, _index, block) => `[${safeLabel(text(block.name))}]` : blockLabel,
+    };
+    const config = TunnelConfig.checked(settings, proxies as Table[], visitors as Table[], errors, labels);
     if (errors.length > 0) throw badRequest(joinErrors(errors));
     config.fillDefaults();
     if (config.doc.loginFailExit === undefined) {
       config.doc.loginFailExit = false;
       notes.push('loginFailExit = false was added: a server that cannot be reached at start is tried again, not fatal');
     }
+    if (source.format === 'toml') config.source = source.text;
     const visitorCount = Array.isArray(config.doc.visitors) ? config.doc.visitors.length : 0;
     return { config, proxyCount: config.blocks().length, visitorCount, notes };
   }
@@ -110,8 +119,15 @@ export class TunnelConfig {
    * A document's parts checked as the API checks each of them, into a new config; every problem is added to
    * `errors` (the caller refuses the whole when there is any).
    */
-  private static checked(settings: Table, proxies: Table[], visitors: Table[], errors: string[]): TunnelConfig {
+  private static checked(
+    settings: Table,
+    proxies: Table[],
+    visitors: Table[],
+    errors: string[],
+    labels: Labels = { block: blockLabel },
+  ): TunnelConfig {
     const config = new TunnelConfig({});
+    const settingsErrors = errors.length;
     try {
       config.setCommon(settings);
       const masked = Object.keys(COMMON_KEYS).filter(
@@ -123,8 +139,10 @@ export class TunnelConfig {
     } catch (err) {
       errors.push(messageOf(err));
     }
-    const label = (kind: string, index: number, block: Table) =>
-      `${kind}[${index}]${typeof block.name === 'string' ? ` (${safeLabel(block.name)})` : ''}`;
+    if (labels.settings !== undefined) {
+      for (let i = settingsErrors; i < errors.length; i++) errors[i] = `${labels.settings}: ${errors[i]}`;
+    }
+    const label = labels.block;
     proxies.forEach((block, index) => {
       try {
         config.addProxy(block);
@@ -200,6 +218,9 @@ export class TunnelConfig {
     config.setCommon(additional);
     return config;
   }
+
+  /** The operator's text of a TOML file just imported (toString keeps it when it can). */
+  private source: string | undefined;
 
   /** Set while tunnelward itself writes the admin endpoint: the only writer of webServer.* keys. */
   private managingAdmin = false;
@@ -399,8 +420,15 @@ export class TunnelConfig {
     return unknown;
   }
 
-  /** TOML in frpc's current format: settings first, then `[[proxies]]` and `[[visitors]]`. */
+  /**
+   * TOML in frpc's current format: settings first, then `[[proxies]]` and `[[visitors]]`. A file just imported from
+   * TOML is its own text, with what tunnelward added, while that text still reads as this config.
+   */
   toString(): string {
+    if (this.source !== undefined) {
+      const kept = textWithAdditions(this.source, this.doc, (text) => parseTomlDocument(text, 'The imported file'));
+      if (kept !== undefined) return kept;
+    }
     return stringifyDocument(this.doc);
   }
 
@@ -582,21 +610,19 @@ function consoleOutputOf(settings: Table): boolean {
   return true;
 }
 
+/** How a refusal names where in the file it is: the settings' section, and a proxy's or visitor's block. */
+interface Labels {
+  settings?: string;
+  block: (kind: 'proxies' | 'visitors', index: number, block: Table) => string;
+}
+
+const blockLabel: Labels['block'] = (kind, index, block) =>
+  `${kind}[${index}]${typeof block.name === 'string' ? ` (name ${safeLabel(block.name)})` : ''}`;
+
 /** Problems of a whole file, in one message: the first MAX_IMPORT_ERRORS, and how many more. */
 function joinErrors(errors: string[]): string {
   const more = errors.length > MAX_IMPORT_ERRORS ? `; and ${errors.length - MAX_IMPORT_ERRORS} more` : '';
   return `${errors.slice(0, MAX_IMPORT_ERRORS).join('; ')}${more}`;
-}
-
-/** Two parsed TOML values alike, key order aside. */
-function sameTree(a: unknown, b: unknown): boolean {
-  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((item, i) => sameTree(item, b[i]));
-  if (isTable(a)) {
-    if (!isTable(b) || Object.keys(a).length !== Object.keys(b).length) return false;
-    return Object.keys(a).every((key) => Object.hasOwn(b, key) && sameTree(a[key], b[key]));
-  }
-  if (a instanceof Date && b instanceof Date) return a.getTime() === b.getTime();
-  return a === b;
 }
 
 function portFamily(block: Table): string | undefined {

@@ -1,10 +1,11 @@
 import type { TunnelConfig } from '../config/tunnel-config.js';
+import { ENV_NAME } from '../config/go-template.js';
 import { badRequest } from '../errors.js';
 import type { SecretRedactor } from '../log/secret-redactor.js';
 import type { Database } from '../storage/database.js';
 
-/** A name frpc's `{{ .Envs.NAME }}` can read (Go's lexer reads `.9` as a number, so no leading digit). */
-const NAME = /^[A-Z_][A-Z0-9_]{0,127}$/;
+/** The longest variable name kept. */
+const MAX_NAME = 128;
 /** What the runner sets itself: the tunnel's identity is not an instance's to change. */
 const RESERVED = new Set(['PATH', 'HOME', 'USER', 'LOGNAME']);
 const MAX_VALUE = 64 * 1024;
@@ -94,9 +95,10 @@ export class InstanceEnvStore {
     const entries = Object.entries(changes);
     if (entries.length === 0) throw badRequest('modifiedData must name at least one environment variable');
     for (const [name, value] of entries) {
-      if (!NAME.test(name))
+      // A name frpc's `{{ .Envs.NAME }}` can read; what the loader reads stays refused in its own (upper) case.
+      if (!ENV_NAME.test(name) || name.length > MAX_NAME)
         throw badRequest(
-          `environment variable names are A-Z, 0-9 and "_", not starting with a digit: ${JSON.stringify(name.slice(0, 64))}`,
+          `environment variable names are letters, digits and "_", not starting with a digit, at most ${MAX_NAME} characters: ${JSON.stringify(name.slice(0, 64))}`,
         );
       if (RESERVED.has(name)) throw badRequest(`${name} is set by tunnelward for every tunnel and cannot be changed`);
       if (isLoaderVariable(name))

@@ -247,7 +247,8 @@ test('create, proxies, settings and users from the command line', async (t) => {
   const proxies = await cli(['proxies', 'cli_made'], env);
   t.is(proxies.code, 0, proxies.stderr);
   t.regex(proxies.stdout, /^name\s+type\s+local\s+remote\s+status\n/);
-  t.regex(proxies.stdout, /ssh\s+tcp\s+127\.0\.0\.1:22\s+:6022\s+-/);
+  // Not running: where the file asks to be reached, on its server.
+  t.regex(proxies.stdout, /ssh\s+tcp\s+127\.0\.0\.1:22\s+127\.0\.0\.1:6022\s+-/);
 
   const set = await cli(['settings', 'set', 'Instance.StopTimeoutSecs=3', 'Debug=false'], env);
   t.is(set.code, 0, set.stderr);

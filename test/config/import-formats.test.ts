@@ -11,7 +11,7 @@ const SECRET = 'never-in-a-message-7x2q';
 /** The file an import of `text` writes (before tunnelward adds its admin endpoint), parsed back. */
 async function imported(text: string, format?: string): Promise<{ format: string; file: Tree; notes: string[] }> {
   const read = await readConfigText(text, format);
-  const { config, notes } = TunnelConfig.imported(read.tree);
+  const { config, notes } = TunnelConfig.imported(read.tree, read);
   return { format: read.format, file: parse(config.toString()) as Tree, notes };
 }
 
@@ -132,6 +132,25 @@ test('refusals name the line or key and never show a value', async (t) => {
   t.regex(await refusal(`{"a": ${'['.repeat(100_000)}${']'.repeat(100_000)}}`), /nests deeper than 32 levels/);
   t.regex(
     await refusal(`serverAddr = "a"\nauth.token = "${SECRET}"\ntransport.tls.enable = "${SECRET}"\n`),
-    /^transport\.tls\.enable must be true or false$/,
+    /^top level: transport\.tls\.enable must be true or false$/,
   );
+  t.regex(await refusal(`[common]\nserver_addr = a\n[web]\ntype = http\nlocal_port = 80\n`, 'ini'), /^\[web\]: /);
+});
+
+test('INI keys frpc reads nowhere, or not in that section, are left out and named; TOML text kept only when unchanged', async (t) => {
+  const ini = await imported(
+    '[common]\nserver_addr = a\nuse_encryption = true\nserverPort = 7001\n[ssh]\nlocal_port = 22\nremote_port = 6000\nplugin_nope = 1\n',
+    'ini',
+  );
+  t.is(ini.file.serverPort, 7000, 'frpc reads no serverPort in INI');
+  t.regex(ini.notes[0]!, /left out: \[common\] use_encryption, serverPort; \[ssh\] plugin_nope$/);
+  t.regex(ini.notes[1]!, /^use_encryption in \[common\] set nothing/);
+
+  const kept = await readConfigText(
+    '# mine\nserverAddr = "a"\n[[proxies]]\nname = "ssh"\ntype = "tcp"\nlocalPort = 22\nremotePort = 6000\n',
+  );
+  t.true(TunnelConfig.imported(kept.tree, kept).config.toString().startsWith('# mine\nserverAddr = "a"\n'));
+  // A value tunnelward changes on the way in (a port written as a string) makes the file written afresh.
+  const changed = await readConfigText('# mine\nserverAddr = "a"\nserverPort = "7000"\n');
+  t.false(TunnelConfig.imported(changed.tree, changed).config.toString().includes('# mine'));
 });

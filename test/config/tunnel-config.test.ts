@@ -462,7 +462,8 @@ test('auth.method oidc needs what frpc requires with it: a client ID, an http(s)
   fails(t, () => config.setCommon({ 'auth.oidc.clientID': null }), 400, /^auth\.oidc\.clientID is required/);
   fails(
     t,
-    () => TunnelConfig.imported({ serverAddr: 'frp.example.com', auth: { method: 'oidc' } }),
+    () =>
+      TunnelConfig.imported({ serverAddr: 'frp.example.com', auth: { method: 'oidc' } }, { format: 'json', text: '' }),
     400,
     /auth\.oidc\.clientID is required when auth\.method is oidc/,
   );
@@ -840,7 +841,7 @@ test('template actions other than {{ .Envs.NAME }} are refused in every value we
   const config = fresh();
   const why =
     /must not contain "\{\{" or "\}\}" other than \{\{ \.Envs\.NAME \}\} placeholders .*: frpc renders its config file as a Go template/;
-  fails(t, () => config.setCommon({ 'auth.token': '{{ .Envs.home }}' }), 400, why);
+  fails(t, () => config.setCommon({ 'auth.token': '{{ .Envs.my-home }}' }), 400, why);
   fails(t, () => config.setCommon({ 'auth.token': '{{ env "HOME" }}' }), 400, /^auth\.token must not contain/);
   fails(t, () => config.setCommon({ user: 'a}}b' }), 400, /^user must not contain/);
   fails(t, () => config.setCommon({ start: ['{{x'] }), 400, /^start must not contain/);
@@ -921,7 +922,7 @@ test('{{ .Envs.NAME }} placeholders in secret fields are written as they are, an
   t.is(config.placeholderProblem(), undefined);
   t.deepEqual(
     envPlaceholders('a = "{{ .Envs.B }}"\nb = "{{ .Envs.B }}{{.Envs.C9}}"\nc = "{{ .Envs.lower }} {{ .Envs.9X }}"\n'),
-    ['B', 'C9'],
+    ['B', 'C9', 'lower'],
   );
   t.deepEqual(envPlaceholders('serverAddr = "x"\n'), []);
 });
@@ -970,6 +971,8 @@ test("onlyPlaceholders reads a value as Go's lexer would", (t) => {
     'plain',
     '{{ .Envs.A }}',
     '{{.Envs.A_1}}',
+    '{{ .Envs.frp_token }}',
+    '{{ .Envs._a9 }}',
     'x{{ .Envs.A }}y{{ .Envs.B }}',
     '{ .Envs.A }',
     '}{',
@@ -981,7 +984,8 @@ test("onlyPlaceholders reads a value as Go's lexer would", (t) => {
   for (const bad of [
     '{{',
     '}}',
-    '{{ .Envs.a }}',
+    '{{ .Envs.a-b }}',
+    '{{ .Envs.é }}',
     '{{ .Envs.9A }}',
     '{{ .Envs.A}} }}',
     '{{{ .Envs.A }}',
@@ -1507,6 +1511,6 @@ test('replacedBy: the whole file checked as every edit is; masked secrets keep t
   t.is(err?.status, 400);
   t.regex(err!.message, /Unknown config key: bogus/);
   t.regex(err!.message, /proxies\[1\]\.secretKey is the mask/);
-  t.regex(err!.message, /proxies\[1\] \(x\): /);
+  t.regex(err!.message, /proxies\[1\] \(name x\): /);
   t.throws(() => current.replacedBy('serverAddr = '), { message: /The edited file is not valid TOML/ });
 });

@@ -64,7 +64,8 @@ test('{{ .Envs.NAME }}: a start without the variable is refused by name; with it
 test('environment changes are checked whole: bad names, reserved names, non-strings and the mask are refused, nothing applied', async (t) => {
   const { id } = await createInstance(daemon, root, 'env_checks');
   const cases: Array<[unknown, RegExp]> = [
-    [{ lower_case: 'x' }, /A-Z, 0-9 and "_"/],
+    [{ 'lower-case': 'x' }, /letters, digits and "_"/],
+    [{ ['N'.repeat(129)]: 'x' }, /at most 128 characters/],
     [{ '9LIVES': 'x' }, /not starting with a digit/],
     [{ PATH: '/tmp' }, /PATH is set by tunnelward/],
     // The dynamic loader's variables would run code of the caller's choosing in a tunnel that may run as root.
@@ -87,6 +88,11 @@ test('environment changes are checked whole: bad names, reserved names, non-stri
   }
   const info = await daemon.get(`/tunnelAct/instanceMgr/getInfo?instanceID=${id}`, { token: root });
   t.deepEqual(info.body.data.environment, {}, 'nothing was set by the refused requests');
+  // frpc reads any Go field name after .Envs; the loader reads its variables in upper case only.
+  const lower = await setEnv(id, { frp_token: 'x', ld_preload: 'y' });
+  t.true(lower.body.success, lower.body.message);
+  const after = await daemon.get(`/tunnelAct/instanceMgr/getInfo?instanceID=${id}`, { token: root });
+  t.deepEqual(Object.keys(after.body.data.environment), ['frp_token', 'ld_preload']);
 });
 
 test('{{ .Envs.NAME }} is allowed only in secret fields: anywhere else create, configFile, proxies and import refuse it by name', async (t) => {

@@ -274,12 +274,12 @@ test.serial('what cannot be represented is refused with a 400 naming it, and not
     [
       'an unknown proxy key',
       { content: server + tcp('ssh', 'remote_addr = "x"\n') },
-      /proxies\[0\] \(ssh\): Unknown proxy key: remote_addr/,
+      /proxies\[0\] \(name ssh\): Unknown proxy key: remote_addr/,
     ],
     [
       'a proxy type frpc does not know',
       { content: `${server}${token}[[proxies]]\nname = "f"\ntype = "ftp"\nlocalPort = 21\n` },
-      /proxies\[0\] \(f\): type must be one of: tcp, udp/,
+      /proxies\[0\] \(name f\): type must be one of: tcp, udp/,
     ],
     [
       'a key of another proxy type',
@@ -301,7 +301,7 @@ test.serial('what cannot be represented is refused with a 400 naming it, and not
     [
       'two proxies of one name',
       { content: server + tcp('ssh') + tcp('ssh').replace('6000', '6001') },
-      /proxies\[1\] \(ssh\): Proxy ssh already exists/,
+      /proxies\[1\] \(name ssh\): Proxy ssh already exists/,
     ],
     [
       'an INI range section',
@@ -328,7 +328,7 @@ test.serial('what cannot be represented is refused with a 400 naming it, and not
       {
         content: `${server}[[visitors]]\nname = "v"\ntype = "stcp"\nserverName = "s"\nbindPort = 9000\nkeepTunnelOpen = true\n`,
       },
-      /visitors\[0\] \(v\): keepTunnelOpen is only used by xtcp visitors, not stcp/,
+      /visitors\[0\] \(name v\): keepTunnelOpen is only used by xtcp visitors, not stcp/,
     ],
     [
       'an unknown visitor key',
@@ -406,8 +406,11 @@ test.serial(
         { format: 'toml', content: `${base}${proxyBlock(0)}${dotted(20_000)} = 1\n` },
       ],
       [
-        'a 20 000-part dotted key in [common]',
-        { format: 'ini', content: `[common]\nserver_addr = a\n${dotted(20_000)} = 1\n` },
+        'a 20 000-part dotted section name in INI',
+        {
+          format: 'ini',
+          content: `[common]\nserver_addr = a\n[${dotted(20_000)}]\nlocal_port = 22\nremote_port = 6000\n`,
+        },
       ],
       ['a 20 000-part dotted key guessed', { content: `${base}${dotted(20_000)} = 1\n` }],
       [

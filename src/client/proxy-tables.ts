@@ -1,0 +1,77 @@
+import { table, type Colour } from './render.js';
+
+// `tunnelward proxies`: an instance's proxies and visitors as tables, with what frpc says of each proxy.
+
+type Listed = Record<string, unknown>;
+
+const text = (value: unknown): string => (typeof value === 'string' || typeof value === 'number' ? String(value) : '');
+const unique = (items: string[]): string[] => [...new Set(items.filter((item) => item !== ''))];
+
+/** Where the proxy's traffic comes from: a plugin, or the local address. */
+function localOf(p: Listed): string {
+  const plugin = p.plugin;
+  if (typeof plugin === 'object' && plugin !== null) return `plugin ${text((plugin as Listed).type)}`;
+  return p.localPort ? `${text(p.localIP) || '127.0.0.1'}:${text(p.localPort)}` : '-';
+}
+
+/**
+ * Where the proxy is reached. While it runs, what frpc reports (frps says it: the server's address and port for tcp
+ * and udp, each domain with the server's port for http, https and tcpmux; a domain once, whatever its locations).
+ * Otherwise, a failed proxy among them, what the file asks for: `serverAddr:remotePort`, or its domains.
+ */
+export function remoteOf(p: Listed, serverAddr: string): string {
+  const reported = unique(
+    text(p.remoteAddr)
+      .split(',')
+      .map((addr) => addr.trim()),
+  );
+  if (p.status === 'running' && reported.length > 0) return reported.join(', ');
+  const port = text(p.remotePort);
+  if (port !== '' && port !== '0') return `${serverAddr}:${port}`;
+  const domains = Array.isArray(p.customDomains) ? p.customDomains.map(text) : [];
+  const subdomain = text(p.subdomain);
+  return unique([...domains, subdomain ? `${subdomain}.*` : '']).join(', ') || '-';
+}
+
+function statusOf(p: Listed): string {
+  return p.enabled === false ? 'disabled' : text(p.status) || '-';
+}
+
+const statusColour = (status: string): Colour =>
+  status === 'running' ? 'green' : status === 'disabled' || status === '-' ? 'grey' : 'red';
+
+/** The proxies, one row each; frpc's error text in a last column when any proxy has one. */
+export function proxyTable(proxies: Listed[], serverAddr: string, colour: boolean): string {
+  const withErrors = proxies.some((p) => text(p.err) !== '');
+  const rows = proxies.map((p) => [
+    text(p.name),
+    text(p.type),
+    localOf(p),
+    remoteOf(p, serverAddr),
+    statusOf(p),
+    ...(withErrors ? [text(p.err) || '-'] : []),
+  ]);
+  return table(
+    ['name', 'type', 'local', 'remote', 'status', ...(withErrors ? ['error'] : [])],
+    rows,
+    (r, c) => (c === 4 ? statusColour(rows[r]![4]!) : c === 5 && rows[r]![5] !== '-' ? 'red' : undefined),
+    colour,
+  );
+}
+
+/** The visitors (the client side of stcp, sudp and xtcp): which proxy each reaches, and where it listens here. */
+export function visitorTable(visitors: Listed[], colour: boolean): string {
+  const rows = visitors.map((v) => [
+    text(v.name),
+    text(v.type),
+    [text(v.serverUser), text(v.serverName)].filter(Boolean).join('.') || '-',
+    text(v.bindPort) === '' ? '-' : `${text(v.bindAddr) || '127.0.0.1'}:${text(v.bindPort)}`,
+    v.enabled === false ? 'disabled' : 'enabled',
+  ]);
+  return table(
+    ['visitor', 'type', 'server name', 'bind', 'enabled'],
+    rows,
+    (r, c) => (c === 4 && rows[r]![4] === 'disabled' ? 'grey' : undefined),
+    colour,
+  );
+}
