@@ -1,3 +1,4 @@
+import { remoteOf } from '../config/proxy-remote.js';
 import { table, type Colour } from './render.js';
 
 // `tunnelward proxies`: an instance's proxies and visitors as tables, with what frpc says of each proxy.
@@ -5,32 +6,12 @@ import { table, type Colour } from './render.js';
 type Listed = Record<string, unknown>;
 
 const text = (value: unknown): string => (typeof value === 'string' || typeof value === 'number' ? String(value) : '');
-const unique = (items: string[]): string[] => [...new Set(items.filter((item) => item !== ''))];
 
 /** Where the proxy's traffic comes from: a plugin, or the local address. */
 function localOf(p: Listed): string {
   const plugin = p.plugin;
   if (typeof plugin === 'object' && plugin !== null) return `plugin ${text((plugin as Listed).type)}`;
   return p.localPort ? `${text(p.localIP) || '127.0.0.1'}:${text(p.localPort)}` : '-';
-}
-
-/**
- * Where the proxy is reached. While it runs, what frpc reports (frps says it: the server's address and port for tcp
- * and udp, each domain with the server's port for http, https and tcpmux; a domain once, whatever its locations).
- * Otherwise, a failed proxy among them, what the file asks for: `serverAddr:remotePort`, or its domains.
- */
-export function remoteOf(p: Listed, serverAddr: string): string {
-  const reported = unique(
-    text(p.remoteAddr)
-      .split(',')
-      .map((addr) => addr.trim()),
-  );
-  if (p.status === 'running' && reported.length > 0) return reported.join(', ');
-  const port = text(p.remotePort);
-  if (port !== '' && port !== '0') return `${serverAddr}:${port}`;
-  const domains = Array.isArray(p.customDomains) ? p.customDomains.map(text) : [];
-  const subdomain = text(p.subdomain);
-  return unique([...domains, subdomain ? `${subdomain}.*` : '']).join(', ') || '-';
 }
 
 function statusOf(p: Listed): string {
@@ -47,7 +28,7 @@ export function proxyTable(proxies: Listed[], serverAddr: string, colour: boolea
     text(p.name),
     text(p.type),
     localOf(p),
-    remoteOf(p, serverAddr),
+    remoteOf(p, serverAddr) || '-',
     statusOf(p),
     ...(withErrors ? [text(p.err) || '-'] : []),
   ]);

@@ -1,4 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { remoteOf } from '../../config/proxy-remote.js';
 import {
   ApiError,
   atLeast,
@@ -318,7 +319,7 @@ export function InstancePage({ id }: { id: number }) {
                     </th>
                     <td data-label="Type">{p.type}</td>
                     <td data-label="Local">{local(p)}</td>
-                    <td data-label="Remote">{remote(p)}</td>
+                    <td data-label="Remote">{remoteOf(p, info.serverAddr ?? '') || '—'}</td>
                     <td data-label="Status" class="status-cell">
                       <ProxyStatus proxy={p} running={info.state === 'running'} />
                     </td>
@@ -520,26 +521,6 @@ function local(p: Proxy): string {
  * an http, https or tcpmux proxy at each of its domains (once per location, with the server's port): a domain it
  * reports is shown as reported, one it does not (yet) as the file names it.
  */
-function remote(p: Proxy): string {
-  const reported = (p.remoteAddr ?? '')
-    .split(',')
-    .map((a) => a.trim())
-    .filter(Boolean);
-  const hostOf = (addr: string) => addr.replace(/:\d+$/, '').toLowerCase();
-  const domains = Array.isArray(p.customDomains) ? (p.customDomains as string[]) : [];
-  const subdomain = typeof p.subdomain === 'string' ? p.subdomain : '';
-  const configured = p.remotePort && p.remotePort !== '0' ? p.remotePort : '';
-  const parts: string[] = [];
-  if (configured) parts.push(reported.find((a) => a.endsWith(`:${configured}`)) ?? `:${configured}`);
-  else if (domains.length === 0 && !subdomain && reported[0]) parts.push(reported[0]);
-  for (const domain of domains) parts.push(reported.find((a) => hostOf(a) === domain.toLowerCase()) ?? domain);
-  if (subdomain) {
-    const prefix = `${subdomain.toLowerCase()}.`;
-    parts.push(reported.find((a) => hostOf(a).startsWith(prefix)) ?? `${subdomain}.*`);
-  }
-  return [...new Set(parts)].join(', ') || '—';
-}
-
 function bindAddress(v: Visitor): string {
   if (v.bindPort === undefined) return '—';
   return `${v.bindAddr || '127.0.0.1'}:${v.bindPort || '—'}`;
