@@ -32,7 +32,7 @@ import { SECRET_KEYS, secretSettingValues } from '../settings/schema.js';
 import { Database } from '../storage/database.js';
 import { PersistentCounter } from '../storage/meta.js';
 import { hostBootId } from '../system/proc.js';
-import { checkTunnelClient } from '../system/self-check.js';
+import { checkTunnelClient } from '../system/tunnel-client.js';
 import { loadSoftwareInfo } from '../system/software-info.js';
 import { DataDirLock } from './data-dir-lock.js';
 import { prepareDataDir } from './data-dir.js';
