@@ -13,7 +13,7 @@ import {
 import { envPlaceholders } from '../src/config/go-template.js';
 import { loginFailedAtStart } from '../src/config/proxy-status.js';
 import { readTunnelConfigText, TunnelConfig } from '../src/config/tunnel-config.js';
-import { notFound } from '../src/errors.js';
+import { AppError, badRequest, conflict, notFound } from '../src/errors.js';
 import { missingEnvironment, type InstanceEnvStore } from '../src/instances/instance-env.js';
 import type { InstanceRecord, InstanceStore } from '../src/instances/instance-store.js';
 import type { Logger } from '../src/log/logger.js';
@@ -400,6 +400,28 @@ export class InstanceLifecycle {
     return `the config file reads ${missing.map((n) => `{{ .Envs.${n} }}`).join(', ')}, but instance ${record.id} has no environment variable ${names} (set it with modify type "environment")`;
   }
 
+  /**
+   * Why a start cannot happen now, asked before a restart stops the tunnel: the checks a spawn makes (`unstartable`,
+   * the trusted TunnelPath) and a config file that can be read and parsed. A restart that could not start the tunnel
+   * again is refused, and the tunnel keeps running: a bad TunnelPath never takes every tunnel down.
+   */
+  private async restartProblem(record: InstanceRecord): Promise<AppError | undefined> {
+    const keeps = `instance ${record.id} cannot restart, so it was not stopped`;
+    try {
+      const why = await this.unstartable(record);
+      if (why) return badRequest(`${keeps}: ${why}`);
+      TunnelConfig.parse(await readTunnelConfigText(record.configPath), record.configPath);
+    } catch (err) {
+      if (err instanceof AppError) return new AppError(err.status, `${keeps}: ${err.message}`);
+      throw err;
+    }
+    const tunnelPath = this.settings.value('TunnelPath');
+    return trustedProgram(tunnelPath).then(
+      () => undefined,
+      (err: Error) => conflict(`${keeps}: TunnelPath ${err.message}`),
+    );
+  }
+
   /** The config file as read, its secrets made known; undefined when it cannot be read (frpc will say why). */
   private knowSecrets(record: InstanceRecord, text: string): TunnelConfig | undefined {
     try {
@@ -553,7 +575,12 @@ export class InstanceLifecycle {
   /** Sends a command to the instance's actor, after every command queued before it, and resolves with its outcome. */
   command(id: number, command: Command): Promise<CommandDone> {
     return this.queued(id, async () => {
-      const actor = this.actors.get(id) ?? this.createActor(this.recordOf(id));
+      const record = this.recordOf(id);
+      if (command === 'restart') {
+        const problem = await this.restartProblem(record);
+        if (problem) throw problem;
+      }
+      const actor = this.actors.get(id) ?? this.createActor(record);
       // The intent is on disk before anything is done: a crash halfway is finished the way it was meant.
       this.store.setDesired(id, command === 'stop' ? 'stopped' : 'running');
       await this.db.persist();
