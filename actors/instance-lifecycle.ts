@@ -15,7 +15,7 @@ import { loginFailedAtStart } from '../src/config/proxy-status.js';
 import { readTunnelConfigText, TunnelConfig } from '../src/config/tunnel-config.js';
 import { AppError, badRequest, conflict, notFound } from '../src/errors.js';
 import { missingEnvironment, type InstanceEnvStore } from '../src/instances/instance-env.js';
-import type { InstanceRecord, InstanceStore } from '../src/instances/instance-store.js';
+import type { InstanceRecord, InstanceStore, LastExit } from '../src/instances/instance-store.js';
 import type { Logger } from '../src/log/logger.js';
 import type { Settings } from '../src/settings/defaults.js';
 import type { SettingsStore } from '../src/settings/settings-store.js';
@@ -48,14 +48,12 @@ export interface InstanceStateChange {
 
 type InstanceActor = Actor<InstanceMachine>;
 
-/** How an instance's process last ended, and when. */
-export interface LastExit {
-  code: number | null;
-  signal: string | null;
-  at: number;
-}
+export type { LastExit } from '../src/instances/instance-store.js';
 
-/** What an operator reads of an instance's runs beside its state (kept in memory: a restart of tunnelward resets it). */
+/**
+ * What an operator reads of an instance's runs beside its state (kept in memory; the last exit is kept on record
+ * too, so a restart of tunnelward shows it again).
+ */
 export interface RunInfo {
   /** Automatic restarts since the last operator start. */
   restarts: number;
@@ -149,6 +147,7 @@ export class InstanceLifecycle {
     const toStart: number[] = [];
     const toStop: number[] = [];
     let adopted = 0;
+    let failed = 0;
     // Tunnels are found by what they run, not only by the pids on record: a crash can come between a spawn and
     // the saving of its pid, and a tunnel found so is taken over instead of being started a second time.
     const running = await this.runner.findRunning(
@@ -172,6 +171,7 @@ export class InstanceLifecycle {
           continue;
         }
         if (record.pid !== null) this.store.setProcess(record.id, null, null);
+        if (record.lastExit) this.runs.set(record.id, { restarts: 0, lastExit: record.lastExit, nextStartAt: null });
         // An init system that restarts tunnels itself may be about to restart this one, or may have given it up.
         const restart = this.runner.restartStateOf?.(record.id);
         if (restart === 'backoff' && record.desired === 'stopped') toCancel.push(record);
@@ -183,6 +183,15 @@ export class InstanceLifecycle {
         const shouldRun = sameBoot ? record.desired === 'running' : record.bootAtStart;
         if (!sameBoot) this.store.setDesired(record.id, record.bootAtStart ? 'running' : 'stopped');
         if (shouldRun) toStart.push(record.id);
+        else if (record.failed) {
+          // Failed before we restarted: it rests there, as it was, until an operator starts it (nothing is announced
+          // again: it is no new failure).
+          const actor = this.createActor(record);
+          this.states.set(record.id, 'failed');
+          const exit = record.lastExit && { code: record.lastExit.code, signal: record.lastExit.signal, tail: [] };
+          actor.send({ type: 'RESUME', state: 'failed', ...(exit ? { exit } : {}) });
+          failed++;
+        }
       }
       setMeta(this.db, 'boot_id', bootId);
     });
@@ -208,7 +217,15 @@ export class InstanceLifecycle {
     });
     const instances = this.store.all().length;
     this.log.info(
-      { initSystem: this.initSystem, instances, adopted, starting: toStart.length, stopping: toStop.length, sameBoot },
+      {
+        initSystem: this.initSystem,
+        instances,
+        adopted,
+        failed,
+        starting: toStart.length,
+        stopping: toStop.length,
+        sameBoot,
+      },
       'instances loaded',
     );
     const restore = (id: number, command: Command) =>
@@ -491,7 +508,9 @@ export class InstanceLifecycle {
       delayMs: to === 'backoff' ? backoffDelay(ctx.timing, ctx.attempt) : null,
       at: Date.now(),
     };
-    this.recordRun(id, to, from, ctx, change);
+    const run = this.recordRun(id, to, from, ctx, change);
+    // Kept on record: a failed instance, and how a run ended, are shown again after a restart of tunnelward.
+    const outcomeChanged = this.store.setOutcome(id, to === 'failed', run.lastExit);
     const fields = { instanceID: id, from, to, exitCode: change.exitCode, signal: change.signal };
     if (to === 'backoff')
       this.log.warn(
@@ -514,6 +533,8 @@ export class InstanceLifecycle {
       // operator starts it, also across our own restarts.
       this.store.setDesired(id, 'stopped');
       this.db.persist().catch((err) => this.log.error({ err }, 'cannot persist a failed instance'));
+    } else if (outcomeChanged) {
+      this.db.persist().catch((err) => this.log.error({ err }, 'cannot persist how a run ended'));
     }
     this.changes$.next(change);
   }
@@ -525,7 +546,7 @@ export class InstanceLifecycle {
     from: InstanceState,
     ctx: InstanceContext,
     change: InstanceStateChange,
-  ) {
+  ): RunInfo {
     const run = this.runs.get(id) ?? { restarts: 0, lastExit: null, nextStartAt: null };
     // A start by command begins a new count; any other start is the watchdog's or the init system's restart.
     if (to === 'starting') run.restarts = ctx.command === 'start' || ctx.command === 'restart' ? 0 : run.restarts + 1;
@@ -533,6 +554,7 @@ export class InstanceLifecycle {
       run.lastExit = { code: ctx.lastExit.code, signal: ctx.lastExit.signal, at: change.at };
     run.nextStartAt = to === 'backoff' && !ctx.awaitingRespawn ? change.at + (change.delayMs ?? 0) : null;
     this.runs.set(id, run);
+    return run;
   }
 
   /** The instance's runs as an operator reads them. */
