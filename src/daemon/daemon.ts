@@ -367,7 +367,8 @@ const serviceEvent = (event: 'service.started' | 'service.stopping') => ({
 
 /** The runner, the boot service and the log source that go with an init system (and systemd's journal follower). */
 function runnersFor(initSystem: InitSystem, settings: () => Readonly<Settings>, log: Logger, dataDir: string) {
-  const boot = bootServiceFor(initSystem, settings);
+  // Environment files sit with the database that holds the same values: in the data dir, never in the unit dirs.
+  const boot = bootServiceFor(initSystem, settings, join(dataDir, 'boot-env'));
   const runnerLog = log.child({ component: 'runner' });
   if (boot instanceof SystemdBootService) {
     const journal = new JournalFollower(() => settings()['Systemd.Journalctl'], log);
