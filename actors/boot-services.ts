@@ -2,6 +2,7 @@ import { chmod, mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { InitSystem } from '../src/boot/init-system.js';
 import { initdScript } from '../src/boot/initd-script.js';
+import { environmentFile } from '../src/boot/environment-file.js';
 import { checkServiceName } from '../src/boot/names.js';
 import { restartPolicy, tunnelUnit, type RestartPolicy } from '../src/boot/systemd-unit.js';
 import { createTaskArgs, deleteTaskArgs } from '../src/boot/windows-task.js';
@@ -17,6 +18,8 @@ export interface BootTarget {
   name: string;
   runUser: string;
   configPath: string;
+  /** The instance's environment variables: an init system that runs the tunnel reads them from a file of its own. */
+  env: Record<string, string>;
 }
 
 /**
@@ -39,6 +42,27 @@ const describe = (t: BootTarget) => `tunnel ${t.name} (tunnelward instance ${t.i
 
 type SettingsSource = () => Readonly<Settings>;
 
+/**
+ * The instance's environment file in `dir` (mode 0700): written (0600, owned by tunnelward, root most often) when it
+ * has variables and its text changed, removed when it has none. Its path, or undefined when there is none.
+ */
+async function writeEnvironmentFile(dir: string, t: BootTarget): Promise<string | undefined> {
+  const path = join(dir, `${serviceNameOf(t.id)}.env`);
+  const text = environmentFile(t.env);
+  if (text === '') {
+    await rm(path, { force: true });
+    return undefined;
+  }
+  if ((await readFile(path, 'utf8').catch(() => undefined)) !== text) {
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    await writeFileAtomic(path, text, { mode: 0o600 });
+  }
+  return path;
+}
+
+const removeEnvironmentFile = (dir: string, t: BootTarget) =>
+  rm(join(dir, `${serviceNameOf(t.id)}.env`), { force: true });
+
 /** Process mode: tunnelward itself starts the `bootAtStart` instances when the host has booted. */
 export class OwnBootService implements BootService {
   readonly initSystem = 'process' as const;
@@ -56,7 +80,11 @@ export class SystemdBootService implements BootService {
     await this.systemctl('daemon-reload');
   });
 
-  constructor(private readonly settings: SettingsSource) {}
+  constructor(
+    private readonly settings: SettingsSource,
+    /** Where the instances' environment files are kept. */
+    private readonly envDir: string,
+  ) {}
 
   unitPath(id: number): string {
     return join(this.settings()['Systemd.UnitDir'], `${serviceNameOf(id)}.service`);
@@ -90,6 +118,7 @@ export class SystemdBootService implements BootService {
       tunnelPath: await trustedProgram(s.TunnelPath),
       configPath: t.configPath,
       restart: await this.restartPolicy(),
+      environmentFile: await writeEnvironmentFile(this.envDir, t),
     });
     const path = this.unitPath(t.id);
     if ((await readFile(path, 'utf8').catch(() => undefined)) === unit) return false;
@@ -120,13 +149,18 @@ export class SystemdBootService implements BootService {
   async remove(t: BootTarget): Promise<void> {
     await this.disable(t);
     await rm(this.unitPath(t.id), { force: true });
+    await removeEnvironmentFile(this.envDir, t);
     await this.reload();
   }
 }
 
 export class InitdBootService implements BootService {
   readonly initSystem = 'init.d' as const;
-  constructor(private readonly settings: SettingsSource) {}
+  constructor(
+    private readonly settings: SettingsSource,
+    /** Where the instances' environment files are kept. */
+    private readonly envDir: string,
+  ) {}
 
   scriptPath(id: number): string {
     return join(this.settings()['InitD.ScriptDir'], serviceNameOf(id));
@@ -150,6 +184,7 @@ export class InitdBootService implements BootService {
       configPath: t.configPath,
       pidFile: this.pidFile(t.id),
       logFile: this.logFile(t.id),
+      environmentFile: await writeEnvironmentFile(this.envDir, t),
     });
     await mkdir(s['InitD.ScriptDir'], { recursive: true });
     await writeFileAtomic(this.scriptPath(t.id), script, { mode: 0o755 });
@@ -168,6 +203,7 @@ export class InitdBootService implements BootService {
   async remove(t: BootTarget): Promise<void> {
     await this.disable(t);
     await rm(this.scriptPath(t.id), { force: true });
+    await removeEnvironmentFile(this.envDir, t);
   }
 }
 
@@ -200,12 +236,12 @@ export class WindowsBootService implements BootService {
   }
 }
 
-export function bootServiceFor(initSystem: InitSystem, settings: SettingsSource): BootService {
+export function bootServiceFor(initSystem: InitSystem, settings: SettingsSource, envDir: string): BootService {
   switch (initSystem) {
     case 'systemd':
-      return new SystemdBootService(settings);
+      return new SystemdBootService(settings, envDir);
     case 'init.d':
-      return new InitdBootService(settings);
+      return new InitdBootService(settings, envDir);
     case 'windows':
       return new WindowsBootService(settings);
     default:

@@ -4,13 +4,7 @@ import { procStat, type LiveProcess } from '../src/system/proc.js';
 import type { InitdBootService } from './boot-services.js';
 import { runCommand } from './commands.js';
 import { PidWatcher, type ProcessExit } from './pid-watcher.js';
-import {
-  isSameProcess,
-  type SpawnRequest,
-  type TunnelProcess,
-  type TunnelRunner,
-  refuseEnvironment,
-} from './process-runner.js';
+import { isSameProcess, type SpawnRequest, type TunnelProcess, type TunnelRunner } from './process-runner.js';
 
 /**
  * Runs tunnels through their init.d scripts (start-stop-daemon). The tunnel is not tunnelward's child and init.d
@@ -27,9 +21,14 @@ export class InitdRunner implements TunnelRunner {
   ) {}
 
   async spawn(request: SpawnRequest): Promise<TunnelProcess> {
-    refuseEnvironment(request);
     const id = request.instanceId;
-    await this.boot.prepare({ id, name: request.name, runUser: request.runUser, configPath: request.configPath });
+    await this.boot.prepare({
+      id,
+      name: request.name,
+      runUser: request.runUser,
+      configPath: request.configPath,
+      env: request.env ?? {},
+    });
     await runCommand([this.boot.scriptPath(id), 'start']);
     const pid = Number((await readFile(this.boot.pidFile(id), 'utf8').catch(() => '')).trim());
     if (!Number.isInteger(pid) || pid <= 0) throw new Error(`the init script of instance ${id} started no process`);

@@ -22,6 +22,7 @@ import type { Database } from '../src/storage/database.js';
 import { lookupOsUser } from '../src/system/os-users.js';
 import { hasConfigFileAccess } from '../src/system/run-user-access.js';
 import { crashPoint } from '../src/util/crash-points.js';
+import { environmentFile } from '../src/boot/environment-file.js';
 import { serviceNameOf, type BootService, type BootTarget } from './boot-services.js';
 import type { InstanceLifecycle } from './instance-lifecycle.js';
 import type { InstanceLogs } from './instance-logs.js';
@@ -84,13 +85,6 @@ export interface CatalogueChange {
 }
 
 const INSTANCE_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
-
-const targetOf = (r: InstanceRecord): BootTarget => ({
-  id: r.id,
-  name: r.name,
-  runUser: r.runUser,
-  configPath: r.configPath,
-});
 
 /**
  * What instances there are: records, config files, proxies inside them, boot services. Every edit of an instance
@@ -340,8 +334,8 @@ export class InstanceCatalogue {
     crashPoint('create:written', record);
     let bootServiceError: string | undefined;
     try {
-      if (record.bootAtStart) await this.boot.enable(targetOf(record));
-      else if (this.runsThroughInit()) await this.boot.prepare(targetOf(record));
+      if (record.bootAtStart) await this.boot.enable(this.targetOf(record));
+      else if (this.runsThroughInit()) await this.boot.prepare(this.targetOf(record));
     } catch (err) {
       bootServiceError = (err as Error).message;
       if (record.bootAtStart) this.store.update(record.id, { bootAtStart: false });
@@ -385,7 +379,9 @@ export class InstanceCatalogue {
    */
   private async dismantle(record: InstanceRecord, purgeLog: boolean): Promise<void> {
     if (record.bootAtStart || this.runsThroughInit()) {
-      await this.boot.remove(targetOf(record)).catch((err) => this.reportBootError(record, (err as Error).message));
+      await this.boot
+        .remove(this.targetOf(record))
+        .catch((err) => this.reportBootError(record, (err as Error).message));
     }
     crashPoint('delete:unbooted', record);
     await rm(record.configPath, { force: true });
@@ -405,11 +401,28 @@ export class InstanceCatalogue {
     return result;
   }
 
-  /** Sets or removes (null) environment variables of the instance's tunnel; they apply at its next start. */
+  /** What the boot service of an instance is made from: the instance as it is now, its environment included. */
+  private targetOf(r: InstanceRecord): BootTarget {
+    return { id: r.id, name: r.name, runUser: r.runUser, configPath: r.configPath, env: this.env.of(r.id) };
+  }
+
+  /**
+   * Sets or removes (null) environment variables of the instance's tunnel; they apply at its next start. Where an
+   * init system runs the tunnel, its environment file follows at once (a value it cannot hold is refused first).
+   */
   modifyEnvironment(id: number, changes: Record<string, unknown>): Promise<InstanceRecord> {
     return this.modify(id, 'environment', async (record) => {
+      if (this.runsThroughInit()) {
+        const next = { ...this.env.of(id) };
+        for (const [name, value] of Object.entries(changes)) {
+          if (typeof value === 'string') next[name] = value;
+          else delete next[name];
+        }
+        environmentFile(next);
+      }
       this.env.change(id, changes);
       await this.db.persist();
+      if (this.runsThroughInit()) await this.boot.prepare(this.targetOf(record));
       // Names only: the values are secrets.
       this.log.info({ instanceID: id, names: Object.keys(changes) }, 'environment variables changed');
       return record;
@@ -542,12 +555,12 @@ export class InstanceCatalogue {
         }
       }
       if (record.bootAtStart && (!wantBoot || identityChanged)) {
-        if (await attempt(() => this.boot.disable(targetOf(record)))) bootAtStart = false;
+        if (await attempt(() => this.boot.disable(this.targetOf(record)))) bootAtStart = false;
       }
       if (!bootServiceError && wantBoot && !bootAtStart) {
-        if (await attempt(() => this.boot.enable(targetOf(updated)))) bootAtStart = true;
+        if (await attempt(() => this.boot.enable(this.targetOf(updated)))) bootAtStart = true;
       } else if (!bootServiceError && identityChanged && this.runsThroughInit()) {
-        await attempt(() => this.boot.prepare(targetOf(updated)));
+        await attempt(() => this.boot.prepare(this.targetOf(updated)));
       }
       updated = this.store.update(id, { bootAtStart }) ?? updated;
       await this.db.persist();
@@ -562,7 +575,7 @@ export class InstanceCatalogue {
     const targets = this.store
       .all()
       .filter((r) => r.pending === null)
-      .map(targetOf);
+      .map((r) => this.targetOf(r));
     await this.boot
       .refresh?.(targets)
       .then(() => this.log.info({ instances: targets.length }, 'boot services follow the new settings'))

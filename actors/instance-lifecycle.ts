@@ -13,9 +13,9 @@ import {
 import { envPlaceholders } from '../src/config/go-template.js';
 import { loginFailedAtStart } from '../src/config/proxy-status.js';
 import { readTunnelConfigText, TunnelConfig } from '../src/config/tunnel-config.js';
-import { notFound } from '../src/errors.js';
+import { AppError, badRequest, conflict, notFound } from '../src/errors.js';
 import { missingEnvironment, type InstanceEnvStore } from '../src/instances/instance-env.js';
-import type { InstanceRecord, InstanceStore } from '../src/instances/instance-store.js';
+import type { InstanceRecord, InstanceStore, LastExit } from '../src/instances/instance-store.js';
 import type { Logger } from '../src/log/logger.js';
 import type { Settings } from '../src/settings/defaults.js';
 import type { SettingsStore } from '../src/settings/settings-store.js';
@@ -48,14 +48,12 @@ export interface InstanceStateChange {
 
 type InstanceActor = Actor<InstanceMachine>;
 
-/** How an instance's process last ended, and when. */
-export interface LastExit {
-  code: number | null;
-  signal: string | null;
-  at: number;
-}
+export type { LastExit } from '../src/instances/instance-store.js';
 
-/** What an operator reads of an instance's runs beside its state (kept in memory: a restart of tunnelward resets it). */
+/**
+ * What an operator reads of an instance's runs beside its state (kept in memory; the last exit is kept on record
+ * too, so a restart of tunnelward shows it again).
+ */
 export interface RunInfo {
   /** Automatic restarts since the last operator start. */
   restarts: number;
@@ -149,6 +147,7 @@ export class InstanceLifecycle {
     const toStart: number[] = [];
     const toStop: number[] = [];
     let adopted = 0;
+    let failed = 0;
     // Tunnels are found by what they run, not only by the pids on record: a crash can come between a spawn and
     // the saving of its pid, and a tunnel found so is taken over instead of being started a second time.
     const running = await this.runner.findRunning(
@@ -172,6 +171,7 @@ export class InstanceLifecycle {
           continue;
         }
         if (record.pid !== null) this.store.setProcess(record.id, null, null);
+        if (record.lastExit) this.runs.set(record.id, { restarts: 0, lastExit: record.lastExit, nextStartAt: null });
         // An init system that restarts tunnels itself may be about to restart this one, or may have given it up.
         const restart = this.runner.restartStateOf?.(record.id);
         if (restart === 'backoff' && record.desired === 'stopped') toCancel.push(record);
@@ -183,6 +183,15 @@ export class InstanceLifecycle {
         const shouldRun = sameBoot ? record.desired === 'running' : record.bootAtStart;
         if (!sameBoot) this.store.setDesired(record.id, record.bootAtStart ? 'running' : 'stopped');
         if (shouldRun) toStart.push(record.id);
+        else if (record.failed) {
+          // Failed before we restarted: it rests there, as it was, until an operator starts it (nothing is announced
+          // again: it is no new failure).
+          const actor = this.createActor(record);
+          this.states.set(record.id, 'failed');
+          const exit = record.lastExit && { code: record.lastExit.code, signal: record.lastExit.signal, tail: [] };
+          actor.send({ type: 'RESUME', state: 'failed', ...(exit ? { exit } : {}) });
+          failed++;
+        }
       }
       setMeta(this.db, 'boot_id', bootId);
     });
@@ -208,7 +217,15 @@ export class InstanceLifecycle {
     });
     const instances = this.store.all().length;
     this.log.info(
-      { initSystem: this.initSystem, instances, adopted, starting: toStart.length, stopping: toStop.length, sameBoot },
+      {
+        initSystem: this.initSystem,
+        instances,
+        adopted,
+        failed,
+        starting: toStart.length,
+        stopping: toStop.length,
+        sameBoot,
+      },
       'instances loaded',
     );
     const restore = (id: number, command: Command) =>
@@ -400,6 +417,28 @@ export class InstanceLifecycle {
     return `the config file reads ${missing.map((n) => `{{ .Envs.${n} }}`).join(', ')}, but instance ${record.id} has no environment variable ${names} (set it with modify type "environment")`;
   }
 
+  /**
+   * Why a start cannot happen now, asked before a restart stops the tunnel: the checks a spawn makes (`unstartable`,
+   * the trusted TunnelPath) and a config file that can be read and parsed. A restart that could not start the tunnel
+   * again is refused, and the tunnel keeps running: a bad TunnelPath never takes every tunnel down.
+   */
+  private async restartProblem(record: InstanceRecord): Promise<AppError | undefined> {
+    const keeps = `instance ${record.id} cannot restart, so it was not stopped`;
+    try {
+      const why = await this.unstartable(record);
+      if (why) return badRequest(`${keeps}: ${why}`);
+      TunnelConfig.parse(await readTunnelConfigText(record.configPath), record.configPath);
+    } catch (err) {
+      if (err instanceof AppError) return new AppError(err.status, `${keeps}: ${err.message}`);
+      throw err;
+    }
+    const tunnelPath = this.settings.value('TunnelPath');
+    return trustedProgram(tunnelPath).then(
+      () => undefined,
+      (err: Error) => conflict(`${keeps}: TunnelPath ${err.message}`),
+    );
+  }
+
   /** The config file as read, its secrets made known; undefined when it cannot be read (frpc will say why). */
   private knowSecrets(record: InstanceRecord, text: string): TunnelConfig | undefined {
     try {
@@ -469,7 +508,9 @@ export class InstanceLifecycle {
       delayMs: to === 'backoff' ? backoffDelay(ctx.timing, ctx.attempt) : null,
       at: Date.now(),
     };
-    this.recordRun(id, to, from, ctx, change);
+    const run = this.recordRun(id, to, from, ctx, change);
+    // Kept on record: a failed instance, and how a run ended, are shown again after a restart of tunnelward.
+    const outcomeChanged = this.store.setOutcome(id, to === 'failed', run.lastExit);
     const fields = { instanceID: id, from, to, exitCode: change.exitCode, signal: change.signal };
     if (to === 'backoff')
       this.log.warn(
@@ -492,6 +533,8 @@ export class InstanceLifecycle {
       // operator starts it, also across our own restarts.
       this.store.setDesired(id, 'stopped');
       this.db.persist().catch((err) => this.log.error({ err }, 'cannot persist a failed instance'));
+    } else if (outcomeChanged) {
+      this.db.persist().catch((err) => this.log.error({ err }, 'cannot persist how a run ended'));
     }
     this.changes$.next(change);
   }
@@ -503,7 +546,7 @@ export class InstanceLifecycle {
     from: InstanceState,
     ctx: InstanceContext,
     change: InstanceStateChange,
-  ) {
+  ): RunInfo {
     const run = this.runs.get(id) ?? { restarts: 0, lastExit: null, nextStartAt: null };
     // A start by command begins a new count; any other start is the watchdog's or the init system's restart.
     if (to === 'starting') run.restarts = ctx.command === 'start' || ctx.command === 'restart' ? 0 : run.restarts + 1;
@@ -511,6 +554,7 @@ export class InstanceLifecycle {
       run.lastExit = { code: ctx.lastExit.code, signal: ctx.lastExit.signal, at: change.at };
     run.nextStartAt = to === 'backoff' && !ctx.awaitingRespawn ? change.at + (change.delayMs ?? 0) : null;
     this.runs.set(id, run);
+    return run;
   }
 
   /** The instance's runs as an operator reads them. */
@@ -553,7 +597,12 @@ export class InstanceLifecycle {
   /** Sends a command to the instance's actor, after every command queued before it, and resolves with its outcome. */
   command(id: number, command: Command): Promise<CommandDone> {
     return this.queued(id, async () => {
-      const actor = this.actors.get(id) ?? this.createActor(this.recordOf(id));
+      const record = this.recordOf(id);
+      if (command === 'restart') {
+        const problem = await this.restartProblem(record);
+        if (problem) throw problem;
+      }
+      const actor = this.actors.get(id) ?? this.createActor(record);
       // The intent is on disk before anything is done: a crash halfway is finished the way it was meant.
       this.store.setDesired(id, command === 'stop' ? 'stopped' : 'running');
       await this.db.persist();

@@ -113,15 +113,15 @@ export class InstanceSupervisor {
   }
 
   /**
-   * An operator's command: a start or restart that cannot succeed as the config file stands (a placeholder
-   * with no variable) is refused with a 400 before anything is done.
+   * An operator's command: a start that cannot succeed as the config file stands (a placeholder with no variable)
+   * is refused with a 400 before anything is done; a restart is checked in the instance's queue, before its stop.
    */
   async command(id: number, command: Command): Promise<CommandDone> {
-    if (command !== 'stop') {
+    if (command === 'start') {
       const why = await this.lifecycle.unstartable(this.catalogue.record(id));
       if (why) throw badRequest(why);
-      await this.catalogue.ensureAdminEndpoint(id);
     }
+    if (command !== 'stop') await this.catalogue.ensureAdminEndpoint(id);
     return this.lifecycle.command(id, command);
   }
 

@@ -38,18 +38,6 @@ export interface SpawnRequest {
   env?: Record<string, string>;
 }
 
-/**
- * Runners that start tunnels through an init system refuse per-instance environment variables: a unit or a script
- * would have to hold them in a file of its own; for now they go only where tunnelward spawns.
- */
-export function refuseEnvironment(request: SpawnRequest): void {
-  if (request.env && Object.keys(request.env).length > 0) {
-    throw new Error(
-      'environment variables reach a tunnel only when tunnelward runs it itself (InitSystem = "process")',
-    );
-  }
-}
-
 /** An instance as a runner looks for its process. */
 export interface RunTarget {
   id: number;

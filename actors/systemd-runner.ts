@@ -9,7 +9,6 @@ import { serviceNameOf, type SystemdBootService } from './boot-services.js';
 import { runProgram } from './commands.js';
 import type { ProcessExit } from './pid-watcher.js';
 import {
-  refuseEnvironment,
   type InitSystemEvent,
   type RunTarget,
   type SpawnRequest,
@@ -85,10 +84,15 @@ export class SystemdRunner implements TunnelRunner {
   }
 
   async spawn(request: SpawnRequest): Promise<TunnelProcess> {
-    refuseEnvironment(request);
     const id = request.instanceId;
     const unit = unitOf(id);
-    await this.boot.prepare({ id, name: request.name, runUser: request.runUser, configPath: request.configPath });
+    await this.boot.prepare({
+      id,
+      name: request.name,
+      runUser: request.runUser,
+      configPath: request.configPath,
+      env: request.env ?? {},
+    });
     const { status, error } = await this.starts.request(id);
     if (!status || status.mainPid <= 0) {
       // It ended at once: systemd may be about to restart it, which this failed start must not leave behind.

@@ -90,8 +90,11 @@ export type InstanceEvent =
   | { type: 'RESPAWNED'; pid: number }
   /** The init system stopped restarting the tunnel (its start limit). */
   | { type: 'GAVE_UP' }
-  /** Found at start-up in the middle of the init system's restart, or given up by it while we were away. */
-  | { type: 'RESUME'; state: 'backoff' | 'failed' }
+  /**
+   * Found at start-up in the middle of the init system's restart, or given up by it while we were away; or failed
+   * before tunnelward restarted, with the exit that ended its last run (kept on record).
+   */
+  | { type: 'RESUME'; state: 'backoff' | 'failed'; exit?: ExitInfo }
   /** New settings: the watchdog switch and the timings. */
   | { type: 'CONFIGURE'; watchdog: boolean; timing?: Partial<Timing> }
   /**
@@ -339,7 +342,10 @@ export const instanceMachine = setup({
             target: 'backoff',
             actions: ['countCrash', 'awaitRespawn'],
           },
-          { target: 'failed' },
+          {
+            target: 'failed',
+            actions: assign({ lastExit: ({ event }) => (event.type === 'RESUME' ? (event.exit ?? null) : null) }),
+          },
         ],
       },
     },

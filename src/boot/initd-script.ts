@@ -10,6 +10,8 @@ export interface InitdScriptOptions {
   /** Should live in a root-owned directory such as /run: the pid file alone says which process is the tunnel. */
   pidFile: string;
   logFile: string;
+  /** The instance's environment variables (see environment-file.ts), when it has any: read as root at each start. */
+  environmentFile?: string;
 }
 
 // Validated values contain no single quote, so '<value>' is a literal to sh.
@@ -24,6 +26,8 @@ export function initdScript(options: InitdScriptOptions): string {
   const configPath = checkPath('configPath', options.configPath);
   const pidFile = checkPath('pidFile', options.pidFile);
   const logFile = checkPath('logFile', options.logFile);
+  const environmentFile =
+    options.environmentFile === undefined ? '' : checkPath('environmentFile', options.environmentFile);
   return `#!/bin/sh
 ### BEGIN INIT INFO
 # Provides:          ${serviceName}
@@ -46,10 +50,17 @@ TUNNEL=${quoted(tunnelPath)}
 CONFIG=${quoted(configPath)}
 PIDFILE=${quoted(pidFile)}
 LOGFILE=${quoted(logFile)}
+ENVFILE=${quoted(environmentFile)}
 
 # Processes are matched by pid file and user, not --exec: --exec compares /proc/<pid>/exe, which is the
 # interpreter when the tunnel binary is a script, so a running tunnel would not be recognised.
 do_start() {
+    # The instance's variables, exported to the tunnel (and only to it: the script ends after the start).
+    if [ -n "$ENVFILE" ]; then
+        set -a
+        . "$ENVFILE" || { echo "$NAME cannot read $ENVFILE" >&2; return 1; }
+        set +a
+    fi
     start-stop-daemon --start --quiet --background --make-pidfile --pidfile "$PIDFILE" \\
         --user "$RUN_USER" --chuid "$RUN_USER" --output "$LOGFILE" \\
         --startas "$TUNNEL" -- -c "$CONFIG"

@@ -10,6 +10,8 @@ export interface TunnelUnitOptions {
   configPath: string;
   /** Who restarts a crashed tunnel and how: systemd itself, from tunnelward's Watchdog settings. */
   restart: RestartPolicy;
+  /** The instance's environment variables (see environment-file.ts), when it has any: systemd reads it as root. */
+  environmentFile?: string;
 }
 
 /** The slice every tunnel unit runs in: one journal match (`_SYSTEMD_SLICE=`) follows the output of them all. */
@@ -116,6 +118,10 @@ export function tunnelUnit(options: TunnelUnitOptions): string {
   const runUser = checkRunUser(options.runUser);
   const tunnelPath = checkPath('tunnelPath', options.tunnelPath);
   const configPath = checkPath('configPath', options.configPath);
+  const environment: Array<[string, string]> =
+    options.environmentFile === undefined
+      ? []
+      : [['EnvironmentFile', checkPath('environmentFile', options.environmentFile)]];
   const policy = options.restart;
   const steps: Array<[string, string]> = policy.steps
     ? [
@@ -142,6 +148,7 @@ export function tunnelUnit(options: TunnelUnitOptions): string {
       [
         ['Type', 'simple'],
         ['User', runUser],
+        ...environment,
         ['ExecStart', `${tunnelPath} -c ${configPath}`],
         ['Slice', TUNNEL_SLICE],
         ['Restart', policy.restart ? 'on-failure' : 'no'],

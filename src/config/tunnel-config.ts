@@ -80,10 +80,7 @@ export class TunnelConfig {
     const config = TunnelConfig.checked(settings, proxies as Table[], visitors as Table[], errors, labels);
     if (errors.length > 0) throw badRequest(joinErrors(errors));
     config.fillDefaults();
-    if (config.doc.loginFailExit === undefined) {
-      config.doc.loginFailExit = false;
-      notes.push('loginFailExit = false was added: a server that cannot be reached at start is tried again, not fatal');
-    }
+    config.keepTryingAtStart(notes);
     if (source.format === 'toml') config.source = source.text;
     const visitorCount = Array.isArray(config.doc.visitors) ? config.doc.visitors.length : 0;
     return { config, proxyCount: config.blocks().length, visitorCount, notes };
@@ -111,6 +108,7 @@ export class TunnelConfig {
     const config = TunnelConfig.checked(settings, proxies as Table[], visitors as Table[], errors);
     if (errors.length > 0) throw badRequest(joinErrors([...new Set(errors)]));
     config.fillDefaults();
+    config.keepTryingAtStart(notes);
     if (this.doc.webServer !== undefined) config.doc.webServer = copyTree(this.doc.webServer);
     return { config, notes };
   }
@@ -165,6 +163,17 @@ export class TunnelConfig {
   }
 
   /** frpc's defaults made explicit where tunnelward reads them (the server's port), as create writes them. */
+  /**
+   * The start-up policy of every file tunnelward writes, unless the operator set it: `loginFailExit = false`, so a
+   * server that cannot be reached at start is tried again (the tunnel runs, not connected) and exit 1 keeps meaning
+   * a config error. `notes` says it was added.
+   */
+  private keepTryingAtStart(notes: string[]): void {
+    if (this.doc.loginFailExit !== undefined) return;
+    this.doc.loginFailExit = false;
+    notes.push('loginFailExit = false was added: a server that cannot be reached at start is tried again, not fatal');
+  }
+
   private fillDefaults(): void {
     this.doc.serverPort ??= 7000;
     if (getPath(this.doc, ['log', 'disablePrintColor']) === undefined)

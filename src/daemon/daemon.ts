@@ -32,7 +32,7 @@ import { SECRET_KEYS, secretSettingValues } from '../settings/schema.js';
 import { Database } from '../storage/database.js';
 import { PersistentCounter } from '../storage/meta.js';
 import { hostBootId } from '../system/proc.js';
-import { checkTunnelClient } from '../system/self-check.js';
+import { checkTunnelClient } from '../system/tunnel-client.js';
 import { loadSoftwareInfo } from '../system/software-info.js';
 import { DataDirLock } from './data-dir-lock.js';
 import { prepareDataDir } from './data-dir.js';
@@ -367,7 +367,8 @@ const serviceEvent = (event: 'service.started' | 'service.stopping') => ({
 
 /** The runner, the boot service and the log source that go with an init system (and systemd's journal follower). */
 function runnersFor(initSystem: InitSystem, settings: () => Readonly<Settings>, log: Logger, dataDir: string) {
-  const boot = bootServiceFor(initSystem, settings);
+  // Environment files sit with the database that holds the same values: in the data dir, never in the unit dirs.
+  const boot = bootServiceFor(initSystem, settings, join(dataDir, 'boot-env'));
   const runnerLog = log.child({ component: 'runner' });
   if (boot instanceof SystemdBootService) {
     const journal = new JournalFollower(() => settings()['Systemd.Journalctl'], log);

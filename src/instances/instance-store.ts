@@ -6,6 +6,13 @@ export type DesiredState = 'running' | 'stopped';
 /** A create or a delete that has begun and not ended: a crash between the two is undone (create) or finished (delete). */
 export type PendingChange = 'create' | 'delete';
 
+/** How an instance's process last ended, and when. */
+export interface LastExit {
+  code: number | null;
+  signal: string | null;
+  at: number;
+}
+
 export interface InstanceRecord {
   id: number;
   name: string;
@@ -19,6 +26,9 @@ export interface InstanceRecord {
   pid: number | null;
   startTicks: number | null;
   pending: PendingChange | null;
+  /** The watchdog (or the init system) gave it up: it stays failed until an operator starts it. */
+  failed: boolean;
+  lastExit: LastExit | null;
 }
 
 interface Row {
@@ -34,6 +44,10 @@ interface Row {
   pid: number | null;
   start_ticks: number | null;
   pending: PendingChange | null;
+  failed: number;
+  last_exit_code: number | null;
+  last_exit_signal: string | null;
+  last_exit_at: number | null;
 }
 
 const toRecord = (r: Row): InstanceRecord => ({
@@ -49,6 +63,8 @@ const toRecord = (r: Row): InstanceRecord => ({
   pid: r.pid,
   startTicks: r.start_ticks,
   pending: r.pending,
+  failed: r.failed === 1,
+  lastExit: r.last_exit_at === null ? null : { code: r.last_exit_code, signal: r.last_exit_signal, at: r.last_exit_at },
 });
 
 /** The one answer to a name another instance has: callers check first; the database's own constraint says the same. */
@@ -123,6 +139,8 @@ export class InstanceStore {
       pid: null,
       startTicks: null,
       pending: 'create',
+      failed: false,
+      lastExit: null,
     });
     this.records.set(id, record);
     return record;
@@ -174,8 +192,27 @@ export class InstanceStore {
     this.replace(id, { pid, startTicks });
   }
 
+  /**
+   * Whether the instance rests in failed, and how its last run ended: what a restart of tunnelward shows again.
+   * True when that changed.
+   */
+  setOutcome(id: number, failed: boolean, lastExit: LastExit | null): boolean {
+    const current = this.records.get(id);
+    if (!current) return false;
+    if (current.failed === failed && sameExit(current.lastExit, lastExit)) return false;
+    this.db.run(
+      'UPDATE instances SET failed = ?, last_exit_code = ?, last_exit_signal = ?, last_exit_at = ? WHERE id = ?',
+      [failed ? 1 : 0, lastExit?.code ?? null, lastExit?.signal ?? null, lastExit?.at ?? null, id],
+    );
+    this.replace(id, { failed, lastExit });
+    return true;
+  }
+
   delete(id: number): void {
     this.db.run('DELETE FROM instances WHERE id = ?', [id]);
     this.records.delete(id);
   }
 }
+
+const sameExit = (a: LastExit | null, b: LastExit | null) =>
+  a === b || (a !== null && b !== null && a.code === b.code && a.signal === b.signal && a.at === b.at);

@@ -6,6 +6,7 @@ import { isTable, type Table } from '../config/toml-tree.js';
 import { AppError, badRequest, forbidden, internal } from '../errors.js';
 import { writeFileAtomic } from '../fs/atomic.js';
 import { trustedProgram } from '../system/trusted-program.js';
+import { checkTunnelClient } from '../system/tunnel-client.js';
 import { KeyedQueue } from '../util/keyed-queue.js';
 import { defaultSettings, type SettingKey, type Settings } from './defaults.js';
 import {
@@ -178,7 +179,9 @@ export class SettingsStore {
       );
     }
     for (const key of changed.filter((k) => PROGRAM_KEYS.has(k))) {
-      await trustedProgram(patch[key] as string).catch((err: Error) => {
+      // The tunnel client must also answer as frpc does: a wrong file is refused here, not at every start.
+      const check = key === 'TunnelPath' ? checkTunnelClient : trustedProgram;
+      await check(patch[key] as string).catch((err: Error) => {
         throw badRequest(`${key} ${err.message}`);
       });
     }

@@ -90,4 +90,11 @@ export const MIGRATIONS: readonly string[] = [
     UNIQUE (user_id, name)
   );
   `,
+  // 7: a failed instance stays failed across tunnelward's restarts, and every instance keeps how its last run ended
+  `
+  ALTER TABLE instances ADD COLUMN failed INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE instances ADD COLUMN last_exit_code INTEGER;
+  ALTER TABLE instances ADD COLUMN last_exit_signal TEXT;
+  ALTER TABLE instances ADD COLUMN last_exit_at INTEGER;
+  `,
 ];

@@ -1,11 +1,8 @@
-import { execFile } from 'node:child_process';
 import { mkdir, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { SettingsStore } from '../settings/settings-store.js';
+import { tunnelClientVersion } from './tunnel-client.js';
 import { trustedProgram } from './trusted-program.js';
-
-const run = promisify(execFile);
 
 /** What a check found: `warn` is a problem the daemon works on with (an open door, a stale certificate). */
 export type Severity = 'ok' | 'warn' | 'fail';
@@ -17,9 +14,6 @@ export interface CheckResult {
   message: string;
 }
 
-/** How long the tunnel client may take to say its version. */
-const VERSION_TIMEOUT_MS = 5000;
-
 async function check(
   name: string,
   probe: () => Promise<string>,
@@ -30,34 +24,6 @@ async function check(
   } catch (err) {
     return { name, ok: false, severity: problem, message: (err as Error).message };
   }
-}
-
-/** Asks the tunnel client for its version (`frpc -v` prints `0.71.0`); fails when what answers is not frpc. */
-export async function tunnelClientVersion(binary: string, timeoutMs = VERSION_TIMEOUT_MS): Promise<string> {
-  let stdout: string;
-  try {
-    ({ stdout } = await run(binary, ['-v'], { timeout: timeoutMs, maxBuffer: 64 * 1024 }));
-  } catch (err) {
-    const e = err as Error & { killed?: boolean; code?: unknown };
-    if (e.killed) throw new Error(`${binary} -v did not answer within ${timeoutMs} ms: is it frpc?`, { cause: err });
-    const how = typeof e.code === 'number' ? `exit ${e.code}` : e.message;
-    throw new Error(`${binary} -v failed (${how}): is it frpc?`, { cause: err });
-  }
-  const version = stdout.trim().split('\n')[0]!.trim();
-  if (!/^v?\d+\.\d+\.\d+\S*$/.test(version)) {
-    throw new Error(
-      version
-        ? `${binary} -v answered ${JSON.stringify(version.slice(0, 80))}, not a version: is it frpc?`
-        : `${binary} -v printed nothing: is it frpc?`,
-    );
-  }
-  return version;
-}
-
-/** The tunnel client of the TunnelPath setting, found and asked its version; the reason when it cannot be used. */
-export async function checkTunnelClient(tunnelPath: string): Promise<{ path: string; version: string }> {
-  const path = await trustedProgram(tunnelPath);
-  return { path, version: await tunnelClientVersion(path) };
 }
 
 async function writable(dir: string): Promise<string> {

@@ -4,6 +4,7 @@ import { chmod, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { environmentFile } from '../../src/boot/environment-file.js';
 import { initdScript, type InitdScriptOptions } from '../../src/boot/initd-script.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 
@@ -337,4 +338,23 @@ test('initdScript refuses injection attempts, naming the field', (t) => {
       );
     }
   }
+});
+
+test('with an environment file: the tunnel started by start-stop-daemon gets exactly its variables', async (t) => {
+  const root = await tempRoot(t);
+  const options = optionsIn(root);
+  await writeFile(options.configPath, CONFIG_TEXT);
+  const env = { FRP_TOKEN: 'tok-$HOME-`id`-"q"-\\n-\'s\'-\t-ü', PLAIN: 'x y' };
+  const envFile = join(root, 'tunnel_5.env');
+  await writeFile(envFile, environmentFile(env), { mode: 0o600 });
+  const script = await writeScript(root, { ...options, environmentFile: envFile });
+  t.regex(await readFile(script, 'utf8'), new RegExp(`^ENVFILE='${envFile}'$`, 'm'));
+  const started = await run(script, ['start']);
+  t.is(started.code, 0, started.stderr);
+  const pid = Number((await readFile(options.pidFile, 'utf8')).trim());
+  const environ = (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0');
+  t.true(environ.includes(`FRP_TOKEN=${env.FRP_TOKEN}`));
+  t.true(environ.includes(`PLAIN=${env.PLAIN}`));
+  t.is((await run(script, ['stop'])).code, 0);
+  t.false(/ENVFILE='[^']/.test(initdScript(options)), 'no file named without variables');
 });

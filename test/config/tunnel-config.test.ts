@@ -1513,4 +1513,12 @@ test('replacedBy: the whole file checked as every edit is; masked secrets keep t
   t.regex(err!.message, /proxies\[1\]\.secretKey is the mask/);
   t.regex(err!.message, /proxies\[1\] \(name x\): /);
   t.throws(() => current.replacedBy('serverAddr = '), { message: /The edited file is not valid TOML/ });
+
+  // The start-up policy: a file without loginFailExit gets false (and says so); the operator's own choice stays.
+  const without = current.replacedBy(current.exportText(false).replace('loginFailExit = false\n', ''));
+  t.is((parse(without.config.toString()) as Table).loginFailExit, false);
+  t.true(without.notes.some((n) => /^loginFailExit = false was added/.test(n)));
+  const chosen = current.replacedBy(current.exportText(false).replace('loginFailExit = false', 'loginFailExit = true'));
+  t.is((parse(chosen.config.toString()) as Table).loginFailExit, true);
+  t.deepEqual(chosen.notes, []);
 });

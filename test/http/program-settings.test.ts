@@ -1,4 +1,4 @@
-import { chmod, chown, copyFile, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
+import { chmod, chown, copyFile, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import { dispose, programDir, startDaemon } from '../helpers/daemon.js';
@@ -67,6 +67,14 @@ test('program settings: a superuser sets them, only to files that only root can 
   await refused(owned, /is refused: \S+\/frpc-nobody is owned by uid 65534, not by root/);
   await symlink(join(unsafe, 'frpc'), join(programs, 'frpc-link'));
   await refused(join(programs, 'frpc-link'), /frpc-link is refused: \/tmp is writable by every user/);
+  // A trusted file that does not answer `-v` as frpc does (a version x.y.z) is not a tunnel client.
+  await writeFile(join(programs, 'not-frpc'), '#!/bin/sh\necho hello\n', { mode: 0o755 });
+  await refused(
+    join(programs, 'not-frpc'),
+    /^TunnelPath \S+\/not-frpc -v answered "hello", not a version: is it frpc\?$/,
+  );
+  await writeFile(join(programs, 'frpc-broken'), '#!/bin/sh\nexit 3\n', { mode: 0o755 });
+  await refused(join(programs, 'frpc-broken'), /^TunnelPath \S+\/frpc-broken -v failed \(exit 3\): is it frpc\?$/);
   t.is(await value('TunnelPath'), FIXTURE_FRPC, 'nothing refused was stored');
   t.false((await readFile(join(daemon.dataDir, 'settings.toml'), 'utf8')).includes('frpc-'));
 

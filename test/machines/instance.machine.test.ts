@@ -496,3 +496,32 @@ test('resumed at start-up in the init system restart, or given up while away', a
   await gone.advance(startMs);
   t.is(gone.state(), 'running', 'an operator start leaves it');
 });
+
+test('restored into failed with the exit on record: it stays there, answers each command once, and a start leaves it', async (t) => {
+  const h = harness();
+  const exit = { code: 1, signal: null, tail: [] };
+  await h.send({ type: 'RESUME', state: 'failed', exit });
+  t.is(h.state(), 'failed');
+  t.deepEqual(h.actor.getSnapshot().context.lastExit, exit);
+  await h.advance(DEFAULT_TIMING.backoffCapMs + stableMs);
+  t.is(h.state(), 'failed', 'nothing restarts it on its own');
+  t.deepEqual(h.spawned, []);
+  await h.send({ type: 'STOP', ref: 1 });
+  t.deepEqual(
+    h.replies.map((r) => [r.ref, r.ok, r.message]),
+    [[1, true, 'already stopped (it had failed)']],
+  );
+  t.is(h.state(), 'failed');
+  await h.send({ type: 'START', ref: 2 });
+  t.is(h.actor.getSnapshot().context.lastExit, null, 'a new run: the old exit no longer describes it');
+  await h.advance(startMs);
+  t.is(h.state(), 'running');
+  t.deepEqual(
+    h.replies.map((r) => [r.ref, r.ok]),
+    [
+      [1, true],
+      [2, true],
+    ],
+  );
+  t.deepEqual(h.spawned, [100]);
+});
