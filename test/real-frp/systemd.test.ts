@@ -180,3 +180,58 @@ serial(
     t.is(await mainPid(host, id), pid, 'reloaded, not restarted');
   },
 );
+
+serial(
+  'a unit whose auth.token is {{ .Envs.FRP_TOKEN }}: the value reaches frpc through a 0600 environment file, never a log, and a new value applies at the restart',
+  async (t) => {
+    t.timeout(120_000);
+    const frps = await frpsFor(t);
+    const { host, daemon, token } = await setup(t);
+    const echo = await echoServer();
+    t.teardown(() => echo.close());
+    const remote = await freePort();
+    const { id } = await createTunnel(daemon, token, frps, 'rfs_env', { 'auth.token': '{{ .Envs.FRP_TOKEN }}' });
+    await addProxy(daemon, token, id, tcpTo('echo', echo.port, remote));
+    const setEnv = (value: string) =>
+      daemon.post(
+        '/tunnelAct/instanceMgr/modify',
+        { instanceID: id, type: 'environment', modifiedData: { FRP_TOKEN: value } },
+        { token },
+      );
+    t.true((await setEnv(frps.token)).body.success);
+
+    await start(daemon, token, id);
+    await statusUntil(daemon, token, id, (s) => s.connected === true && s.proxyStatus.running === 1, 5000);
+    await roundTrip(remote, 'through a unit that read its token from the environment');
+    const envFile = join(daemon.dataDir, 'boot-env', `tunnel_${id}.env`);
+    t.deepEqual(await fileAccess(envFile), { uid: 0, gid: 0, mode: 0o600 });
+    t.like(await host.show(`tunnel_${id}.service`, 'EnvironmentFiles'), {
+      EnvironmentFiles: `${envFile} (ignore_errors=no)`,
+    });
+    const pid = await mainPid(host, id);
+    t.true((await host.readFile(`/proc/${pid}/environ`)).split('\0').includes(`FRP_TOKEN=${frps.token}`));
+
+    // A wrong value, applied at the restart: frps refuses the login, so the tunnel is not connected.
+    t.true((await setEnv('not-the-token')).body.success);
+    t.true(
+      (await daemon.post('/tunnelAct/instanceMgr/restart', { instanceID: id }, { token })).body.success,
+      'restarted',
+    );
+    await statusUntil(daemon, token, id, (s) => s.state === 'running' && s.connected !== true, 10_000);
+    t.not(await mainPid(host, id), pid);
+    t.true((await setEnv(frps.token)).body.success);
+    t.true((await daemon.post('/tunnelAct/instanceMgr/restart', { instanceID: id }, { token })).body.success);
+    await statusUntil(daemon, token, id, (s) => s.connected === true, 10_000);
+
+    // The value never reached the journal, the daemon's output or the instance log.
+    const journal = await host.run('journalctl', '--no-pager', '-o', 'cat');
+    t.false(journal.stdout.includes(frps.token), 'not in the journal');
+    t.false(daemon.output.join('\n').includes(frps.token), "not in the daemon's output");
+    const log = await daemon.get(`/tunnelAct/instanceMgr/status?instanceID=${id}`, { token });
+    t.false(JSON.stringify(log.body).includes(frps.token));
+
+    // Deleted with the instance.
+    t.true((await daemon.post('/tunnelAct/instanceMgr/delete', { instanceID: id }, { token })).body.success);
+    await t.throwsAsync(fileAccess(envFile));
+  },
+);
