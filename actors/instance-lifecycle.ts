@@ -543,6 +543,7 @@ export class InstanceLifecycle {
           ref,
           ok: false,
           conflict: false,
+          unchanged: false,
           message: `had no outcome within ${limitMs} ms`,
         });
       }, limitMs);

@@ -9,6 +9,7 @@ import type { SettingsStore } from '../src/settings/settings-store.js';
 import type { Database } from '../src/storage/database.js';
 import { formatIso } from '../src/util/time.js';
 import { startedAtMs } from '../src/system/proc.js';
+import { ProcessUsage } from '../src/system/process-usage.js';
 import type { BootService } from './boot-services.js';
 import { InstanceCatalogue, type Applied, type ConfigReplaced } from './instance-catalogue.js';
 import type { TunnelConfig } from '../src/config/tunnel-config.js';
@@ -48,6 +49,8 @@ export interface CommandResult {
   ok: boolean;
   /** The state it is in now; null for an id that names no instance. */
   state: InstanceState | null;
+  /** It was already as asked (started while running, stopped while stopped): ok, and nothing was done. */
+  unchanged: boolean;
   message: string;
 }
 
@@ -76,7 +79,11 @@ export class InstanceSupervisor {
   readonly lifecycle: InstanceLifecycle;
   readonly catalogue: InstanceCatalogue;
   /** The list's entries as JSON without their uptimes, built once per change of what they show. */
-  private entries: { version: string; parts: Array<{ open: string; started: number | null }> } | undefined;
+  private entries:
+    | { version: string; parts: Array<{ open: string; started: number | null; pid: number | null }> }
+    | undefined;
+  /** CPU and memory of the running tunnels, for the list. */
+  private readonly usage = new ProcessUsage();
   /** The list as the API serves it, uptimes included: built at most once a second. */
   private listed: { second: number; json: string; count: number } | undefined;
   private readonly settingsSub: { unsubscribe(): void };
@@ -183,7 +190,10 @@ export class InstanceSupervisor {
         try {
           const done = await this.command(id, command);
           const name = this.catalogue.nameOf(id);
-          return { instanceID: id, name, ok: done.ok, state: this.lifecycle.stateOf(id), message: done.message };
+          // Of many, one already as asked is done (a start of all never fails on the ones that run).
+          const ok = done.ok || done.unchanged;
+          const state = this.lifecycle.stateOf(id);
+          return { instanceID: id, name, ok, state, unchanged: done.unchanged, message: done.message };
         } catch (err) {
           const known = this.catalogue.exists(id);
           return {
@@ -191,6 +201,7 @@ export class InstanceSupervisor {
             name: this.catalogue.nameOf(id) || null,
             ok: false,
             state: known ? this.lifecycle.stateOf(id) : null,
+            unchanged: false,
             message: (err as Error).message,
           };
         }
@@ -246,22 +257,28 @@ export class InstanceSupervisor {
             name: view.record.name,
             createdAt: createdAtOf(view.record),
             createdBy: view.record.createdBy,
+            bootAtStart: view.record.bootAtStart,
+            labels: view.record.labels,
             isRunning: view.state === 'running',
             state: view.state,
             ...fields,
             ...this.statusFields(view.record.id),
           });
           const started = fields.startedAt === undefined ? null : Date.parse(fields.startedAt);
-          return { open: entry.slice(0, -1), started };
+          return { open: entry.slice(0, -1), started, pid: view.state === 'running' ? fields.pid : null };
         }),
       };
       this.listed = undefined;
     }
     const second = Math.floor(now / 1000);
     if (this.listed?.second !== second) {
-      const items = this.entries.parts.map(({ open, started }) =>
-        started === null ? `${open}}` : `${open},"uptimeSecs":${Math.max(0, Math.floor((now - started) / 1000))}}`,
-      );
+      // One read of /proc per running tunnel, at most once a second however often the list is asked for.
+      const usage = this.usage.of(this.entries.parts.flatMap(({ pid }) => (pid === null ? [] : [pid])));
+      const items = this.entries.parts.map(({ open, started, pid }) => {
+        const used = pid === null ? undefined : usage.get(pid);
+        const uptime = started === null ? '' : `,"uptimeSecs":${Math.max(0, Math.floor((now - started) / 1000))}`;
+        return `${open}${uptime}${used ? `,"cpuPercent":${used.cpuPercent},"rssBytes":${used.rssBytes}` : ''}}`;
+      });
       this.listed = { second, json: `[${items.join(',')}]`, count: items.length };
     }
     return this.listed;

@@ -90,4 +90,13 @@ export const MIGRATIONS: readonly string[] = [
     UNIQUE (user_id, name)
   );
   `,
+  // 7: labels of an instance (env=prod): what operators select instances by
+  `
+  CREATE TABLE instance_labels (
+    instance_id INTEGER NOT NULL REFERENCES instances(id) ON DELETE CASCADE,
+    key         TEXT    NOT NULL,
+    value       TEXT    NOT NULL,
+    PRIMARY KEY (instance_id, key)
+  );
+  `,
 ];
