@@ -80,8 +80,7 @@ export class InstanceSupervisor {
   readonly catalogue: InstanceCatalogue;
   /** The list's entries as JSON without their uptimes, built once per change of what they show. */
   private entries:
-    | { version: string; parts: Array<{ open: string; started: number | null; pid: number | null }> }
-    | undefined;
+    { version: string; parts: Array<{ open: string; started: number | null; pid: number | null }> } | undefined;
   /** CPU and memory of the running tunnels, for the list. */
   private readonly usage = new ProcessUsage();
   /** The list as the API serves it, uptimes included: built at most once a second. */

@@ -40,7 +40,11 @@ export function readProcSample(pid: number): ProcSample | undefined {
   }
   // Fields after the command name (which may hold spaces and parentheses) are counted from the last ')'.
   const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  const sample = { cpuTicks: Number(rest[11]) + Number(rest[12]), startTicks: Number(rest[19]), rssPages: Number(rest[21]) };
+  const sample = {
+    cpuTicks: Number(rest[11]) + Number(rest[12]),
+    startTicks: Number(rest[19]),
+    rssPages: Number(rest[21]),
+  };
   return Number.isFinite(sample.cpuTicks + sample.startTicks + sample.rssPages) ? sample : undefined;
 }
 

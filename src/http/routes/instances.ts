@@ -240,7 +240,8 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
         const name = supervisor.catalogue.nameOf(id) || null;
         try {
           await supervisor.catalogue.remove(id, { purgeLog: purge });
-          return { instanceID: id, name, ok: true, state: null, unchanged: false, message: `deleted${kept}` };
+          const message = `deleted${purge ? ', its log too' : kept}`;
+          return { instanceID: id, name, ok: true, state: null, unchanged: false, message };
         } catch (err) {
           const state = supervisor.catalogue.exists(id) ? supervisor.lifecycle.stateOf(id) : null;
           return { instanceID: id, name, ok: false, state, unchanged: false, message: (err as Error).message };
