@@ -396,6 +396,8 @@ export class InstanceCatalogue {
     await this.logs.remove(record.id, { keepLog: !purgeLog });
     crashPoint('delete:files', record);
     this.store.delete(record.id);
+    // Again once the record is gone: a list built while the files were being removed still showed it.
+    this.version++;
     this.env.forget(record.id);
     this.claims?.delete(record.id);
     this.adminEndpoints?.delete(record.id);

@@ -216,7 +216,8 @@ function reportBulk(
   if (ctx.json) print(ctx, unknown.length > 0 ? { ...data, unknown } : data);
   else {
     for (const r of data.results) {
-      const what = r.ok ? r.message : `could not ${command}: ${r.message}${r.state ? `; now ${r.state}` : ''}`;
+      const failure = command === 'delete' ? 'not deleted' : `could not ${command}`;
+      const what = r.ok ? r.message : `${failure}: ${r.message}${r.state ? `; now ${r.state}` : ''}`;
       outcomeLine(ctx, r.ok, `${r.name ?? r.instanceID} (${r.instanceID}): ${indented(what)}`);
     }
     for (const u of unknown) outcomeLine(ctx, false, `${u.ref}: ${u.message}`);
@@ -393,8 +394,7 @@ async function runningRefusal(ctx: Context, targets: readonly Target[]): Promise
   const running = targets.filter(isRunning);
   if (running.length === 0 || has(ctx.args, 'yes')) return undefined;
   if (!process.stdin.isTTY)
-    return (t) =>
-      `not deleted: it is ${t.state}, and there is no terminal to confirm on (give --yes to delete running instances)`;
+    return (t) => `it is ${t.state}, and there is no terminal to confirm on (give --yes to delete running instances)`;
   const which =
     running.length === 1
       ? `instance ${running[0]!.name} (${running[0]!.id}) is ${running[0]!.state}: stop and delete it?`
@@ -403,7 +403,7 @@ async function runningRefusal(ctx: Context, targets: readonly Target[]): Promise
           .map((t) => t.name)
           .join(', ')}${running.length > 10 ? ', …' : ''}): stop and delete them?`;
   const answer = await ask(`${which} [y/N] `);
-  return /^y(es)?$/i.test(answer.trim()) ? undefined : () => 'not deleted: not confirmed';
+  return /^y(es)?$/i.test(answer.trim()) ? undefined : () => 'not confirmed';
 }
 
 const FORMATS: Record<string, string> = {
