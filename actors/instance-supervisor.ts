@@ -9,7 +9,8 @@ import type { SettingsStore } from '../src/settings/settings-store.js';
 import type { Database } from '../src/storage/database.js';
 import { formatIso } from '../src/util/time.js';
 import { startedAtMs } from '../src/system/proc.js';
-import { ProcessUsage } from '../src/system/process-usage.js';
+import { ProcessUsage, type Usage } from '../src/system/process-usage.js';
+
 import type { BootService } from './boot-services.js';
 import { InstanceCatalogue, type Applied, type ConfigReplaced } from './instance-catalogue.js';
 import type { TunnelConfig } from '../src/config/tunnel-config.js';
@@ -17,6 +18,9 @@ import { InstanceLifecycle, type InstanceState, type RunInfo } from './instance-
 import type { InstanceLogs } from './instance-logs.js';
 import type { TunnelRunner } from './process-runner.js';
 import { TunnelStatus } from './tunnel-status.js';
+
+/** How often the list reads the running tunnels' CPU and memory from /proc. */
+const USAGE_EVERY_MS = 5000;
 
 export type { CreateInstance, SystemConfigChange } from './instance-catalogue.js';
 export type { InstanceState, InstanceStateChange } from './instance-lifecycle.js';
@@ -83,6 +87,7 @@ export class InstanceSupervisor {
     { version: string; parts: Array<{ open: string; started: number | null; pid: number | null }> } | undefined;
   /** CPU and memory of the running tunnels, for the list. */
   private readonly usage = new ProcessUsage();
+  private usageCache: { at: number; byPid: Map<number, Usage> } | undefined;
   /** The list as the API serves it, uptimes included: built at most once a second. */
   private listed: { second: number; json: string; count: number } | undefined;
   private readonly settingsSub: { unsubscribe(): void };
@@ -271,8 +276,10 @@ export class InstanceSupervisor {
     }
     const second = Math.floor(now / 1000);
     if (this.listed?.second !== second) {
-      // One read of /proc per running tunnel, at most once a second however often the list is asked for.
-      const usage = this.usage.of(this.entries.parts.flatMap(({ pid }) => (pid === null ? [] : [pid])));
+      const usage = this.usageOf(
+        this.entries.parts.flatMap(({ pid }) => (pid === null ? [] : [pid])),
+        now,
+      );
       const items = this.entries.parts.map(({ open, started, pid }) => {
         const used = pid === null ? undefined : usage.get(pid);
         const uptime = started === null ? '' : `,"uptimeSecs":${Math.max(0, Math.floor((now - started) / 1000))}`;
@@ -281,6 +288,17 @@ export class InstanceSupervisor {
       this.listed = { second, json: `[${items.join(',')}]`, count: items.length };
     }
     return this.listed;
+  }
+
+  /**
+   * CPU and memory of the running tunnels: one read of /proc per tunnel, at most every USAGE_EVERY_MS however often
+   * the list is asked for (sooner only for a tunnel not yet read), so a list polled every second stays cheap.
+   */
+  private usageOf(pids: number[], now: number): Map<number, Usage> {
+    const cached = this.usageCache;
+    if (!cached || now - cached.at >= USAGE_EVERY_MS || pids.some((pid) => !cached.byPid.has(pid)))
+      this.usageCache = { at: now, byPid: this.usage.of(pids) };
+    return this.usageCache!.byPid;
   }
 
   private async followStatus(id: number): Promise<void> {
