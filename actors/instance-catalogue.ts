@@ -16,6 +16,7 @@ import { AppError, badRequest, conflict, notFound } from '../src/errors.js';
 import { removeStaleTempFiles } from '../src/fs/atomic.js';
 import type { InstanceEnvStore } from '../src/instances/instance-env.js';
 import { nameInUse, type InstanceRecord, type InstanceStore } from '../src/instances/instance-store.js';
+import { changedLabels, type Labels } from '../src/instances/labels.js';
 import type { Logger } from '../src/log/logger.js';
 import type { SettingsStore } from '../src/settings/settings-store.js';
 import type { Database } from '../src/storage/database.js';
@@ -37,6 +38,7 @@ export interface CreateInstance {
   bootAtStart: boolean;
   runUser: string;
   additional: Record<string, unknown>;
+  labels?: Labels;
 }
 
 export interface ImportInstance {
@@ -47,6 +49,7 @@ export interface ImportInstance {
   format?: string;
   bootAtStart: boolean;
   runUser: string;
+  labels?: Labels;
 }
 
 export interface SystemConfigChange {
@@ -281,7 +284,7 @@ export class InstanceCatalogue {
    * file, its boot service. What its proxies hold on their server must be free on that server first.
    */
   private async register(
-    input: { name: string; bootAtStart: boolean; runUser: string },
+    input: { name: string; bootAtStart: boolean; runUser: string; labels?: Labels },
     owner: User,
     config: TunnelConfig,
   ): Promise<{ record: InstanceRecord; bootServiceError?: string }> {
@@ -297,7 +300,7 @@ export class InstanceCatalogue {
   }
 
   private async registerHeld(
-    input: { name: string; bootAtStart: boolean; runUser: string },
+    input: { name: string; bootAtStart: boolean; runUser: string; labels?: Labels },
     owner: User,
     config: TunnelConfig,
     claims: ServerClaims,
@@ -316,6 +319,7 @@ export class InstanceCatalogue {
       ownerId: owner.id,
       now: Date.now(),
       configPathOf: (id) => join(instancePath, `${serviceNameOf(id)}.toml`),
+      labels: changedLabels({}, input.labels ?? {}),
     });
     // The record, marked as a create in progress, is on disk before the file: its id is never handed out twice,
     // and a crash before the end is undone at the next start.
@@ -388,6 +392,8 @@ export class InstanceCatalogue {
     await this.logs.remove(record.id, { keepLog: !purgeLog });
     crashPoint('delete:files', record);
     this.store.delete(record.id);
+    // Again once the record is gone: a list built while the files were being removed still showed it.
+    this.version++;
     this.env.forget(record.id);
     this.claims?.delete(record.id);
     this.adminEndpoints?.delete(record.id);
@@ -426,6 +432,16 @@ export class InstanceCatalogue {
       // Names only: the values are secrets.
       this.log.info({ instanceID: id, names: Object.keys(changes) }, 'environment variables changed');
       return record;
+    });
+  }
+
+  /** Sets (a string) or removes (null) labels of the instance; checked by the caller (`checkLabels`). */
+  modifyLabels(id: number, changes: Readonly<Record<string, string | null>>): Promise<InstanceRecord> {
+    return this.modify(id, 'labels', async (record) => {
+      const updated = this.store.setLabels(id, changedLabels(record.labels, changes)) ?? record;
+      await this.db.persist();
+      this.version++;
+      return updated;
     });
   }
 

@@ -587,6 +587,7 @@ export class InstanceLifecycle {
           ref,
           ok: false,
           conflict: false,
+          unchanged: false,
           message: `had no outcome within ${limitMs} ms`,
         });
       }, limitMs);

@@ -9,6 +9,8 @@ import type { SettingsStore } from '../src/settings/settings-store.js';
 import type { Database } from '../src/storage/database.js';
 import { formatIso } from '../src/util/time.js';
 import { startedAtMs } from '../src/system/proc.js';
+import { ProcessUsage, type Usage } from '../src/system/process-usage.js';
+
 import type { BootService } from './boot-services.js';
 import { InstanceCatalogue, type Applied, type ConfigReplaced } from './instance-catalogue.js';
 import type { TunnelConfig } from '../src/config/tunnel-config.js';
@@ -16,6 +18,9 @@ import { InstanceLifecycle, type InstanceState, type RunInfo } from './instance-
 import type { InstanceLogs } from './instance-logs.js';
 import type { TunnelRunner } from './process-runner.js';
 import { TunnelStatus } from './tunnel-status.js';
+
+/** How often the list reads the running tunnels' CPU and memory from /proc. */
+const USAGE_EVERY_MS = 5000;
 
 export type { CreateInstance, SystemConfigChange } from './instance-catalogue.js';
 export type { InstanceState, InstanceStateChange } from './instance-lifecycle.js';
@@ -48,6 +53,8 @@ export interface CommandResult {
   ok: boolean;
   /** The state it is in now; null for an id that names no instance. */
   state: InstanceState | null;
+  /** It was already as asked (started while running, stopped while stopped): ok, and nothing was done. */
+  unchanged: boolean;
   message: string;
 }
 
@@ -76,7 +83,11 @@ export class InstanceSupervisor {
   readonly lifecycle: InstanceLifecycle;
   readonly catalogue: InstanceCatalogue;
   /** The list's entries as JSON without their uptimes, built once per change of what they show. */
-  private entries: { version: string; parts: Array<{ open: string; started: number | null }> } | undefined;
+  private entries:
+    { version: string; parts: Array<{ open: string; started: number | null; pid: number | null }> } | undefined;
+  /** CPU and memory of the running tunnels, for the list. */
+  private readonly usage = new ProcessUsage();
+  private usageCache: { at: number; byPid: Map<number, Usage> } | undefined;
   /** The list as the API serves it, uptimes included: built at most once a second. */
   private listed: { second: number; json: string; count: number } | undefined;
   private readonly settingsSub: { unsubscribe(): void };
@@ -183,7 +194,10 @@ export class InstanceSupervisor {
         try {
           const done = await this.command(id, command);
           const name = this.catalogue.nameOf(id);
-          return { instanceID: id, name, ok: done.ok, state: this.lifecycle.stateOf(id), message: done.message };
+          // Of many, one already as asked is done (a start of all never fails on the ones that run).
+          const ok = done.ok || done.unchanged;
+          const state = this.lifecycle.stateOf(id);
+          return { instanceID: id, name, ok, state, unchanged: done.unchanged, message: done.message };
         } catch (err) {
           const known = this.catalogue.exists(id);
           return {
@@ -191,6 +205,7 @@ export class InstanceSupervisor {
             name: this.catalogue.nameOf(id) || null,
             ok: false,
             state: known ? this.lifecycle.stateOf(id) : null,
+            unchanged: false,
             message: (err as Error).message,
           };
         }
@@ -246,25 +261,44 @@ export class InstanceSupervisor {
             name: view.record.name,
             createdAt: createdAtOf(view.record),
             createdBy: view.record.createdBy,
+            bootAtStart: view.record.bootAtStart,
+            labels: view.record.labels,
             isRunning: view.state === 'running',
             state: view.state,
             ...fields,
             ...this.statusFields(view.record.id),
           });
           const started = fields.startedAt === undefined ? null : Date.parse(fields.startedAt);
-          return { open: entry.slice(0, -1), started };
+          return { open: entry.slice(0, -1), started, pid: view.state === 'running' ? fields.pid : null };
         }),
       };
       this.listed = undefined;
     }
     const second = Math.floor(now / 1000);
     if (this.listed?.second !== second) {
-      const items = this.entries.parts.map(({ open, started }) =>
-        started === null ? `${open}}` : `${open},"uptimeSecs":${Math.max(0, Math.floor((now - started) / 1000))}}`,
+      const usage = this.usageOf(
+        this.entries.parts.flatMap(({ pid }) => (pid === null ? [] : [pid])),
+        now,
       );
+      const items = this.entries.parts.map(({ open, started, pid }) => {
+        const used = pid === null ? undefined : usage.get(pid);
+        const uptime = started === null ? '' : `,"uptimeSecs":${Math.max(0, Math.floor((now - started) / 1000))}`;
+        return `${open}${uptime}${used ? `,"cpuPercent":${used.cpuPercent},"rssBytes":${used.rssBytes}` : ''}}`;
+      });
       this.listed = { second, json: `[${items.join(',')}]`, count: items.length };
     }
     return this.listed;
+  }
+
+  /**
+   * CPU and memory of the running tunnels: one read of /proc per tunnel, at most every USAGE_EVERY_MS however often
+   * the list is asked for (sooner only for a tunnel not yet read), so a list polled every second stays cheap.
+   */
+  private usageOf(pids: number[], now: number): Map<number, Usage> {
+    const cached = this.usageCache;
+    if (!cached || now - cached.at >= USAGE_EVERY_MS || pids.some((pid) => !cached.byPid.has(pid)))
+      this.usageCache = { at: now, byPid: this.usage.of(pids) };
+    return this.usageCache!.byPid;
   }
 
   private async followStatus(id: number): Promise<void> {

@@ -111,6 +111,8 @@ export interface CommandDone {
   ok: boolean;
   /** A refusal because of the current state (start while running), as opposed to a failure. */
   conflict: boolean;
+  /** It was already as the command asks (start while running, stop while stopped): nothing was done. */
+  unchanged: boolean;
   message: string;
 }
 
@@ -229,12 +231,13 @@ export const instanceMachine = setup({
     awaitRespawn: assign({ awaitingRespawn: true }),
     clearRespawn: assign({ awaitingRespawn: false }),
     recordSpawnError: assign({ lastError: ({ event }) => errorMessage(event) }),
-    reply: emit(({ context }, params: { ok: boolean; message?: string; conflict?: boolean }) => ({
+    reply: emit(({ context }, params: { ok: boolean; message?: string; conflict?: boolean; unchanged?: boolean }) => ({
       type: 'commandDone' as const,
       command: context.command ?? 'start',
       ref: context.ref,
       ok: params.ok,
       conflict: params.conflict ?? false,
+      unchanged: params.unchanged ?? false,
       message: params.message ?? PAST[context.command ?? 'start'],
     })),
     replyExit: emit(({ context, event }) => ({
@@ -243,6 +246,7 @@ export const instanceMachine = setup({
       ref: context.ref,
       ok: false,
       conflict: false,
+      unchanged: false,
       message: `the tunnel ${event.type === 'EXITED' ? describeExit(event.exit) : 'ended'} before it was up for ${
         context.timing.startMs
       } ms`,
@@ -253,6 +257,7 @@ export const instanceMachine = setup({
       ref: context.ref,
       ok: false,
       conflict: false,
+      unchanged: false,
       message: errorMessage(event),
     })),
     /** A command that arrives while another one waits for its outcome is answered at once: it never waits unseen. */
@@ -262,6 +267,7 @@ export const instanceMachine = setup({
       ref: (event as CommandEvent).ref ?? 0,
       ok: false,
       conflict: true,
+      unchanged: false,
       message: `busy: a ${context.command ?? 'command'} is in progress`,
     })),
   },
@@ -331,7 +337,7 @@ export const instanceMachine = setup({
         STOP: {
           actions: [
             'acceptCommand',
-            { type: 'reply', params: { ok: true, message: 'already stopped' } },
+            { type: 'reply', params: { ok: true, unchanged: true, message: 'already stopped' } },
             'clearCommand',
           ],
         },
@@ -464,7 +470,7 @@ export const instanceMachine = setup({
         START: {
           actions: [
             'acceptCommand',
-            { type: 'reply', params: { ok: false, conflict: true, message: 'already running' } },
+            { type: 'reply', params: { ok: false, conflict: true, unchanged: true, message: 'already running' } },
             'clearCommand',
           ],
         },
@@ -549,7 +555,7 @@ export const instanceMachine = setup({
         STOP: {
           actions: [
             'acceptCommand',
-            { type: 'reply', params: { ok: true, message: 'already stopped (it had failed)' } },
+            { type: 'reply', params: { ok: true, unchanged: true, message: 'already stopped (it had failed)' } },
             'clearCommand',
           ],
         },

@@ -158,6 +158,7 @@ function failure(status: number, message: string, credential: string | undefined
     return new CliError(EXIT.unauthorised, `${message} (${hint})`);
   }
   if (status === 403) return new CliError(EXIT.unauthorised, message);
-  if (status === 429 && retryAfter) return new CliError(EXIT.failed, `${message} (retry in ${retryAfter} s)`, status);
+  if (status === 429 && retryAfter)
+    return new CliError(EXIT.failed, `${message} (retry in ${retryAfter} s)`, status, Number(retryAfter) || undefined);
   return new CliError(EXIT.failed, message, status);
 }

@@ -1,26 +1,33 @@
 import { readFile } from 'node:fs/promises';
 import { basename, extname } from 'node:path';
 import { writeFileAtomic } from '../fs/atomic.js';
-import { ApiClient, type StreamEnd } from './api.js';
-import { countFlag, flag, has, keyValues, parseArgs } from './args.js';
+import { ApiClient } from './api.js';
+import { endOfStream, stopOnSignal } from './streams.js';
+import { flag, has, keyValues, parseArgs } from './args.js';
 import { outcomeLine, print, type Command, type Context, type Io } from './command.js';
 import { configDir, Credentials } from './credentials.js';
 import { EDIT_COMMANDS } from './edit-commands.js';
 import { CliError, EXIT, usageError, type ExitCode } from './errors.js';
 import {
   ID_FLAG,
+  LABEL_FLAG,
   listInstances,
   onlyInstance,
   resolveAll,
-  resolveInstances,
+  selected,
+  selects,
   type Listed,
+  type Resolved,
   type Target,
 } from './instance-refs.js';
+import { label, newLabels } from './label-command.js';
+import { logs } from './logs-command.js';
 import { doctor } from './doctor.js';
 import { keys, loginWithKey } from './key-commands.js';
 import { ask } from './prompt.js';
 import { proxyTable, visitorTable } from './proxy-tables.js';
-import { STATE_COLOURS, forTerminal, logLine, paint, shortDuration, table } from './render.js';
+import { STATE_COLOURS, forTerminal, paint, shortBytes, shortDuration, table } from './render.js';
+import { SELECTION_USAGE } from './instance-refs.js';
 
 export type { Io } from './command.js';
 
@@ -32,29 +39,48 @@ function proxiesCell(i: Listed): string {
 }
 
 function instanceTable(ctx: Context, list: Listed[]): string {
+  const withLabels = list.some((i) => Object.keys(i.labels ?? {}).length > 0);
   const rows = list.map((i) => [
     String(i.instanceID),
     i.name,
     i.state,
+    i.bootAtStart ? 'yes' : 'no',
     i.pid === null ? '-' : String(i.pid),
     i.uptimeSecs === undefined ? '-' : shortDuration(i.uptimeSecs),
+    i.cpuPercent === undefined ? '-' : `${i.cpuPercent.toFixed(1)}%`,
+    i.rssBytes === undefined ? '-' : shortBytes(i.rssBytes),
     String(i.restarts),
     proxiesCell(i),
+    ...(withLabels
+      ? [
+          Object.entries(i.labels ?? {})
+            .map(([k, v]) => `${k}=${v}`)
+            .join(',') || '-',
+        ]
+      : []),
   ]);
   return table(
-    ['id', 'name', 'state', 'pid', 'uptime', 'restarts', 'proxies'],
+    [
+      'id',
+      'name',
+      'state',
+      'boot',
+      'pid',
+      'uptime',
+      'cpu',
+      'mem',
+      'restarts',
+      'proxies',
+      ...(withLabels ? ['labels'] : []),
+    ],
     rows,
     (r, c) => (c === 2 ? STATE_COLOURS[list[r]!.state] : undefined),
     ctx.io.colour,
   );
 }
 
-/** Several instances: when none of them is known, that is the command's failure; else the unknown ones are reported with the rest. */
-async function someInstances(client: ApiClient, refs: string[], ids: string[]) {
-  const resolved = await resolveInstances(client, refs, ids);
-  if (resolved.found.length === 0) throw new CliError(EXIT.failed, resolved.unknown.map((u) => u.message).join('; '));
-  return resolved;
-}
+/** A message of several lines (a tunnel's last log lines) under its outcome line, indented. */
+const indented = (text: string) => text.replaceAll('\n', '\n    ');
 
 const login: Command = {
   usage: 'login [--url URL] [--user NAME] | login --key',
@@ -127,13 +153,25 @@ const whoami: Command = {
 };
 
 const ls: Command = {
-  usage: 'ls',
-  summary: 'every instance: state, pid, uptime, restarts, proxies up/total',
+  usage: `ls [${SELECTION_USAGE}]`,
+  summary:
+    "every instance, or those selected (a quoted pattern such as 'web-*', labels; several --label must all match): state, boot, pid, uptime, CPU, memory, restarts, proxies up/total, labels",
+  flags: [ID_FLAG, LABEL_FLAG],
   async run(ctx) {
     const list = await listInstances(await ctx.client());
-    if (ctx.json) print(ctx, list);
-    else if (list.length === 0) ctx.io.out('no instances\n');
-    else ctx.io.out(instanceTable(ctx, list));
+    let shown = list;
+    let unknown: Resolved['unknown'] = [];
+    if (selects(ctx.args)) {
+      const chosen = selected(ctx.args, list);
+      const ids = new Set(chosen.found.map((t) => t.id));
+      shown = list.filter((i) => ids.has(i.instanceID));
+      unknown = chosen.unknown;
+    }
+    if (ctx.json) print(ctx, shown);
+    else if (shown.length === 0) ctx.io.out('no instances\n');
+    else ctx.io.out(instanceTable(ctx, shown));
+    for (const u of unknown) ctx.io.err(`${u.ref}: ${u.message}\n`);
+    return unknown.length > 0 ? EXIT.failed : EXIT.ok;
   },
 };
 
@@ -161,84 +199,50 @@ const status: Command = {
   },
 };
 
-const WANTED = { start: 'running', stop: 'stopped', restart: undefined } as const;
+/** How one instance of a command on many went, as the server says: `ok`/`failed` and what happened to it. */
+interface BulkResults {
+  ok: number;
+  failed: number;
+  results: Array<{ instanceID: number; name: string | null; ok: boolean; state: string | null; message: string }>;
+}
+
+/** Each instance's outcome line, then the server's summary (made of the same results); exit 1 when any failed. */
+function reportBulk(
+  ctx: Context,
+  command: string,
+  reply: { message: string; data: BulkResults },
+  unknown: Resolved['unknown'],
+): ExitCode {
+  const { message, data } = reply;
+  if (ctx.json) print(ctx, unknown.length > 0 ? { ...data, unknown } : data);
+  else {
+    for (const r of data.results) {
+      const failure = command === 'delete' ? 'not deleted' : `could not ${command}`;
+      const what = r.ok ? r.message : `${failure}: ${r.message}${r.state ? `; now ${r.state}` : ''}`;
+      outcomeLine(ctx, r.ok, `${r.name ?? r.instanceID} (${r.instanceID}): ${indented(what)}`);
+    }
+    for (const u of unknown) outcomeLine(ctx, false, `${u.ref}: ${u.message}`);
+    ctx.io.out(`${message}\n`);
+  }
+  return data.failed === 0 && unknown.length === 0 ? EXIT.ok : EXIT.failed;
+}
 
 function lifecycle(command: 'start' | 'stop' | 'restart'): Command {
   return {
-    usage: `${command} <name|#id>... [--id ID]... | --all`,
-    summary: `${command} instances (one request for all of them)`,
-    flags: [{ name: 'all' }, ID_FLAG],
+    usage: `${command} ${SELECTION_USAGE} | --all`,
+    summary: `${command} instances: those named or matched, or every one (one request for all of them)`,
+    flags: [{ name: 'all' }, ID_FLAG, LABEL_FLAG],
     async run(ctx) {
       const all = has(ctx.args, 'all');
-      const ids = ctx.args.flags.get('id') ?? [];
-      if (all === ctx.args.positional.length + ids.length > 0)
-        throw usageError(`${command} needs instance names or ids, or --all`);
+      if (all === selects(ctx.args))
+        throw usageError(`${command} needs instance names, ids, patterns or labels, or --all`);
       const client = await ctx.client();
-      const { found, unknown } = all
-        ? { found: [], unknown: [] }
-        : await someInstances(client, ctx.args.positional, ids);
+      const { found, unknown } = all ? { found: [], unknown: [] } : selected(ctx.args, await listInstances(client));
       const target = all ? { all: true } : { instanceIDs: found.map((t) => t.id) };
-      const { message, data } = await client.post<{
-        results: Array<{ instanceID: number; name: string | null; ok: boolean; state: string | null; message: string }>;
-      }>(`/tunnelAct/instanceMgr/${command}`, target);
-      // Starting what already runs (stopping what is stopped) leaves it as asked: not a failure for a script.
-      const settled = (r: (typeof data.results)[number]) => r.ok || (r.state !== null && r.state === WANTED[command]);
-      if (ctx.json) print(ctx, unknown.length > 0 ? { ...data, unknown } : data);
-      else {
-        for (const r of data.results) {
-          const line = `${r.name ?? r.instanceID} (${r.instanceID}): ${r.message}${r.state && r.state !== r.message ? `, now ${r.state}` : ''}`;
-          outcomeLine(ctx, settled(r), line);
-        }
-        for (const u of unknown) outcomeLine(ctx, false, `${u.ref}: ${u.message}`);
-        ctx.io.out(`${message}\n`);
-      }
-      return data.results.every(settled) && unknown.length === 0 ? EXIT.ok : EXIT.failed;
+      const reply = await client.post<BulkResults>(`/tunnelAct/instanceMgr/${command}`, target);
+      return reportBulk(ctx, command, reply, unknown);
     },
   };
-}
-
-interface LogEntry {
-  level: string | number;
-  content: string;
-  timestamp: string;
-}
-
-const logs: Command = {
-  usage: 'logs [-f] [-n N] <name|#id> | --system',
-  summary: "an instance's log (the last N lines, then new ones with -f), or the daemon's own with --system",
-  flags: [{ name: 'follow', short: 'f' }, { name: 'lines', short: 'n', value: true }, { name: 'system' }, ID_FLAG],
-  async run(ctx) {
-    const client = await ctx.client();
-    const follow = has(ctx.args, 'follow');
-    const lines = countFlag(ctx.args, 'lines', 20);
-    let path = '/system/getLogs';
-    const query: Record<string, string | number> = { lines, follow: follow ? 1 : 0 };
-    if (has(ctx.args, 'system')) {
-      if (ctx.args.positional.length > 0) throw usageError('--system takes no instance');
-    } else {
-      path = '/tunnelAct/instanceMgr/logs';
-      query.instanceID = (await onlyInstance(client, ctx.args)).id;
-    }
-    const stream = client.stream(path, query, (message) => {
-      const entry = message as LogEntry;
-      if (ctx.json) return ctx.io.out(`${JSON.stringify(entry)}\n`);
-      ctx.io.out(`${logLine(entry, ctx.io.colour)}\n`);
-    });
-    stopOnSignal(stream.stop);
-    const end = await stream.ended;
-    return endOfStream(ctx, end, follow);
-  },
-};
-
-/** Ctrl-C ends a followed stream cleanly. */
-function stopOnSignal(stop: () => void): void {
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, stop);
-}
-
-function endOfStream(ctx: Context, end: StreamEnd, follow: boolean): ExitCode {
-  if (end.code === 1000 || end.code === 1005 || !follow) return EXIT.ok;
-  ctx.io.err(`stream ended: ${end.reason || `code ${end.code}`}\n`);
-  return end.code === 4401 || end.code === 4403 ? EXIT.unauthorised : EXIT.failed;
 }
 
 /** What frpc reports of an instance, in a few words: `connected, proxies 2/3 running`. */
@@ -305,17 +309,20 @@ const proxies: Command = {
 };
 
 const create: Command = {
-  usage: 'create <name> --server HOST:PORT [--auth-method token|oidc] [--set KEY=VALUE]... [--boot] [--run-user USER]',
+  usage:
+    'create <name> --server HOST:PORT [--auth-method token|oidc] [--set KEY=VALUE]... [--label KEY=VALUE]... [--boot] [--run-user USER]',
   summary: 'a new instance (config keys through --set, e.g. --set auth.token=...)',
   flags: [
     { name: 'server', value: true },
     { name: 'auth-method', value: true },
     { name: 'set', value: true, repeat: true },
+    LABEL_FLAG,
     { name: 'boot' },
     { name: 'run-user', value: true },
   ],
   async run(ctx) {
     const [name, ...extra] = ctx.args.positional;
+    const labels = newLabels(ctx.args.flags.get('label') ?? []);
     if (!name || extra.length > 0) throw usageError('create takes one name');
     const server = flag(ctx.args, 'server');
     const match = server?.match(/^(.+):(\d{1,5})$/);
@@ -331,6 +338,7 @@ const create: Command = {
       bootAtStart: has(ctx.args, 'boot'),
       ...(flag(ctx.args, 'run-user') ? { runUser: flag(ctx.args, 'run-user') } : {}),
       additionalProperties: keyValues(ctx.args.flags.get('set') ?? [], '--set'),
+      ...(labels ? { labels } : {}),
     });
     if (ctx.json) print(ctx, data);
     else ctx.io.out(`${message} (id ${data.instanceID})\n`);
@@ -338,49 +346,55 @@ const create: Command = {
 };
 
 const rm: Command = {
-  usage: 'rm <name|#id>... [--id ID]... [--yes] [--purge]',
+  usage: `rm ${SELECTION_USAGE} [--yes] [--purge]`,
   summary:
-    'delete instances: stop them, remove their files and boot services (a running one is asked about unless --yes; the log is kept unless --purge)',
-  flags: [{ name: 'yes', short: 'y' }, { name: 'purge' }, ID_FLAG],
+    'delete instances, in one request: stop them, remove their files and boot services (running ones are asked about unless --yes; the log is kept unless --purge)',
+  flags: [{ name: 'yes', short: 'y' }, { name: 'purge' }, ID_FLAG, LABEL_FLAG],
   async run(ctx) {
-    const ids = ctx.args.flags.get('id') ?? [];
-    if (ctx.args.positional.length + ids.length === 0) throw usageError('rm needs instance names or ids');
+    if (!selects(ctx.args)) throw usageError('rm needs instance names, ids, patterns or labels');
     const client = await ctx.client();
-    const { found, unknown } = await someInstances(client, ctx.args.positional, ids);
-    const results: Array<{ ref: string; instanceID?: number; ok: boolean; message: string }> = [];
-    for (const target of found) {
-      const refusal = await runningRefusal(ctx, target);
-      if (refusal) {
-        results.push({ ref: target.name, instanceID: target.id, ok: false, message: refusal });
-        continue;
-      }
-      try {
-        const { message } = await client.post('/tunnelAct/instanceMgr/delete', {
-          instanceID: String(target.id),
-          ...(has(ctx.args, 'purge') ? { purge: true } : {}),
-        });
-        results.push({ ref: target.name, instanceID: target.id, ok: true, message });
-      } catch (err) {
-        if (!(err instanceof CliError) || err.exitCode !== EXIT.failed) throw err;
-        results.push({ ref: target.name, instanceID: target.id, ok: false, message: err.message });
-      }
-    }
-    for (const u of unknown) results.push({ ref: u.ref, ok: false, message: u.message });
-    if (ctx.json) print(ctx, results);
-    else
-      for (const r of results)
-        outcomeLine(ctx, r.ok, `${r.ref}${r.instanceID === undefined ? '' : ` (${r.instanceID})`}: ${r.message}`);
-    return results.every((r) => r.ok) ? EXIT.ok : EXIT.failed;
+    const { found, unknown } = selected(ctx.args, await listInstances(client));
+    const refusal = await runningRefusal(ctx, found);
+    const refused = refusal ? found.filter(isRunning) : [];
+    const deleted = found.filter((t) => !refused.includes(t));
+    const none = { message: 'delete: nothing to delete', data: { ok: 0, failed: 0, results: [] } as BulkResults };
+    const reply =
+      deleted.length === 0
+        ? none
+        : await client.post<BulkResults>('/tunnelAct/instanceMgr/delete', {
+            instanceIDs: deleted.map((t) => t.id),
+            ...(has(ctx.args, 'purge') ? { purge: true } : {}),
+          });
+    // Those not confirmed are this command's failures, reported as the server reports its own.
+    const results = [
+      ...reply.data.results,
+      ...refused.map((t) => ({ instanceID: t.id, name: t.name, ok: false, state: null, message: refusal!(t) })),
+    ];
+    const data = { ...reply.data, failed: reply.data.failed + refused.length, results };
+    return reportBulk(ctx, 'delete', { message: reply.message, data }, unknown);
   },
 };
 
-/** Why a running instance is not deleted: not confirmed (asked on a terminal), or no terminal to ask on and no --yes. */
-async function runningRefusal(ctx: Context, target: Target): Promise<string | undefined> {
-  if (target.state === 'stopped' || target.state === 'failed' || has(ctx.args, 'yes')) return undefined;
+const isRunning = (t: Target) => t.state !== 'stopped' && t.state !== 'failed';
+
+/**
+ * Why the running instances among `targets` are not deleted: not confirmed (asked once for all of them, on a
+ * terminal), or no terminal to ask on and no --yes; undefined when they may be.
+ */
+async function runningRefusal(ctx: Context, targets: readonly Target[]): Promise<((t: Target) => string) | undefined> {
+  const running = targets.filter(isRunning);
+  if (running.length === 0 || has(ctx.args, 'yes')) return undefined;
   if (!process.stdin.isTTY)
-    return `not deleted: it is ${target.state}, and there is no terminal to confirm on (give --yes to delete running instances)`;
-  const answer = await ask(`instance ${target.name} (${target.id}) is ${target.state}: stop and delete it? [y/N] `);
-  return /^y(es)?$/i.test(answer.trim()) ? undefined : 'not deleted: not confirmed';
+    return (t) => `it is ${t.state}, and there is no terminal to confirm on (give --yes to delete running instances)`;
+  const which =
+    running.length === 1
+      ? `instance ${running[0]!.name} (${running[0]!.id}) is ${running[0]!.state}: stop and delete it?`
+      : `${running.length} instances are running (${running
+          .slice(0, 10)
+          .map((t) => t.name)
+          .join(', ')}${running.length > 10 ? ', …' : ''}): stop and delete them?`;
+  const answer = await ask(`${which} [y/N] `);
+  return /^y(es)?$/i.test(answer.trim()) ? undefined : () => 'not confirmed';
 }
 
 const FORMATS: Record<string, string> = {
@@ -392,17 +406,19 @@ const FORMATS: Record<string, string> = {
 };
 
 const importCommand: Command = {
-  usage: 'import <file> [--name NAME] [--format toml|ini|yaml|json] [--boot] [--run-user USER]',
+  usage: 'import <file> [--name NAME] [--format toml|ini|yaml|json] [--label KEY=VALUE]... [--boot] [--run-user USER]',
   summary: 'an existing frpc config file as a new instance (name from the file name unless given)',
   flags: [
     { name: 'name', value: true },
     { name: 'format', value: true },
+    LABEL_FLAG,
     { name: 'boot' },
     { name: 'run-user', value: true },
   ],
   async run(ctx) {
     const [file, ...extra] = ctx.args.positional;
     if (!file || extra.length > 0) throw usageError('import takes one file');
+    const labels = newLabels(ctx.args.flags.get('label') ?? []);
     let content: string;
     try {
       content = await readFile(file, 'utf8');
@@ -419,6 +435,7 @@ const importCommand: Command = {
       name,
       content,
       ...(format ? { format } : {}),
+      ...(labels ? { labels } : {}),
       ...(has(ctx.args, 'boot') ? { bootAtStart: true } : {}),
       ...(flag(ctx.args, 'run-user') ? { runUser: flag(ctx.args, 'run-user') } : {}),
     });
@@ -518,6 +535,7 @@ export const CLIENT_COMMANDS: Record<string, Command> = {
   import: importCommand,
   export: exportCommand,
   ...EDIT_COMMANDS,
+  label,
   users,
   keys,
   settings,

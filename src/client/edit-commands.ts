@@ -16,7 +16,7 @@ import { paint } from './render.js';
 const MODIFY = '/tunnelAct/instanceMgr/modify';
 
 /** Sends one change of one instance and says how it went; a refusal is that instance's failure, not a crash. */
-async function change(
+export async function change(
   ctx: Context,
   target: Target,
   send: () => Promise<Reply<Record<string, unknown>>>,

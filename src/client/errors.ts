@@ -16,6 +16,8 @@ export class CliError extends Error {
     message: string,
     /** The HTTP status of a refusal by the server, when it was one. */
     readonly status?: number,
+    /** For a 429, the seconds the server says to wait. */
+    readonly retryAfterSecs?: number,
   ) {
     super(message);
     this.name = 'CliError';

@@ -7,7 +7,7 @@ export function useColour(stream: NodeJS.WriteStream = process.stdout, env: Node
   return Boolean(stream.isTTY) && !env.NO_COLOR && env.TERM !== 'dumb';
 }
 
-const CODES = { red: 31, green: 32, yellow: 33, blue: 34, grey: 90, bold: 1 } as const;
+const CODES = { red: 31, green: 32, yellow: 33, blue: 34, magenta: 35, cyan: 36, grey: 90, bold: 1 } as const;
 export type Colour = keyof typeof CODES;
 
 /**
@@ -56,6 +56,21 @@ export function shortDuration(seconds: number): string {
   if (seconds < 86400) return `${Math.floor(seconds / 3600)}h`;
   return `${Math.floor(seconds / 86400)}D`;
 }
+
+/** Bytes as `ps`-like short text: 812K, 14.2M, 1.1G. */
+export function shortBytes(bytes: number): string {
+  const units = ['B', 'K', 'M', 'G', 'T'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${unit === 0 || value >= 100 ? Math.round(value) : value.toFixed(1)}${units[unit]}`;
+}
+
+/** One colour per instance when the lines of several are mixed (red is kept for errors). */
+export const INSTANCE_COLOURS: readonly Colour[] = ['cyan', 'magenta', 'blue', 'yellow', 'green'];
 
 export const STATE_COLOURS: Record<string, Colour> = {
   running: 'green',

@@ -286,6 +286,10 @@ const SCHEMAS: Record<string, Json> = {
     },
     { description: 'What every view of an instance shows of its process, beside its record.' },
   ),
+  Labels: mapOf(
+    'labels of the instance, key to value: a key is [prefix/]name (name 1-63 letters, digits, "-", "_", "." starting and ending with a letter or digit; prefix a DNS subdomain), a value empty or like a name; at most 64',
+    str(undefined, { maxLength: 63 }),
+  ),
   InstanceSummary: {
     allOf: [
       obj({
@@ -293,7 +297,14 @@ const SCHEMAS: Record<string, Json> = {
         name: str(),
         createdAt: dateTime(),
         createdBy: str('username of the creator'),
+        bootAtStart: bool('started at boot'),
+        labels: schema('Labels'),
         isRunning: bool('state is running'),
+        'cpuPercent?': num(
+          'while running: the share of one core its process used (100 = one core) since the previous list at least a second before, or since it started; read from /proc at most once a second',
+          { minimum: 0 },
+        ),
+        'rssBytes?': int('while running: its resident memory, from /proc', { minimum: 0 }),
       }),
       schema('InstanceRuntime'),
     ],
@@ -320,6 +331,7 @@ const SCHEMAS: Record<string, Json> = {
         isRunning: bool(),
         auth_method: str('auth.method of the config file'),
         bootAtStart: bool(),
+        labels: schema('Labels'),
         'runUser?': str('left out for a visitor while Visitor.ShowDetails hides details'),
         'configPath?': str('left out for a visitor while Visitor.ShowDetails hides details'),
         'serverAddr?': str('admin and superuser only'),
@@ -341,6 +353,7 @@ const SCHEMAS: Record<string, Json> = {
     }),
     'bootAtStart?': bool('start at boot (default false)'),
     'runUser?': str('operating-system user the tunnel runs as (default root)'),
+    'labels?': schema('Labels'),
     'additionalProperties?': mapOf(
       "frpc's top-level config keys, nested or dotted; an unknown key or a wrong type is a 400 naming it",
     ),
@@ -354,7 +367,7 @@ const SCHEMAS: Record<string, Json> = {
   ),
   InstanceCreated: {
     allOf: [
-      obj({ instanceID: int(), name: str(), configPath: str(), bootAtStart: bool() }),
+      obj({ instanceID: int(), name: str(), configPath: str(), bootAtStart: bool(), labels: schema('Labels') }),
       schema('BootServiceFailure'),
     ],
   },
@@ -388,6 +401,15 @@ const SCHEMAS: Record<string, Json> = {
           { minProperties: 1 },
         ),
       }),
+      obj({
+        instanceID: schema('Id'),
+        type: { const: 'labels' },
+        modifiedData: mapOf(
+          'label key to its new value, or null to remove it (the Labels rules); the others stay as they are',
+          { type: ['string', 'null'] },
+          { minProperties: 1 },
+        ),
+      }),
     ],
   },
   InstanceModified: {
@@ -415,6 +437,7 @@ const SCHEMAS: Record<string, Json> = {
         },
         { title: 'environment' },
       ),
+      obj({ instanceID: int(), labels: schema('Labels') }, { title: 'labels' }),
     ],
   },
   InstanceCommandRequest: {
@@ -430,16 +453,18 @@ const SCHEMAS: Record<string, Json> = {
   CommandResult: obj({
     instanceID: int(),
     name: str('null for an id that names no instance', { type: ['string', 'null'] }),
-    ok: bool(),
+    ok: bool('it succeeded, or it was already as asked'),
     state: {
       description: 'its state now; null for an id that names no instance',
       oneOf: [schema('InstanceState'), { type: 'null' }],
     },
-    message: str(),
+    unchanged: bool('it was already as asked (start of a running one, stop of a stopped one): ok, nothing done'),
+    message: str('what happened to it'),
   }),
   BulkCommandResult: obj({
-    ok: int('instances whose command succeeded'),
+    ok: int('instances whose command succeeded, those already as asked included'),
     failed: int('instances whose command failed'),
+    unchanged: int('of the ok ones, those already as asked'),
     results: arrayOf(schema('CommandResult')),
   }),
   CommandOutcome: {
@@ -452,6 +477,7 @@ const SCHEMAS: Record<string, Json> = {
     'format?': str('guessed from the content when omitted', { enum: CONFIG_FORMATS }),
     'bootAtStart?': bool('start at boot (default false)'),
     'runUser?': str('operating-system user the tunnel runs as (default root)'),
+    'labels?': schema('Labels'),
   }),
   InstanceImported: {
     allOf: [
@@ -463,6 +489,7 @@ const SCHEMAS: Record<string, Json> = {
         proxyCount: int('[[proxies]] imported', { minimum: 0 }),
         visitorCount: int('[[visitors]] imported', { minimum: 0 }),
         bootAtStart: bool(),
+        labels: schema('Labels'),
       }),
       schema('BootServiceFailure'),
     ],
@@ -1298,7 +1325,7 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
       tag: 'instances',
       summary: "Change an instance's config file, record or environment",
       description:
-        'configFile changes top-level frpc keys (a running tunnel is restarted to apply them); systemConfig changes name, bootAtStart and runUser (and the boot service: a failure still succeeds, with bootServiceError); environment sets write-only variables.',
+        'configFile changes top-level frpc keys (a running tunnel is restarted to apply them); systemConfig changes name, bootAtStart and runUser (and the boot service: a failure still succeeds, with bootServiceError); environment sets write-only variables; labels sets (a string) or removes (null) labels.',
       access: 'admin',
       body: schema('InstanceModifyRequest'),
       ok: ok('Modified', schema('InstanceModified')),

@@ -1,5 +1,6 @@
 import { conflict } from '../errors.js';
 import type { Database } from '../storage/database.js';
+import type { Labels } from './labels.js';
 
 export type DesiredState = 'running' | 'stopped';
 
@@ -29,7 +30,11 @@ export interface InstanceRecord {
   /** The watchdog (or the init system) gave it up: it stays failed until an operator starts it. */
   failed: boolean;
   lastExit: LastExit | null;
+  /** Keys sorted; frozen. */
+  labels: Labels;
 }
+
+const NO_LABELS: Labels = Object.freeze({});
 
 interface Row {
   id: number;
@@ -50,7 +55,7 @@ interface Row {
   last_exit_at: number | null;
 }
 
-const toRecord = (r: Row): InstanceRecord => ({
+const toRecord = (r: Row, labels: Labels = NO_LABELS): InstanceRecord => ({
   id: r.id,
   name: r.name,
   bootAtStart: r.boot_at_start === 1,
@@ -65,6 +70,7 @@ const toRecord = (r: Row): InstanceRecord => ({
   pending: r.pending,
   failed: r.failed === 1,
   lastExit: r.last_exit_at === null ? null : { code: r.last_exit_code, signal: r.last_exit_signal, at: r.last_exit_at },
+  labels,
 });
 
 /** The one answer to a name another instance has: callers check first; the database's own constraint says the same. */
@@ -89,8 +95,18 @@ export class InstanceStore {
   private readonly records = new Map<number, InstanceRecord>();
 
   constructor(private readonly db: Database) {
-    for (const row of db.all<Row>('SELECT * FROM instances ORDER BY id'))
-      this.records.set(row.id, Object.freeze(toRecord(row)));
+    const labels = new Map<number, Record<string, string>>();
+    for (const row of db.all<{ instance_id: number; key: string; value: string }>(
+      'SELECT * FROM instance_labels ORDER BY instance_id, key',
+    )) {
+      let of = labels.get(row.instance_id);
+      if (!of) labels.set(row.instance_id, (of = {}));
+      of[row.key] = row.value;
+    }
+    for (const row of db.all<Row>('SELECT * FROM instances ORDER BY id')) {
+      const own = labels.get(row.id);
+      this.records.set(row.id, Object.freeze(toRecord(row, own ? Object.freeze(own) : NO_LABELS)));
+    }
   }
 
   all(): InstanceRecord[] {
@@ -115,6 +131,7 @@ export class InstanceStore {
     ownerId: number;
     now: number;
     configPathOf: (id: number) => string;
+    labels?: Labels;
   }): InstanceRecord {
     naming(fields.name, () =>
       this.db.run(
@@ -126,6 +143,8 @@ export class InstanceStore {
     const id = this.db.lastInsertRowid();
     const configPath = fields.configPathOf(id);
     this.db.run('UPDATE instances SET config_path = ? WHERE id = ?', [configPath, id]);
+    const labels = fields.labels ?? NO_LABELS;
+    this.writeLabels(id, labels);
     const record: InstanceRecord = Object.freeze({
       id,
       name: fields.name,
@@ -141,6 +160,7 @@ export class InstanceStore {
       pending: 'create',
       failed: false,
       lastExit: null,
+      labels,
     });
     this.records.set(id, record);
     return record;
@@ -179,6 +199,20 @@ export class InstanceStore {
       Object.entries(fields).filter(([, v]) => v !== undefined),
     ) as Partial<InstanceRecord>;
     return this.replace(id, defined);
+  }
+
+  /** Replaces the instance's labels with `labels` (keys sorted, frozen: see `changedLabels`). */
+  setLabels(id: number, labels: Labels): InstanceRecord | undefined {
+    this.db.transaction(() => {
+      this.db.run('DELETE FROM instance_labels WHERE instance_id = ?', [id]);
+      this.writeLabels(id, labels);
+    });
+    return this.replace(id, { labels });
+  }
+
+  private writeLabels(id: number, labels: Labels): void {
+    for (const [key, value] of Object.entries(labels))
+      this.db.run('INSERT INTO instance_labels (instance_id, key, value) VALUES (?, ?, ?)', [id, key, value]);
   }
 
   setDesired(id: number, desired: DesiredState): void {

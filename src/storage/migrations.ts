@@ -97,4 +97,13 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE instances ADD COLUMN last_exit_signal TEXT;
   ALTER TABLE instances ADD COLUMN last_exit_at INTEGER;
   `,
+  // 8: labels of an instance (env=prod): what operators select instances by
+  `
+  CREATE TABLE instance_labels (
+    instance_id INTEGER NOT NULL REFERENCES instances(id) ON DELETE CASCADE,
+    key         TEXT    NOT NULL,
+    value       TEXT    NOT NULL,
+    PRIMARY KEY (instance_id, key)
+  );
+  `,
 ];

@@ -105,12 +105,12 @@ test('ls prints a table like pm2 ls, and --json the list the API serves', async 
   const table = await cli(['ls'], env);
   t.is(table.code, 0, table.stderr);
   const lines = table.stdout.trimEnd().split('\n');
-  t.regex(lines[0]!, /^id\s+name\s+state\s+pid\s+uptime\s+restarts\s+proxies$/);
+  t.regex(lines[0]!, /^id\s+name\s+state\s+boot\s+pid\s+uptime\s+cpu\s+mem\s+restarts\s+proxies$/);
   const rowOf = (name: string) => lines.find((line) => line.split(/\s+/)[1] === name)!.split(/\s+/);
   const pid = (await listOf()).find((i) => i.name === 'cli_ls_a').pid;
-  t.deepEqual(rowOf('cli_ls_a').slice(0, 4), [a.id, 'cli_ls_a', 'running', String(pid)]);
-  t.regex(rowOf('cli_ls_a')[4]!, /^\d+s$/);
-  t.deepEqual(rowOf('cli_ls_b').slice(0, 6), [b.id, 'cli_ls_b', 'stopped', '-', '-', '0']);
+  t.deepEqual(rowOf('cli_ls_a').slice(0, 5), [a.id, 'cli_ls_a', 'running', 'no', String(pid)]);
+  t.regex(rowOf('cli_ls_a')[5]!, /^\d+s$/);
+  t.deepEqual(rowOf('cli_ls_b').slice(0, 9), [b.id, 'cli_ls_b', 'stopped', 'no', '-', '-', '-', '-', '0']);
 
   const json = await cli(['ls', '--json'], env);
   t.is(json.code, 0, json.stderr);
@@ -142,7 +142,7 @@ test.serial('start and stop one instance by name, then every instance with --all
   const all = await cli(['start', '--all', '--json'], env);
   t.is(all.code, 0, all.stdout + all.stderr);
   const result = JSON.parse(all.stdout);
-  t.like(result, { ok: 1, failed: 1 }, 'the server counts the one already running as not started');
+  t.like(result, { ok: 2, failed: 0, unchanged: 1 }, 'the server counts the one already running as ok, unchanged');
   t.regex(all.stdout, /already running/);
   t.true((await listOf()).every((i) => i.state === 'running'));
 

@@ -262,7 +262,7 @@ test('create refuses a name of digits only; rm asks before deleting a running in
     first.stdout,
     /^failed\s+el_rm_running \(\d+\): not deleted: it is running, and there is no terminal to confirm on \(give --yes/m,
   );
-  t.regex(first.stdout, /^ok\s+el_rm_stopped \(\d+\): instance el_rm_stopped deleted; its log is kept/m);
+  t.regex(first.stdout, /^ok\s+el_rm_stopped \(\d+\): deleted; its log is kept/m);
   t.regex(first.stdout, /^failed\s+el_rm_nosuch: no instance named el_rm_nosuch$/m);
   t.is(await stateOf(running.id), 'running');
 

@@ -10,6 +10,7 @@ import { serviceNameOf } from '../../../actors/boot-services.js';
 import type { Command } from '../../../machines/instance.machine.js';
 import { hasRole } from '../../accounts/rules.js';
 import { AppError, badRequest, conflict, forbidden } from '../../errors.js';
+import { checkLabels } from '../../instances/labels.js';
 import { seesOnlyGuestView } from '../exposure.js';
 import { reply, replyWithSecrets } from '../envelope.js';
 import {
@@ -40,6 +41,12 @@ function objectField(fields: Fields, name: string, required: boolean): Fields | 
   return v as Fields;
 }
 
+/** `labels` of a create or an import: none when left out. */
+function optionalLabels(fields: Fields): Record<string, string> | undefined {
+  if (fields.labels === undefined || fields.labels === null) return undefined;
+  return checkLabels(fields.labels, 'labels') as Record<string, string>;
+}
+
 const isRunning = (view: InstanceView) => view.state === 'running';
 
 /** Only a superuser reads secrets in a config file. */
@@ -56,10 +63,21 @@ function bulkTargets(fields: Fields, everyId: () => number[]): number[] | undefi
   return fields.instanceIDs === undefined ? undefined : idList(fields, 'instanceIDs');
 }
 
-/** The reply to a command on many instances: how many went well, and how each went. */
+/**
+ * The reply to a command on many instances: how many went well (of them, how many were already as asked), how many
+ * failed, and how each went. The counts are the results': a client's summary is made of them.
+ */
 function replyMany(ctx: Context, command: string, results: CommandResult[]): void {
   const ok = results.filter((r) => r.ok).length;
-  reply(ctx, `${command}: ${ok} of ${results.length} instances ok`, { ok, failed: results.length - ok, results });
+  const unchanged = results.filter((r) => r.unchanged).length;
+  const failed = results.length - ok;
+  const already = unchanged > 0 ? ` (${unchanged} already ${command === 'start' ? 'running' : 'stopped'})` : '';
+  reply(ctx, `${command}: ${ok} of ${results.length} instances ok${already}, ${failed} failed`, {
+    ok,
+    failed,
+    unchanged,
+    results,
+  });
 }
 
 /** Runs a lifecycle command and says how it went: 409 for a refusal the state explains, 500 for a failure. */
@@ -87,6 +105,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
         bootAtStart: optionalBool(fields, 'bootAtStart') ?? false,
         runUser: optionalString(fields, 'runUser') || 'root',
         additional: objectField(fields, 'additionalProperties', false) ?? {},
+        labels: optionalLabels(fields),
       },
       ctx.state.auth.user,
     );
@@ -98,6 +117,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
         name: record.name,
         configPath: record.configPath,
         bootAtStart: record.bootAtStart,
+        labels: record.labels,
         ...(bootServiceError ? { bootServiceError, instanceName: record.name } : {}),
       },
     );
@@ -113,6 +133,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
         format: optionalString(fields, 'format'),
         bootAtStart: optionalBool(fields, 'bootAtStart') ?? false,
         runUser: optionalString(fields, 'runUser') || 'root',
+        labels: optionalLabels(fields),
       },
       ctx.state.auth.user,
     );
@@ -130,6 +151,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
         proxyCount: done.proxyCount,
         visitorCount: done.visitorCount,
         bootAtStart: record.bootAtStart,
+        labels: record.labels,
         ...(bootServiceError ? { bootServiceError, instanceName: record.name } : {}),
       },
     );
@@ -218,10 +240,11 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
         const name = supervisor.catalogue.nameOf(id) || null;
         try {
           await supervisor.catalogue.remove(id, { purgeLog: purge });
-          return { instanceID: id, name, ok: true, state: null, message: `deleted${kept}` };
+          const message = `deleted${purge ? ', its log too' : kept}`;
+          return { instanceID: id, name, ok: true, state: null, unchanged: false, message };
         } catch (err) {
           const state = supervisor.catalogue.exists(id) ? supervisor.lifecycle.stateOf(id) : null;
-          return { instanceID: id, name, ok: false, state, message: (err as Error).message };
+          return { instanceID: id, name, ok: false, state, unchanged: false, message: (err as Error).message };
         }
       }),
     );
@@ -266,8 +289,11 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
         instanceID: record.id,
         environment: supervisor.catalogue.environment(id),
       });
+    } else if (type === 'labels') {
+      const record = await supervisor.catalogue.modifyLabels(id, checkLabels(data, 'modifiedData', true));
+      reply(ctx, `labels of instance ${record.name} changed`, { instanceID: record.id, labels: record.labels });
     } else {
-      throw badRequest('type must be configFile, systemConfig or environment');
+      throw badRequest('type must be configFile, systemConfig, environment or labels');
     }
   });
 
@@ -319,6 +345,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
       isRunning: isRunning(view),
       auth_method: config.authMethod,
       bootAtStart: view.record.bootAtStart,
+      labels: view.record.labels,
       // A guest is not shown which local account runs it or where its file is.
       ...(guest ? {} : { runUser: view.record.runUser, configPath: view.record.configPath }),
       state: view.state,
