@@ -12,9 +12,11 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  */
 export async function standIn(): Promise<string> {
   const { execFileSync } = await import('node:child_process');
-  const { mkdtempSync } = await import('node:fs');
-  const { tmpdir } = await import('node:os');
-  const out = join(mkdtempSync(join(tmpdir(), 'tunnelward-stand-in-')), 'sleep-and-log');
+  const { mkdirSync } = await import('node:fs');
+  // Under the checkout (.cache, not in git), not /tmp: the daemon runs only programs that only root can change.
+  const dir = join(PACKAGE_ROOT, '.cache', 'bench');
+  mkdirSync(dir, { recursive: true, mode: 0o755 });
+  const out = join(dir, 'sleep-and-log');
   try {
     execFileSync('cc', ['-O2', '-o', out, join(PACKAGE_ROOT, 'bench', 'stand-ins', 'sleep-and-log.c')], {
       stdio: 'ignore',
