@@ -91,6 +91,11 @@ export const writes: Scenario = {
         value: performance.now() - t0,
         unit: 'ms',
       });
+      // Beside a start with nothing to apply: a clean stop leaves everything in the snapshot.
+      await daemon.stop();
+      const t1 = performance.now();
+      daemon = await BenchDaemon.start({ dataDir: daemon.dataDir });
+      rows.push({ metric: 'start-up after a clean stop (empty journal)', value: performance.now() - t1, unit: 'ms' });
     } finally {
       await daemon.stop();
       await daemon.remove();

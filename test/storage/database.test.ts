@@ -1,31 +1,17 @@
-import { copyFile, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import initSqlJs from 'sql.js';
 import { Database } from '../../src/storage/database.js';
 import { MIGRATIONS } from '../../src/storage/migrations.js';
 import { getMeta, PersistentCounter } from '../../src/storage/meta.js';
+import { crashCopy, openAsLeft } from '../helpers/database.js';
 import { tempDir } from '../helpers/daemon.js';
 
 async function fresh(t: { teardown: (fn: () => Promise<void>) => void }) {
   const dir = await tempDir('tunnelward-db-');
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   return join(dir, 'tunnelward.db');
-}
-
-/** The files of the database as a crash would leave them now (snapshot and journal), copied; returns the copy's path. */
-async function crashCopy(t: { teardown: (fn: () => Promise<void>) => void }, path: string): Promise<string> {
-  const copy = await fresh(t);
-  await copyFile(path, copy);
-  await copyFile(`${path}.journal`, `${copy}.journal`).catch(() => {});
-  return copy;
-}
-
-/** The database as a crash would leave it, opened. */
-async function afterCrash(t: { teardown: (fn: () => Promise<void>) => void }, path: string): Promise<Database> {
-  const db = await Database.open(await crashCopy(t, path));
-  t.teardown(() => db.close());
-  return db;
 }
 
 const keys = (db: Database) => db.all<{ key: string }>("SELECT key FROM meta WHERE key LIKE 'k%' ORDER BY key");
@@ -60,7 +46,7 @@ test('group commit: a burst of changes shares a few writes, and every acknowledg
   t.true(used <= 3, `${used} writes for 200 changes`);
   // Read the files as a crash would leave them: without closing the database.
   t.is(
-    (await afterCrash(t, path)).get<{ n: number }>('SELECT COUNT(*) AS n FROM meta WHERE key LIKE ?', ['k%'])!.n,
+    (await openAsLeft(path, t)).get<{ n: number }>('SELECT COUNT(*) AS n FROM meta WHERE key LIKE ?', ['k%'])!.n,
     200,
   );
   await db.close();
@@ -74,7 +60,7 @@ test('persist after a change made during a write waits for the next write', asyn
   db.run("INSERT INTO meta (key, value) VALUES ('kb', '2')");
   const second = db.persist();
   await Promise.all([first, second]);
-  t.deepEqual(keys(await afterCrash(t, path)), [{ key: 'ka' }, { key: 'kb' }]);
+  t.deepEqual(keys(await openAsLeft(path, t)), [{ key: 'ka' }, { key: 'kb' }]);
   await db.close();
 });
 
@@ -178,7 +164,7 @@ test('a change is appended to the journal, not written as a whole snapshot, unti
   const journal = (await stat(`${path}.journal`)).size;
   t.true(journal > 20 * 100 && journal < 20 * 400, `${journal} bytes of journal for 20 changes of ~150 bytes`);
   t.is((await stat(path)).size, snapshot, 'the snapshot is untouched');
-  t.deepEqual(keys(await afterCrash(t, path)).length, 20);
+  t.deepEqual(keys(await openAsLeft(path, t)).length, 20);
 
   for (let i = 20; i < 200; i++) {
     db.run('INSERT INTO meta (key, value) VALUES (?, ?)', [`k${i}`, 'x'.repeat(100)]);
@@ -186,7 +172,7 @@ test('a change is appended to the journal, not written as a whole snapshot, unti
   }
   t.true(db.stats.snapshots > snapshots, 'past its size the journal is folded into a snapshot');
   t.true((await stat(`${path}.journal`)).size < 16 * 1024 + 400);
-  t.is(keys(await afterCrash(t, path)).length, 200);
+  t.is(keys(await openAsLeft(path, t)).length, 200);
   await db.close();
   t.is((await stat(`${path}.journal`)).size, 0, 'a close leaves everything in the snapshot');
   const SQL = await initSqlJs();
@@ -248,7 +234,7 @@ test('applying the journal again gives exactly the same rows: ids, cascades, cou
     d
       .all<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
       .map(({ name }) => [name, d.all(`SELECT * FROM "${name}" ORDER BY rowid`)]);
-  const again = await afterCrash(t, path);
+  const again = await openAsLeft(path, t);
   t.true(again.recovered.records >= 2);
   t.deepEqual(dump(again), dump(db));
   t.deepEqual(again.get('SELECT id, config_path FROM instances'), { id: 41, config_path: '/tunnel_41.toml' });
@@ -267,7 +253,7 @@ test('a rolled-back transaction leaves nothing in the journal', async (t) => {
   );
   db.transaction(() => db.run("INSERT INTO meta (key, value) VALUES ('kc', '1')"));
   await db.persist();
-  t.deepEqual(keys(await afterCrash(t, path)), [{ key: 'ka' }, { key: 'kc' }]);
+  t.deepEqual(keys(await openAsLeft(path, t)), [{ key: 'ka' }, { key: 'kc' }]);
   await db.close();
 });
 
@@ -288,7 +274,7 @@ for (const [damage, spoil] of [
     db.run("INSERT INTO meta (key, value) VALUES ('kb', '1')");
     await db.persist();
     const last = (await readFile(`${live}.journal`)).subarray(before.length);
-    const path = await crashCopy(t, live);
+    const path = await crashCopy(live, t);
     await db.close();
     // The journal as the crash left it: the first record whole, the second not.
     await writeFile(`${path}.journal`, Buffer.concat([before, spoil(last)]));
@@ -298,7 +284,7 @@ for (const [damage, spoil] of [
     t.is((await stat(`${path}.journal`)).size, before.length, 'the damaged tail is cut off');
     reopened.run("INSERT INTO meta (key, value) VALUES ('kc', '1')");
     await reopened.persist();
-    t.deepEqual(keys(await afterCrash(t, path)), [{ key: 'ka' }, { key: 'kc' }]);
+    t.deepEqual(keys(await openAsLeft(path, t)), [{ key: 'ka' }, { key: 'kc' }]);
     await reopened.close();
   });
 }
@@ -319,7 +305,7 @@ test('records the snapshot already holds are not applied again (a crash between 
   t.is(reopened.recovered.records, 0);
   reopened.run("INSERT INTO meta (key, value) VALUES ('kc', '1')");
   await reopened.persist();
-  t.deepEqual(keys(await afterCrash(t, path)), [{ key: 'ka' }, { key: 'kb' }, { key: 'kc' }]);
+  t.deepEqual(keys(await openAsLeft(path, t)), [{ key: 'ka' }, { key: 'kb' }, { key: 'kc' }]);
   await reopened.close();
 });
 
@@ -360,7 +346,7 @@ test('a journal that cannot be written fails the write, and the next writes are 
   await db.persist();
   t.is(db.stats.records, records + 1, 'back to the journal');
   t.deepEqual(
-    keys(await afterCrash(t, path)),
+    keys(await openAsLeft(path, t)),
     ['ka', 'kb', 'kc', 'kd'].map((key) => ({ key })),
   );
   await db.close();
@@ -376,6 +362,6 @@ test('what waits for the journal is bounded: a transaction larger than the journ
   await db.persist();
   t.is(db.stats.snapshots, snapshots + 1);
   t.is((await stat(`${path}.journal`)).size, 0);
-  t.is(keys(await afterCrash(t, path)).length, 100);
+  t.is(keys(await openAsLeft(path, t)).length, 100);
   await db.close();
 });
