@@ -98,7 +98,7 @@ export class Database {
     try {
       db = new SQL.Database(bytes);
       db.exec('PRAGMA foreign_keys = ON');
-      // The file lives in sql.js's memory and reaches disk only through our atomic snapshots: no other process
+      // The file lives in sql.js's memory and reaches disk only through our snapshots and journal: no other process
       // shares it, so hold the lock for good (SQLite then skips its hot-journal check on every read) and keep the
       // rollback journal in memory.
       db.exec('PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF');
@@ -107,6 +107,7 @@ export class Database {
       throw new Error(`${path} is not a readable SQLite database: ${(err as Error).message}`, { cause: err });
     }
     const database = new Database(db, path, journal, options.journalBytes ?? DEFAULTS.databaseJournalBytes);
+    database.refuseNewer();
     // Records first: they were written by statements of the schema the snapshot has.
     database.replay(found);
     const applied = database.migrate();
@@ -156,14 +157,21 @@ export class Database {
     }
   }
 
-  /** Applies the migrations this file has not seen; returns how many ran. */
-  private migrate(): number {
-    const version = Number(this.db.exec('PRAGMA user_version')[0]?.values[0]?.[0] ?? 0);
-    if (version > MIGRATIONS.length) {
+  private get version(): number {
+    return Number(this.db.exec('PRAGMA user_version')[0]?.values[0]?.[0] ?? 0);
+  }
+
+  private refuseNewer(): void {
+    if (this.version > MIGRATIONS.length) {
       throw new Error(
-        `${this.path} has schema version ${version}, newer than this tunnelward knows (${MIGRATIONS.length})`,
+        `${this.path} has schema version ${this.version}, newer than this tunnelward knows (${MIGRATIONS.length})`,
       );
     }
+  }
+
+  /** Applies the migrations this file has not seen; returns how many ran. */
+  private migrate(): number {
+    const version = this.version;
     for (let v = version; v < MIGRATIONS.length; v++) {
       this.transaction(() => {
         this.db.exec(MIGRATIONS[v]!);
