@@ -10,6 +10,7 @@ import { realFrp } from './real-frp-scenario.js';
 import { memory } from './memory-scenario.js';
 import { soak } from './soak-scenario.js';
 import { systemd } from './systemd-scenario.js';
+import { writes } from './writes-scenario.js';
 import type { Row } from './run.js';
 
 export interface Scenario {
@@ -620,6 +621,7 @@ export const scenarios: Scenario[] = [
   realFrp,
   logs,
   startup,
+  writes,
   memory,
   soak,
 ];

@@ -6,6 +6,7 @@ import test, { type ExecutionContext } from 'ava';
 import { freePort } from './helpers/frp.js';
 import initSqlJs from 'sql.js';
 import { collectLines, Daemon, dispose, spawnCli, startDaemon, tempDir } from './helpers/daemon.js';
+import { openAsLeft } from './helpers/database.js';
 
 // 'close', not 'exit': the process may have exited before its last output has been read.
 const exitOf = (proc: ReturnType<typeof spawnCli>) =>
@@ -41,12 +42,10 @@ serial('SIGTERM closes, flushes and exits 0; a kill -9 loses nothing that was ac
     ),
   );
   t.true(created.every((r) => r.body.success));
-  // kill -9 right after the replies: every acknowledged user must be in the file already.
+  // kill -9 right after the replies: every acknowledged user must be on disk already (the snapshot and its journal).
   await daemon.stop('SIGKILL');
-  const SQL = await initSqlJs();
-  const db = new SQL.Database(await readFile(join(daemon.dataDir, 'tunnelward.db')));
-  t.is(db.exec("SELECT COUNT(*) FROM users WHERE username LIKE 'flush_%'")[0]!.values[0]![0], 12);
-  db.close();
+  const db = await openAsLeft(join(daemon.dataDir, 'tunnelward.db'), t);
+  t.is(db.get<{ n: number }>("SELECT COUNT(*) AS n FROM users WHERE username LIKE 'flush_%'")!.n, 12);
 
   const again = await startDaemon({ dataDir: daemon.dataDir });
   const token2 = await again.login();
@@ -56,6 +55,8 @@ serial('SIGTERM closes, flushes and exits 0; a kill -9 loses nothing that was ac
   t.is(signal, null);
   t.true(again.output.some((l) => l.includes('"msg":"stopped"')));
   await t.throwsAsync(stat(join(daemon.dataDir, 'tunnelward.pid')), undefined, 'pid file removed');
+  // A clean stop leaves everything in the SQLite file itself.
+  const SQL = await initSqlJs();
   const after = new SQL.Database(await readFile(join(daemon.dataDir, 'tunnelward.db')));
   t.is(after.exec("SELECT COUNT(*) FROM users WHERE username LIKE 'flush_%'")[0]!.values[0]![0], 13);
   after.close();

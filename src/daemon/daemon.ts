@@ -105,8 +105,15 @@ async function startLocked(
   // Temp files of writes a crash cut off (the database, the settings): the lock says no other writer is here.
   for (const name of await removeStaleTempFiles(dataDir))
     log.info({ file: join(dataDir, name) }, 'removed the temp file of an interrupted write');
-  const db = await Database.open(join(dataDir, 'tunnelward.db'));
+  const db = await Database.open(join(dataDir, 'tunnelward.db'), { journalBytes: options.databaseJournalBytes });
   cleanups.push(() => db.close());
+  if (db.recovered.records > 0 || db.recovered.ignoredBytes > 0)
+    log.info(
+      { ...db.recovered },
+      db.recovered.ignoredBytes > 0
+        ? 'database journal applied; what follows its last whole record (a write cut off) is dropped'
+        : 'database journal applied',
+    );
   const hasher = new PasswordHasher(
     DEFAULTS.passwordHashConcurrency,
     DEFAULTS.passwordHashQueue,

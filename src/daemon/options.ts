@@ -15,6 +15,8 @@ export interface DaemonOptions {
   rateWindowMs: number;
   /** argon2's memory cost per password hash, in KiB. */
   hashMemoryKiB: number;
+  /** The database journal's size past which a snapshot is written; TUNNELWARD_DB_JOURNAL_BYTES changes it. */
+  databaseJournalBytes: number;
 }
 
 /** Flags of `serve`, as given on the command line. */
@@ -59,6 +61,15 @@ function positiveMs(value: string | undefined, name: string, fallback: number): 
   return Number(value);
 }
 
+function journalBytes(value: string | undefined): number {
+  if (value === undefined || value === '') return DEFAULTS.databaseJournalBytes;
+  if (!/^\d{1,10}$/.test(value) || Number(value) > 1024 * 1024 * 1024)
+    throw new Error(
+      'TUNNELWARD_DB_JOURNAL_BYTES must be a number of bytes from 0 (a snapshot for every write) to 1 GiB',
+    );
+  return Number(value);
+}
+
 function hashMemory(value: string | undefined): number {
   if (value === undefined || value === '') return DEFAULTS.passwordHashMemoryKiB;
   if (!/^\d{1,8}$/.test(value) || Number(value) < 8192 || Number(value) > 4_194_304) {
@@ -87,5 +98,6 @@ export function resolveOptions(
     tokenTtlMs: positiveMs(env.TUNNELWARD_TOKEN_TTL_MS, 'TUNNELWARD_TOKEN_TTL_MS', DEFAULTS.tokenTtlMs),
     rateWindowMs: positiveMs(env.TUNNELWARD_RATE_WINDOW_MS, 'TUNNELWARD_RATE_WINDOW_MS', DEFAULTS.rateLimitWindowMs),
     hashMemoryKiB: hashMemory(env.TUNNELWARD_ARGON2_MEMORY_KIB),
+    databaseJournalBytes: journalBytes(env.TUNNELWARD_DB_JOURNAL_BYTES),
   };
 }

@@ -57,7 +57,7 @@ export async function removeStaleTempFiles(dir: string): Promise<string[]> {
 }
 
 /** Makes a rename durable: without it a power cut can forget the new directory entry. */
-async function syncDirectory(dir: string): Promise<void> {
+export async function syncDirectory(dir: string): Promise<void> {
   let handle;
   try {
     handle = await open(dir, 'r');

@@ -41,6 +41,11 @@ export const DEFAULTS = {
   webhookRetryDelayMs: 500,
   /** Events kept for clients of /system/events that reconnect and ask for what they missed (`?since=`). */
   eventHistory: 1000,
+  /**
+   * The database's journal is folded into a new snapshot past this size: each change costs its own size on disk,
+   * plus a share of a whole-database write every this many bytes of changes. TUNNELWARD_DB_JOURNAL_BYTES changes it.
+   */
+  databaseJournalBytes: 4 * 1024 * 1024,
   /** `service install` waits this long for the daemon it started to answer. */
   serviceStartWaitMs: 30_000,
 } as const;

@@ -1,11 +1,11 @@
 import test from 'ava';
-import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import initSqlJs from 'sql.js';
 import { EventHub, type EventNumbers } from '../../actors/event-hub.js';
 import { Database } from '../../src/storage/database.js';
 import { PersistentCounter } from '../../src/storage/meta.js';
+import { readAsLeftSync } from '../helpers/database.js';
 import { tempDir } from '../helpers/daemon.js';
 
 /** Numbers that are always safe to show, from `after` + 1 on. */
@@ -52,7 +52,7 @@ test('with the persistent counter, no event leaves the hub before its seq is on 
   // What a kill -9 would leave at this very moment (read synchronously: nothing moves meanwhile), and so where the
   // next daemon's numbers would start.
   const restartFrom = () => {
-    const file = new SQL.Database(readFileSync(path));
+    const file = readAsLeftSync(SQL, path);
     const stored = file.exec("SELECT value FROM meta WHERE key = 'event_seq'")[0]?.values[0]?.[0];
     file.close();
     return Number(stored ?? 0);

@@ -1,9 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
-import initSqlJs from 'sql.js';
 import { hashToken } from '../../src/accounts/tokens.js';
 import { inProcessApp, type InProcessApp } from '../helpers/app.js';
+import { openAsLeft } from '../helpers/database.js';
 import { dispose, startWithRoot } from '../helpers/daemon.js';
 import { openStream, wsUrl } from '../helpers/streams.js';
 
@@ -287,15 +287,17 @@ test('at rest only a hash; never in the log or the audit trail; a stream on a ke
   const { key, keyID } = created.body.data;
   const secret = KEY.exec(key)![2]!;
 
-  // The reply came after the save: the file on disk holds the key's hash, and neither the key nor its secret.
-  const bytes = await readFile(join(daemon.dataDir, 'tunnelward.db'));
-  t.false(bytes.includes(secret), 'the secret is not in the database file');
-  t.false(bytes.includes(key));
-  const SQL = await initSqlJs();
-  const db = new SQL.Database(bytes);
-  const row = db.exec('SELECT id, key_hash, role FROM api_keys')[0]!.values;
-  db.close();
-  t.deepEqual(row, [[keyID, hashToken(key), 'admin']]);
+  // The reply came after the save: the files on disk hold the key's hash, and neither the key nor its secret.
+  const dbPath = join(daemon.dataDir, 'tunnelward.db');
+  for (const file of [dbPath, `${dbPath}.journal`]) {
+    const bytes = await readFile(file);
+    t.false(bytes.includes(secret), `the secret is not in ${file}`);
+    t.false(bytes.includes(key));
+  }
+  const db = await openAsLeft(dbPath, t);
+  t.deepEqual(db.all('SELECT id, key_hash, role FROM api_keys'), [
+    { id: keyID, key_hash: hashToken(key), role: 'admin' },
+  ]);
 
   // Used for requests (one refused), and for a stream.
   const auth = { headers: { Authorization: `Bearer ${key}` } };

@@ -1,4 +1,4 @@
-import { access, readdir, readFile, writeFile } from 'node:fs/promises';
+import { access, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import { collectLines, dispose, spawnCli, startDaemon, type Daemon } from '../helpers/daemon.js';
@@ -218,4 +218,90 @@ test('an event seq handed out just before a kill -9 is never handed out again', 
   const [hello] = await stream.waitFor((m) => m.length > 0);
   // Its own service.started is the latest event: numbered above the one the killed daemon handed out.
   t.true(hello.lastSeq > issued, `seq ${hello.lastSeq} after ${issued} was handed out before the kill`);
+});
+
+// The database's writes: a record appended to the journal (before it is written, written but not fsynced, fsynced
+// but not acknowledged), a snapshot once the journal passes its size (renamed into place, the journal not yet
+// emptied; emptied, the waiters not yet told). A small journal makes snapshots come every few changes.
+const JOURNAL = { TUNNELWARD_DB_JOURNAL_BYTES: '8192' };
+const WRITE_POINTS = [
+  'journal:append@25',
+  'journal:written@25',
+  'journal:synced@25',
+  'snapshot:written@1',
+  'journal:truncated@1',
+];
+
+test('a kill at every step of a database write: every acknowledged change is there after a restart, and none twice', async (t) => {
+  const setup = await startDaemon({ env: { ...BOOT, ...JOURNAL } });
+  t.teardown(() => dispose(setup));
+  await setup.stop('SIGTERM');
+  const dataDir = setup.dataDir;
+  const journal = join(dataDir, 'tunnelward.db.journal');
+  const sent = new Set<string>();
+  const acknowledged = new Set<string>();
+  for (const at of WRITE_POINTS) {
+    const point = at.split('@')[0]!;
+    // The daemon that dies starts with an empty journal (the last one stopped cleanly), so the points fall among
+    // the requests, not in its start-up.
+    const dying = await startDaemon({ dataDir, env: { ...BOOT, ...JOURNAL, TUNNELWARD_CRASH_AT: at } });
+    t.teardown(() => dying.stop('SIGKILL'));
+    const token = await dying.login();
+    let next = 0;
+    let dead = false;
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (!dead && next < 300) {
+          const username = `du_${point.replace(/[^a-z]/g, '_')}_${next++}`;
+          sent.add(username);
+          await dying.post('/userMgr/create', { username, passwd: 'Passw0rd!x', type: 'visitor' }, { token }).then(
+            (res) => (res.body.success ? acknowledged.add(username) : t.fail(`${username}: ${res.body.message}`)),
+            () => (dead = true),
+          );
+        }
+      }),
+    );
+    t.like(await dying.exited, { signal: 'SIGKILL' }, at);
+    const before = [...acknowledged].filter((name) => name.includes(point.replace(/[^a-z]/g, '_'))).length;
+    t.true(before >= 5, `${at}: ${before} creations acknowledged before the kill`);
+    t.true(
+      dying.output.some((line) => line.includes(`crash point ${point} reached`)),
+      `${at}: the daemon died at that point`,
+    );
+    if (point === 'snapshot:written')
+      t.true((await stat(journal)).size > 0, 'the journal still holds what the snapshot holds');
+    if (point === 'journal:truncated') t.is((await stat(journal)).size, 0);
+
+    // The first daemon after the kill: it applies what the journal holds past the snapshot.
+    const next_ = await startDaemon({ dataDir, env: { ...BOOT, ...JOURNAL } });
+    t.teardown(() => next_.stop('SIGKILL'));
+    const root = await next_.login();
+    const users: string[] = (await next_.get('/userMgr/list', { token: root })).body.data.map((u: any) => u.Username);
+    t.deepEqual(
+      [...acknowledged].filter((name) => !users.includes(name)),
+      [],
+      `${at}: every acknowledged user is there`,
+    );
+    t.deepEqual(
+      users.filter((name) => name.startsWith('du_') && !sent.has(name)),
+      [],
+      `${at}: nothing that was not asked for`,
+    );
+    const audit = await next_.get('/system/audit?action=user.create&limit=1000', { token: root });
+    const audited = new Map<string, number>();
+    for (const e of audit.body.data.entries) audited.set(e.targetName, (audited.get(e.targetName) ?? 0) + 1);
+    t.deepEqual(
+      [...acknowledged].filter((name) => audited.get(name) !== 1),
+      [],
+      `${at}: every acknowledged creation is audited once`,
+    );
+    t.deepEqual(
+      [...audited].filter(([, n]) => n > 1),
+      [],
+      `${at}: no entry applied twice`,
+    );
+    // Stopped cleanly: everything goes into the snapshot, and the next case starts with an empty journal.
+    await next_.stop('SIGTERM');
+    t.is((await stat(journal)).size, 0, 'a clean stop empties the journal');
+  }
 });

@@ -86,7 +86,8 @@ test('a log file that cannot be written: a failed start still says why, and the 
 });
 
 test('a database write that fails: the request says so, the daemon goes on, and the change is saved once writing works', async (t) => {
-  const daemon = await startDaemon({ settingsToml: instanceSettings() });
+  // No journal: every write is the whole database (a journal that cannot be written: test/storage/database.test.ts).
+  const daemon = await startDaemon({ settingsToml: instanceSettings(), env: { TUNNELWARD_DB_JOURNAL_BYTES: '0' } });
   t.teardown(() => dispose(daemon));
   const token = await daemon.login();
   const dbPath = join(daemon.dataDir, 'tunnelward.db');

@@ -1,10 +1,11 @@
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import initSqlJs from 'sql.js';
 import { Database } from '../../src/storage/database.js';
 import { MIGRATIONS } from '../../src/storage/migrations.js';
 import { getMeta, PersistentCounter } from '../../src/storage/meta.js';
+import { crashCopy, openAsLeft } from '../helpers/database.js';
 import { tempDir } from '../helpers/daemon.js';
 
 async function fresh(t: { teardown: (fn: () => Promise<void>) => void }) {
@@ -12,6 +13,8 @@ async function fresh(t: { teardown: (fn: () => Promise<void>) => void }) {
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   return join(dir, 'tunnelward.db');
 }
+
+const keys = (db: Database) => db.all<{ key: string }>("SELECT key FROM meta WHERE key LIKE 'k%' ORDER BY key");
 
 test('a new database is a genuine SQLite file at the latest schema version', async (t) => {
   const path = await fresh(t);
@@ -27,10 +30,10 @@ test('a new database is a genuine SQLite file at the latest schema version', asy
   other.close();
 });
 
-test('group commit: a burst of changes shares a few snapshots, and every acknowledged change is on disk', async (t) => {
+test('group commit: a burst of changes shares a few writes, and every acknowledged change is on disk', async (t) => {
   const path = await fresh(t);
   const db = await Database.open(path);
-  const before = db.stats.snapshots;
+  const before = db.stats.snapshots + db.stats.records;
   const acknowledged = await Promise.all(
     Array.from({ length: 200 }, async (_, i) => {
       db.run('INSERT INTO meta (key, value) VALUES (?, ?)', [`k${i}`, String(i)]);
@@ -38,40 +41,37 @@ test('group commit: a burst of changes shares a few snapshots, and every acknowl
       return i;
     }),
   );
-  const used = db.stats.snapshots - before;
+  const used = db.stats.snapshots + db.stats.records - before;
   t.is(acknowledged.length, 200);
-  t.true(used <= 3, `${used} snapshots for 200 changes`);
-  // Read the file as a crash would leave it: without closing the database.
-  const SQL = await initSqlJs();
-  const onDisk = new SQL.Database(await readFile(path));
-  t.is(onDisk.exec('SELECT COUNT(*) FROM meta')[0]!.values[0]![0], 200);
-  onDisk.close();
+  t.true(used <= 3, `${used} writes for 200 changes`);
+  // Read the files as a crash would leave them: without closing the database.
+  t.is(
+    (await openAsLeft(path, t)).get<{ n: number }>('SELECT COUNT(*) AS n FROM meta WHERE key LIKE ?', ['k%'])!.n,
+    200,
+  );
   await db.close();
 });
 
-test('persist after a change made during a snapshot waits for the next snapshot', async (t) => {
+test('persist after a change made during a write waits for the next write', async (t) => {
   const path = await fresh(t);
   const db = await Database.open(path);
-  db.run("INSERT INTO meta (key, value) VALUES ('a', '1')");
+  db.run("INSERT INTO meta (key, value) VALUES ('ka', '1')");
   const first = db.persist();
-  db.run("INSERT INTO meta (key, value) VALUES ('b', '2')");
+  db.run("INSERT INTO meta (key, value) VALUES ('kb', '2')");
   const second = db.persist();
   await Promise.all([first, second]);
-  const SQL = await initSqlJs();
-  const onDisk = new SQL.Database(await readFile(path));
-  t.deepEqual(onDisk.exec('SELECT key FROM meta ORDER BY key')[0]!.values.flat(), ['a', 'b']);
-  onDisk.close();
+  t.deepEqual(keys(await openAsLeft(path, t)), [{ key: 'ka' }, { key: 'kb' }]);
   await db.close();
 });
 
 test('a failed snapshot rejects its waiters and leaves the old file whole', async (t) => {
   const path = await fresh(t);
-  const db = await Database.open(path);
+  // No journal: every write is a snapshot.
+  const db = await Database.open(path, { journalBytes: 0 });
   db.run("INSERT INTO meta (key, value) VALUES ('kept', '1')");
   await db.persist();
   const good = await readFile(path);
   await rm(path);
-  const { mkdir } = await import('node:fs/promises');
   await mkdir(path); // a directory in the way makes the rename fail
   db.run("INSERT INTO meta (key, value) VALUES ('lost', '1')");
   await t.throwsAsync(db.persist());
@@ -82,7 +82,11 @@ test('a failed snapshot rejects its waiters and leaves the old file whole', asyn
   await db.persist();
   const SQL = await initSqlJs();
   const onDisk = new SQL.Database(await readFile(path));
-  t.deepEqual(onDisk.exec('SELECT key FROM meta ORDER BY key')[0]!.values.flat(), ['kept', 'later', 'lost']);
+  t.deepEqual(onDisk.exec("SELECT key FROM meta WHERE key != 'journal_record' ORDER BY key")[0]!.values.flat(), [
+    'kept',
+    'later',
+    'lost',
+  ]);
   onDisk.close();
   await db.close();
 });
@@ -144,4 +148,220 @@ test('a counter bumped inside a transaction that is rolled back still has its bl
   const again = await Database.open(path);
   t.true(Number(getMeta(again, 'test_seq')) >= n, 'a restart starts above every number handed out');
   await again.close();
+});
+
+test('a change is appended to the journal, not written as a whole snapshot, until the journal passes its size', async (t) => {
+  const path = await fresh(t);
+  const db = await Database.open(path, { journalBytes: 16 * 1024 });
+  const snapshot = (await stat(path)).size;
+  const snapshots = db.stats.snapshots;
+  for (let i = 0; i < 20; i++) {
+    db.run('INSERT INTO meta (key, value) VALUES (?, ?)', [`k${i}`, 'x'.repeat(100)]);
+    await db.persist();
+  }
+  t.is(db.stats.snapshots, snapshots, 'no snapshot for small changes');
+  t.is(db.stats.records, 20);
+  const journal = (await stat(`${path}.journal`)).size;
+  t.true(journal > 20 * 100 && journal < 20 * 400, `${journal} bytes of journal for 20 changes of ~150 bytes`);
+  t.is((await stat(path)).size, snapshot, 'the snapshot is untouched');
+  t.deepEqual(keys(await openAsLeft(path, t)).length, 20);
+
+  for (let i = 20; i < 200; i++) {
+    db.run('INSERT INTO meta (key, value) VALUES (?, ?)', [`k${i}`, 'x'.repeat(100)]);
+    await db.persist();
+  }
+  t.true(db.stats.snapshots > snapshots, 'past its size the journal is folded into a snapshot');
+  t.true((await stat(`${path}.journal`)).size < 16 * 1024 + 400);
+  t.is(keys(await openAsLeft(path, t)).length, 200);
+  await db.close();
+  t.is((await stat(`${path}.journal`)).size, 0, 'a close leaves everything in the snapshot');
+  const SQL = await initSqlJs();
+  const plain = new SQL.Database(await readFile(path));
+  t.is(plain.exec("SELECT COUNT(*) FROM meta WHERE key LIKE 'k%'")[0]!.values[0]![0], 200, 'sqlite reads it all');
+  plain.close();
+});
+
+test('applying the journal again gives exactly the same rows: ids, cascades, counters, bytes', async (t) => {
+  const path = await fresh(t);
+  const db = await Database.open(path);
+  const now = 1_700_000_000_000;
+  for (let i = 0; i < 5; i++) {
+    db.run('INSERT INTO users (username, passwd_hash, type, created_at) VALUES (?, ?, ?, ?)', [
+      `u${i}`,
+      'hash',
+      'admin',
+      now + i,
+    ]);
+    const id = db.lastInsertRowid();
+    db.run('INSERT INTO sessions (id, user_id, token_hash, created_at, expire_at) VALUES (?, ?, ?, ?, ?)', [
+      `s${i}`,
+      id,
+      `t${i}`,
+      now,
+      now + 1,
+    ]);
+  }
+  await db.persist();
+  db.transaction(() => {
+    db.run('DELETE FROM users WHERE id = ?', [5]); // its session goes by cascade
+    db.run("INSERT INTO sqlite_sequence (name, seq) VALUES ('instances', ?)", [40]);
+  });
+  db.run('INSERT INTO users (username, passwd_hash, type, created_at) VALUES (?, ?, ?, ?)', [
+    'u5',
+    'h',
+    'visitor',
+    now,
+  ]);
+  db.run(
+    `INSERT INTO instances (name, boot_at_start, run_user, config_path, created_at, created_by, owner_id)
+     VALUES (?, 0, 'root', '', ?, 'admin', 1)`,
+    ['i', now],
+  );
+  db.run('UPDATE instances SET config_path = ? WHERE id = ?', [`/tunnel_${db.lastInsertRowid()}.toml`, 41]);
+  db.run('INSERT INTO meta (key, value) VALUES (?, ?)', ['kbytes', new Uint8Array([0, 1, 254, 255])]);
+  db.run('INSERT INTO audit (at, username, ip, action, status, outcome, message) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+    now,
+    'a\n"\u0000ü',
+    '::1',
+    'x',
+    200,
+    'ok',
+    '',
+  ]);
+  db.run('DELETE FROM audit WHERE id <= (SELECT id FROM audit ORDER BY id DESC LIMIT 1 OFFSET ?)', [0]);
+  await db.persist();
+  const dump = (d: Database) =>
+    d
+      .all<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+      .map(({ name }) => [name, d.all(`SELECT * FROM "${name}" ORDER BY rowid`)]);
+  const again = await openAsLeft(path, t);
+  t.true(again.recovered.records >= 2);
+  t.deepEqual(dump(again), dump(db));
+  t.deepEqual(again.get('SELECT id, config_path FROM instances'), { id: 41, config_path: '/tunnel_41.toml' });
+  await db.close();
+});
+
+test('a rolled-back transaction leaves nothing in the journal', async (t) => {
+  const path = await fresh(t);
+  const db = await Database.open(path);
+  db.run("INSERT INTO meta (key, value) VALUES ('ka', '1')");
+  t.throws(() =>
+    db.transaction(() => {
+      db.run("INSERT INTO meta (key, value) VALUES ('kb', '1')");
+      throw new Error('rolled back');
+    }),
+  );
+  db.transaction(() => db.run("INSERT INTO meta (key, value) VALUES ('kc', '1')"));
+  await db.persist();
+  t.deepEqual(keys(await openAsLeft(path, t)), [{ key: 'ka' }, { key: 'kc' }]);
+  await db.close();
+});
+
+for (const [damage, spoil] of [
+  ['cut off in its last record (a crash mid-append)', (record: Buffer) => record.subarray(0, record.length - 5)],
+  [
+    'whose last record is damaged',
+    (record: Buffer) => Buffer.concat([record.subarray(0, 12), Buffer.from('X'), record.subarray(13)]),
+  ],
+  ['with a few bytes of a header at its end', (record: Buffer) => record.subarray(0, 6)],
+] as const) {
+  test(`a journal ${damage} is applied up to it, and what is written after it is kept`, async (t) => {
+    const live = await fresh(t);
+    const db = await Database.open(live);
+    db.run("INSERT INTO meta (key, value) VALUES ('ka', '1')");
+    await db.persist();
+    const before = await readFile(`${live}.journal`);
+    db.run("INSERT INTO meta (key, value) VALUES ('kb', '1')");
+    await db.persist();
+    const last = (await readFile(`${live}.journal`)).subarray(before.length);
+    const path = await crashCopy(live, t);
+    await db.close();
+    // The journal as the crash left it: the first record whole, the second not.
+    await writeFile(`${path}.journal`, Buffer.concat([before, spoil(last)]));
+    const reopened = await Database.open(path);
+    t.deepEqual(keys(reopened), [{ key: 'ka' }]);
+    t.deepEqual(reopened.recovered, { records: 1, ignoredBytes: spoil(last).length });
+    t.is((await stat(`${path}.journal`)).size, before.length, 'the damaged tail is cut off');
+    reopened.run("INSERT INTO meta (key, value) VALUES ('kc', '1')");
+    await reopened.persist();
+    t.deepEqual(keys(await openAsLeft(path, t)), [{ key: 'ka' }, { key: 'kc' }]);
+    await reopened.close();
+  });
+}
+
+test('records the snapshot already holds are not applied again (a crash between the snapshot and emptying the journal)', async (t) => {
+  const path = await fresh(t);
+  const db = await Database.open(path);
+  for (const key of ['ka', 'kb']) {
+    db.run('INSERT INTO meta (key, value) VALUES (?, ?)', [key, '1']);
+    await db.persist();
+  }
+  const journal = await readFile(`${path}.journal`);
+  await db.close(); // a snapshot, then an empty journal
+  await writeFile(`${path}.journal`, journal);
+  // An INSERT applied twice would fail on the key.
+  const reopened = await Database.open(path);
+  t.deepEqual(keys(reopened), [{ key: 'ka' }, { key: 'kb' }]);
+  t.is(reopened.recovered.records, 0);
+  reopened.run("INSERT INTO meta (key, value) VALUES ('kc', '1')");
+  await reopened.persist();
+  t.deepEqual(keys(await openAsLeft(path, t)), [{ key: 'ka' }, { key: 'kb' }, { key: 'kc' }]);
+  await reopened.close();
+});
+
+test('a journal without its snapshot is not applied to a new database', async (t) => {
+  const path = await fresh(t);
+  const db = await Database.open(path);
+  db.run("INSERT INTO meta (key, value) VALUES ('ka', '1')");
+  await db.persist();
+  const journal = await readFile(`${path}.journal`);
+  await db.close();
+  await rm(path);
+  await writeFile(`${path}.journal`, journal);
+  const renewed = await Database.open(path);
+  t.deepEqual(keys(renewed), []);
+  t.is((await stat(`${path}.journal`)).size, 0);
+  await renewed.close();
+});
+
+test('a journal that cannot be written fails the write, and the next writes are snapshots until it can', async (t) => {
+  const path = await fresh(t);
+  await (await Database.open(path)).close();
+  const db = await Database.open(path);
+  await rm(`${path}.journal`);
+  await mkdir(`${path}.journal`); // a directory in the way of the journal
+  db.run("INSERT INTO meta (key, value) VALUES ('ka', '1')");
+  await t.throwsAsync(db.persist(), { message: /not yet saved to disk \(EISDIR\)/ });
+  t.is(db.failing?.reason, 'EISDIR');
+  const snapshots = db.stats.snapshots;
+  db.run("INSERT INTO meta (key, value) VALUES ('kb', '1')");
+  await db.persist();
+  t.is(db.failing, undefined);
+  t.is(db.stats.snapshots, snapshots + 1, 'a snapshot holds both changes');
+  await rm(`${path}.journal`, { recursive: true });
+  db.run("INSERT INTO meta (key, value) VALUES ('kc', '1')");
+  await db.persist(); // a snapshot again, which makes the journal anew
+  const records = db.stats.records;
+  db.run("INSERT INTO meta (key, value) VALUES ('kd', '1')");
+  await db.persist();
+  t.is(db.stats.records, records + 1, 'back to the journal');
+  t.deepEqual(
+    keys(await openAsLeft(path, t)),
+    ['ka', 'kb', 'kc', 'kd'].map((key) => ({ key })),
+  );
+  await db.close();
+});
+
+test('what waits for the journal is bounded: a transaction larger than the journal goes into a snapshot', async (t) => {
+  const path = await fresh(t);
+  const db = await Database.open(path, { journalBytes: 4096 });
+  const snapshots = db.stats.snapshots;
+  db.transaction(() => {
+    for (let i = 0; i < 100; i++) db.run('INSERT INTO meta (key, value) VALUES (?, ?)', [`k${i}`, 'x'.repeat(100)]);
+  });
+  await db.persist();
+  t.is(db.stats.snapshots, snapshots + 1);
+  t.is((await stat(`${path}.journal`)).size, 0);
+  t.is(keys(await openAsLeft(path, t)).length, 100);
+  await db.close();
 });
