@@ -5,7 +5,7 @@ import { chmod, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import { ADMIN, CLI, collectLines, dispose, spawnCli, programDir, startDaemon, tempDir } from './helpers/daemon.js';
-import { instanceSettings } from './helpers/instances.js';
+import { FIXTURE_FRPC, instanceSettings } from './helpers/instances.js';
 
 const PRETTY = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} (DEBUG|INFO |WARNING|ERROR|FATAL) /;
 const withoutColours = (line: string) => line.replace(/\x1b\[[0-9;]*m/g, '');
@@ -79,26 +79,30 @@ test('on a terminal the default is pretty; TUNNELWARD_LOG_FORMAT=json forces JSO
   t.regex(out.join('\n'), /--log-format must be json or pretty, not "xml"/);
 });
 
-test('a tunnel client that is missing, or is not frpc, is warned about at start-up and when TunnelPath changes', async (t) => {
+test('a tunnel client that is not frpc is warned about at start-up; a TunnelPath set later is checked first, then found', async (t) => {
   // Where the daemon would run a program from: only root can change it (a temp dir anyone may write to is refused).
   const dir = await programDir();
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const notFrpc = join(dir, 'not-frpc');
   await writeFile(notFrpc, '#!/bin/sh\necho "usage: something else"\n');
   await chmod(notFrpc, 0o755);
-  const daemon = await startDaemon({ settingsToml: instanceSettings({}, join(dir, 'missing-frpc')) });
+  const daemon = await startDaemon({ settingsToml: instanceSettings({}, notFrpc) });
   t.teardown(() => dispose(daemon));
-  const missing = JSON.parse(
+  const wrong = JSON.parse(
     (await daemon.waitForOutput(/^\{.*cannot be run: no instance will start until it can.*$/))[0],
   );
-  t.like(missing, {
+  t.like(wrong, {
     level: 40,
-    tunnelPath: join(dir, 'missing-frpc'),
-    problem: `${join(dir, 'missing-frpc')} is missing or not an executable file`,
+    tunnelPath: notFrpc,
+    problem: `${notFrpc} -v answered "usage: something else", not a version: is it frpc?`,
   });
 
   const root = await daemon.login();
-  await daemon.post('/settings/set', { TunnelPath: notFrpc }, { token: root });
-  const wrong = JSON.parse((await daemon.waitForOutput(/^\{.*"tunnelPath":".*not-frpc".*$/))[0]);
-  t.like(wrong, { level: 40, problem: `${notFrpc} -v answered "usage: something else", not a version: is it frpc?` });
+  const missing = join(dir, 'missing-frpc');
+  const refused = await daemon.post('/settings/set', { TunnelPath: missing }, { token: root });
+  t.is(refused.status, 400);
+  t.regex(refused.body.message, new RegExp(`${missing} is missing or not an executable file`));
+  t.true((await daemon.post('/settings/set', { TunnelPath: FIXTURE_FRPC }, { token: root })).body.success);
+  const found = JSON.parse((await daemon.waitForOutput(/^\{.*tunnel client found.*$/))[0]);
+  t.like(found, { level: 30, tunnelPath: FIXTURE_FRPC, version: '0.71.0' });
 });

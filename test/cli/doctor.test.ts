@@ -25,6 +25,7 @@ test("doctor shows the daemon's self-check, a line per check, and exits 1 only o
   const frpc = join(programs, 'frpc');
   await symlink(FIXTURE_FRPC, frpc);
   t.true((await daemon.post('/settings/set', { TunnelPath: frpc }, { token: root })).body.success);
+  await daemon.waitForOutput(new RegExp(`"tunnelPath":"${frpc}".*tunnel client found`));
   await rm(frpc);
   const broken = await cli(['doctor'], env);
   t.is(broken.code, 1);

@@ -602,7 +602,7 @@ test('{{ .Envs.NAME }} placeholders are accepted in secret fields and written as
     ],
     [
       '/tunnelAct/instanceMgr/modify',
-      { instanceID: id, type: 'configFile', modifiedData: { user: '{{ .Envs.lower_case }}' } },
+      { instanceID: id, type: 'configFile', modifiedData: { user: '{{ .Envs.9lives }}' } },
     ],
     [
       '/tunnelAct/proxyMgr/create',

@@ -34,6 +34,8 @@ test('selfCheck reports each check; admins only', async (t) => {
   const frpc = join(programs, 'frpc');
   await symlink(FIXTURE_FRPC, frpc);
   t.true((await daemon.post('/settings/set', { TunnelPath: frpc }, { token: root })).body.success);
+  // The daemon looks at the new one once on its own: that look is over before the file goes.
+  await daemon.waitForOutput(new RegExp(`"tunnelPath":"${frpc}".*tunnel client found`));
   await rm(frpc);
   const broken = await daemon.get('/system/selfCheck', { token: root });
   t.false(broken.body.data.ok);
