@@ -119,6 +119,13 @@ async function main(argv: string[]): Promise<void> {
   const [first, ...rest] = argv;
   const command = first === undefined || first.startsWith('-') ? 'serve' : first;
   const args = command === first ? rest : argv;
+  if (command === 'serve' || command === 'service') {
+    const { helpAsked } = await import('./client/args.js');
+    if (helpAsked(args)) {
+      process.stdout.write(await usage());
+      return;
+    }
+  }
   switch (command) {
     case 'serve':
       return serve(args);
@@ -128,8 +135,6 @@ async function main(argv: string[]): Promise<void> {
       process.stdout.write(`tunnelward ${loadSoftwareInfo().Version}\n`);
       return;
     case 'help':
-    case '--help':
-    case '-h':
       process.stdout.write(await usage());
       return;
   }

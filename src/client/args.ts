@@ -16,6 +16,12 @@ export interface Parsed {
 /** Global flags every client command takes. */
 export const GLOBAL_FLAGS: FlagSpec[] = [{ name: 'url', value: true }, { name: 'json' }];
 
+/** Whether `--help` or `-h` is among the flags (before any `--`): the command is explained, not run. */
+export function helpAsked(args: readonly string[]): boolean {
+  const end = args.indexOf('--');
+  return (end < 0 ? args : args.slice(0, end)).some((arg) => arg === '--help' || arg === '-h');
+}
+
 /** `--name value`, `--name=value`, `-n value`, `-f`; `--` ends the flags. Unknown flags are usage errors. */
 export function parseArgs(args: readonly string[], specs: readonly FlagSpec[]): Parsed {
   const all = [...GLOBAL_FLAGS, ...specs];

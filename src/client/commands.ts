@@ -3,7 +3,7 @@ import { basename, extname } from 'node:path';
 import { writeFileAtomic } from '../fs/atomic.js';
 import { ApiClient } from './api.js';
 import { endOfStream, stopOnSignal } from './streams.js';
-import { flag, has, keyValues, parseArgs } from './args.js';
+import { flag, has, helpAsked, keyValues, parseArgs } from './args.js';
 import { outcomeLine, print, type Command, type Context, type Io } from './command.js';
 import { configDir, Credentials } from './credentials.js';
 import { EDIT_COMMANDS } from './edit-commands.js';
@@ -566,6 +566,10 @@ export async function runClientCommand(name: string, argv: string[], terminal: I
     out: (text) => terminal.out(forTerminal(text, json)),
     err: (text) => terminal.err(forTerminal(text)),
   };
+  if (helpAsked(argv)) {
+    io.out(`usage: tunnelward ${command.usage}\n  ${command.summary}\n`);
+    return EXIT.ok;
+  }
   try {
     const args = parseArgs(argv, command.flags ?? []);
     json = has(args, 'json');

@@ -302,3 +302,20 @@ test('import brings in TOML, INI with [common], YAML and JSON files; export writ
   t.is(unreadable.code, 1);
   t.regex(unreadable.stderr, /cannot read .*no-such-file\.toml: ENOENT/);
 });
+
+test('--help (or -h) on any command explains it and exits 0, without a daemon or a login', async (t) => {
+  const { CLIENT_COMMANDS } = await import('../../src/client/commands.js');
+  const env = { TUNNELWARD_URL: 'http://127.0.0.1:9' };
+  for (const [name, command] of Object.entries(CLIENT_COMMANDS)) {
+    const run = await cli([name, name.length % 2 ? '--help' : '-h'], env);
+    t.is(run.code, 0, `${name}: ${run.stderr}`);
+    t.is(run.stdout, `usage: tunnelward ${command.usage}\n  ${command.summary}\n`);
+  }
+  for (const args of [['--help'], ['-h'], ['serve', '--help'], ['service', 'install', '--help']]) {
+    const run = await cli(args);
+    t.is(run.code, 0, args.join(' '));
+    t.regex(run.stdout, /^usage: tunnelward \[command\] \[flags\]/);
+  }
+  // After `--`, it is an argument like any other.
+  t.not((await cli(['status', '--', '--help'], env)).code, 0);
+});
