@@ -22,6 +22,18 @@ export interface BootTarget {
   env: Record<string, string>;
 }
 
+/** The boot target of a tunnel about to be started (what a runner that starts it through the init system prepares). */
+export function targetOfRequest(request: {
+  instanceId: number;
+  name: string;
+  runUser: string;
+  configPath: string;
+  env?: Record<string, string>;
+}): BootTarget {
+  const { instanceId: id, name, runUser, configPath, env } = request;
+  return { id, name, runUser, configPath, env: env ?? {} };
+}
+
 /**
  * The operating-system side of an instance. `prepare` writes what the init system needs to run it at all (a unit
  * file, an init script); `enable`/`disable` switch its start at boot on and off; `remove` undoes everything.

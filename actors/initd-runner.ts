@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Logger } from '../src/log/logger.js';
 import { procStat, type LiveProcess } from '../src/system/proc.js';
-import type { InitdBootService } from './boot-services.js';
+import { targetOfRequest, type InitdBootService } from './boot-services.js';
 import { runCommand } from './commands.js';
 import { PidWatcher, type ProcessExit } from './pid-watcher.js';
 import { isSameProcess, type SpawnRequest, type TunnelProcess, type TunnelRunner } from './process-runner.js';
@@ -22,13 +22,7 @@ export class InitdRunner implements TunnelRunner {
 
   async spawn(request: SpawnRequest): Promise<TunnelProcess> {
     const id = request.instanceId;
-    await this.boot.prepare({
-      id,
-      name: request.name,
-      runUser: request.runUser,
-      configPath: request.configPath,
-      env: request.env ?? {},
-    });
+    await this.boot.prepare(targetOfRequest(request));
     await runCommand([this.boot.scriptPath(id), 'start']);
     const pid = Number((await readFile(this.boot.pidFile(id), 'utf8').catch(() => '')).trim());
     if (!Number.isInteger(pid) || pid <= 0) throw new Error(`the init script of instance ${id} started no process`);

@@ -5,7 +5,7 @@ import type { Logger } from '../src/log/logger.js';
 import type { Settings } from '../src/settings/defaults.js';
 import { procStat, type LiveProcess } from '../src/system/proc.js';
 import { Batcher } from '../src/util/batcher.js';
-import { serviceNameOf, type SystemdBootService } from './boot-services.js';
+import { serviceNameOf, targetOfRequest, type SystemdBootService } from './boot-services.js';
 import { runProgram } from './commands.js';
 import type { ProcessExit } from './pid-watcher.js';
 import {
@@ -86,13 +86,7 @@ export class SystemdRunner implements TunnelRunner {
   async spawn(request: SpawnRequest): Promise<TunnelProcess> {
     const id = request.instanceId;
     const unit = unitOf(id);
-    await this.boot.prepare({
-      id,
-      name: request.name,
-      runUser: request.runUser,
-      configPath: request.configPath,
-      env: request.env ?? {},
-    });
+    await this.boot.prepare(targetOfRequest(request));
     const { status, error } = await this.starts.request(id);
     if (!status || status.mainPid <= 0) {
       // It ended at once: systemd may be about to restart it, which this failed start must not leave behind.
