@@ -198,7 +198,11 @@ test.serial('one instance: log lines arrive live, pause and filter, a proxy disa
   t.is(await page.locator('tr[data-proxy="site"] td[data-label="Remote"]').textContent(), 'www.example.com');
   await page.getByRole('switch', { name: 'Enabled: site' }).uncheck();
   await page.locator('tr[data-proxy="site"] .pstatus', { hasText: 'disabled' }).waitFor();
-  await page.locator('pre.config', { hasText: 'enabled = false' }).waitFor({ state: 'attached' });
+  // The config file, not being edited, follows the change.
+  await waitFor(
+    () => page.getByLabel('Config file (TOML)').inputValue(),
+    (text) => text.includes('enabled = false'),
+  );
   const id = await page.evaluate('location.hash.split("/").pop()');
   const listed = await daemon.get(`/tunnelAct/proxyMgr/list?instanceID=${String(id)}`, { token: root });
   t.false(listed.body.data.proxies.find((p: any) => p.name === 'site').enabled);

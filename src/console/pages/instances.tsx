@@ -5,6 +5,7 @@ import { count, duration, proxyCounts } from '../format';
 import {
   NO_FILTER,
   isFiltered,
+  labelSelector,
   labelText,
   matches,
   summarize,
@@ -137,9 +138,8 @@ export function Instances() {
   const labelled = useMemo(() => all.some((i) => Object.keys(i.labels ?? {}).length > 0), [list]);
   /** A row's label, chosen: added to the label filter (once). */
   const filterByLabel = (key: string, value: string) => {
-    const text = labelText(key, value);
-    const words = filter.labels.split(/[\s,]+/).filter(Boolean);
-    if (!words.includes(text)) setFilter({ ...filter, labels: [...words, text].join(' ') });
+    if (labelSelector(filter.labels).some(([k, v]) => k === key && v === value)) return;
+    setFilter({ ...filter, labels: `${filter.labels.trim()} ${labelText(key, value)}`.trim() });
   };
 
   const command = async (cmd: Command, ids: number[]) => {
