@@ -210,6 +210,8 @@ export interface InstanceSummary extends InstanceRuntime {
   createdAt: string;
   createdBy: string;
   isRunning: boolean;
+  /** `{"env": "prod"}`, keys sorted. */
+  labels: Record<string, string>;
 }
 
 export interface InstanceInfo extends InstanceSummary {

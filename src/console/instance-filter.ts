@@ -11,9 +11,34 @@ export interface InstanceFilter {
   query: string;
   state: InstanceState | 'any';
   condition: Condition;
+  /** Labels as typed: `env=prod team=web` (commas or spaces between); an instance must have every one. */
+  labels: string;
 }
 
-export const NO_FILTER: InstanceFilter = { query: '', state: 'any', condition: 'any' };
+export const NO_FILTER: InstanceFilter = { query: '', state: 'any', condition: 'any', labels: '' };
+
+/**
+ * The labels a filter asks for: `key=value` wants that value, a bare `key` any value of it (`team=` an empty one).
+ * Compared exactly, as the CLI's `--label` compares them.
+ */
+export function labelSelector(text: string): Array<[string, string | undefined]> {
+  return text
+    .split(/[\s,]+/)
+    .filter(Boolean)
+    .map((word) => {
+      const eq = word.indexOf('=');
+      return eq < 0 ? [word, undefined] : [word.slice(0, eq), word.slice(eq + 1)];
+    });
+}
+
+/** Whether an instance has every label the selector asks for. */
+export const hasLabels = (i: InstanceSummary, selector: ReadonlyArray<[string, string | undefined]>): boolean =>
+  selector.every(
+    ([key, value]) => Object.hasOwn(i.labels ?? {}, key) && (value === undefined || i.labels[key] === value),
+  );
+
+/** `env=prod`, as a label is written everywhere (the CLI's `label` and `--label`). */
+export const labelText = (key: string, value: string): string => `${key}=${value}`;
 
 /** Running, but frpc is not logged in to its server. */
 export const isDisconnected = (i: InstanceSummary): boolean => i.state === 'running' && i.connected === false;
@@ -64,9 +89,10 @@ export function matches(i: InstanceSummary, filter: InstanceFilter): boolean {
   if (filter.state !== 'any' && i.state !== filter.state) return false;
   if (filter.condition === 'disconnected' && !isDisconnected(i)) return false;
   if (filter.condition === 'proxiesDown' && proxiesDown(i) === 0) return false;
+  if (!hasLabels(i, labelSelector(filter.labels))) return false;
   const query = filter.query.trim().toLowerCase();
   return query === '' || i.name.toLowerCase().includes(query);
 }
 
 export const isFiltered = (filter: InstanceFilter): boolean =>
-  filter.query.trim() !== '' || filter.state !== 'any' || filter.condition !== 'any';
+  filter.query.trim() !== '' || filter.state !== 'any' || filter.condition !== 'any' || filter.labels.trim() !== '';

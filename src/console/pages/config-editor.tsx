@@ -1,149 +1,196 @@
-import { parse, TomlError } from 'smol-toml';
-import { useEffect, useMemo, useState } from 'preact/hooks';
-import { explain, post } from '../api';
-import { ErrorText, useSession } from '../ui';
+import { useEffect, useState } from 'preact/hooks';
+import { ApiError, explain, get, post } from '../api';
+import { ErrorText } from '../ui';
 
-type Table = Record<string, unknown>;
+/** An instance's config file as the export gives it: `version` is what a replace takes as its baseVersion. */
+export interface ExportedConfig {
+  content: string;
+  masked: boolean;
+  version: string;
+}
 
-const isTable = (value: unknown): value is Table =>
-  value !== null && typeof value === 'object' && !Array.isArray(value) && !(value instanceof Date);
+/** How the daemon applied a replaced file (replaceConfig's `applied`). */
+type Applied = 'unchanged' | 'reload' | 'restart' | 'on next start' | 'not applied';
 
-/** The TOML text given, read; a syntax error says where, in words a person can act on. */
-function read(text: string): Table {
-  try {
-    return parse(text);
-  } catch (err) {
-    if (err instanceof TomlError) {
-      const reason = (err.message.split('\n')[0] ?? '').replace(/^Invalid TOML document: /, '');
-      throw new Error(`This is not valid TOML (line ${err.line}, column ${err.column}): ${reason}`, {
-        cause: err,
-      });
-    }
-    throw err;
-  }
+interface Replaced {
+  changed: boolean;
+  applied: Applied;
+  diff: string;
+  version: string;
+  notes: string[];
+}
+
+const APPLIED: Record<Applied, string> = {
+  unchanged: 'Nothing to apply: the file is as it was.',
+  reload: 'Saved and applied by a reload: the running tunnel took the change without a restart.',
+  restart: 'Saved and applied by a restart of the tunnel.',
+  'on next start': 'Saved; it applies at the next start.',
+  'not applied': 'Checked, not applied.',
+};
+
+/** A unified diff with each line marked by what it is (the +/- sign stays: colour is never the only sign). */
+function Diff({ diff }: { diff: string }) {
+  const kind = (line: string) =>
+    line.startsWith('+++') || line.startsWith('---')
+      ? undefined
+      : ({ '+': 'add', '-': 'del', '@': 'hunk' } as Record<string, string>)[line[0] ?? ''];
+  return (
+    <pre class="config diff" tabIndex={0} aria-label="Changes (unified diff)">
+      {diff
+        .split('\n')
+        .filter(Boolean)
+        .map((line, i) => (
+          <span key={i} class={kind(line)}>
+            {line}
+            {'\n'}
+          </span>
+        ))}
+    </pre>
+  );
 }
 
 /**
- * A config file's top-level settings as TOML: the file up to its first [[proxies]] or [[visitors]], which the daemon
- * writes after every setting (cut from the text rather than written again, so the console needs no TOML writer).
+ * The whole config file (settings, proxies, visitors) as TOML text to edit, saved as `tunnelward edit` saves it: the
+ * text replaces the file (replaceConfig) if the file is still at the version the edit began from. The reply says how
+ * it was applied, with its notes and diff; a refusal shows the daemon's message and keeps the text; a file changed
+ * meanwhile can be loaded again, the text typed staying on show. A secret left masked keeps its value.
  */
-export function settingsText(content: string): string {
-  return `${content.split(/^\[\[(?:proxies|visitors)\]\]/m)[0]!.trimEnd()}\n`;
-}
-
-/** Every value of a settings table by its dotted name (`auth.token`, `metadatas.owner`); arrays are values. */
-function leaves(table: Table, prefix = '', out = new Map<string, unknown>()): Map<string, unknown> {
-  for (const [key, value] of Object.entries(table)) {
-    if (isTable(value)) leaves(value, `${prefix}${key}.`, out);
-    else out.set(prefix + key, value);
-  }
-  return out;
-}
-
-/**
- * What the edit changed, as the configFile modification takes it: each changed or new key with its value, each
- * removed one as null. A key left as it was is not sent, so a secret shown masked is kept.
- */
-export function settingsPatch(before: string, after: string): Table {
-  const old = leaves(read(before));
-  const next = leaves(read(after));
-  const patch: Table = {};
-  for (const [key, value] of next) {
-    if (JSON.stringify(old.get(key)) !== JSON.stringify(value)) patch[key] = value;
-  }
-  for (const key of old.keys()) if (!next.has(key)) patch[key] = null;
-  return patch;
-}
-
-/**
- * The top of an instance's config file (server, auth, transport, log, ...) as TOML text to edit. Saving sends only
- * what changed through the configFile modification; a refusal shows the daemon's message and keeps the text.
- */
-export function SettingsEditor(props: { instanceID: number; content: string; masked: boolean; onSaved: () => void }) {
-  const { notify } = useSession();
-  const original = useMemo(() => settingsText(props.content), [props.content]);
-  /** The text the edit began from: what is compared with the draft, even if the file changes meanwhile. */
-  const [base, setBase] = useState(original);
-  const [draft, setDraft] = useState(original);
+export function ConfigEditor(props: { instanceID: number; config: ExportedConfig; onSaved: () => void }) {
+  /** The file the edit began from: its version goes with the save, even if the file changes meanwhile. */
+  const [base, setBase] = useState(props.config);
+  const [draft, setDraft] = useState(props.config.content);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState('');
-  const dirty = draft !== base;
+  const [outcome, setOutcome] = useState<Replaced | null>(null);
+  /** The file as it is now, when a save was refused because it changed; and the text that was not applied. */
+  const [conflict, setConflict] = useState<{ current: ExportedConfig; mine: string } | null>(null);
+  const [unapplied, setUnapplied] = useState('');
+  const dirty = draft !== base.content;
   useEffect(() => {
     if (dirty) return;
-    setBase(original);
-    setDraft(original);
-  }, [original]);
+    setBase(props.config);
+    setDraft(props.config.content);
+  }, [props.config.content, props.config.version]);
+
+  const startOver = (from: ExportedConfig) => {
+    setBase(from);
+    setDraft(from.content);
+    setError('');
+    setConflict(null);
+  };
 
   return (
     <form
-      class="settings-editor"
+      class="config-editor"
       onSubmit={async (e) => {
         e.preventDefault();
         setError('');
-        let patch: Table;
-        try {
-          patch = settingsPatch(base, draft);
-        } catch (err) {
-          setError(explain(err));
-          return;
-        }
-        if (Object.keys(patch).length === 0) {
-          setError('Nothing changed.');
-          return;
-        }
+        setOutcome(null);
+        setConflict(null);
         setBusy(true);
         try {
-          const reply = await post('/tunnelAct/instanceMgr/modify', {
+          const reply = await post<Replaced>('/tunnelAct/instanceMgr/replaceConfig', {
             instanceID: props.instanceID,
-            type: 'configFile',
-            modifiedData: patch,
+            content: draft,
+            baseVersion: base.version,
           });
-          notify(reply.message);
-          setBase(draft);
+          setOutcome(reply.data);
+          setBase({ ...base, content: draft, version: reply.data.version });
+          setUnapplied('');
           props.onSaved();
         } catch (err) {
           setError(explain(err));
+          if (err instanceof ApiError && err.status === 409) {
+            // A 409 is also a proxy clash: only a new version means someone else changed the file.
+            const current = await get<ExportedConfig>('/tunnelAct/instanceMgr/export', {
+              instanceID: props.instanceID,
+            }).catch(() => null);
+            if (current && current.data.version !== base.version) setConflict({ current: current.data, mine: draft });
+          }
         } finally {
           setBusy(false);
         }
       }}
     >
       <div class="field">
-        <label for="settings-toml">Top-level settings (TOML)</label>
+        <label for="config-toml">Config file (TOML)</label>
         <textarea
-          id="settings-toml"
+          id="config-toml"
           class="code"
-          rows={Math.min(24, Math.max(8, draft.split('\n').length + 1))}
+          rows={Math.min(30, Math.max(10, draft.split('\n').length + 1))}
           spellcheck={false}
           autocomplete="off"
-          aria-describedby="settings-toml-hint"
+          aria-describedby="config-toml-hint"
           aria-invalid={error !== '' || undefined}
           value={draft}
           onInput={(e) => setDraft(e.currentTarget.value)}
         />
-        <small id="settings-toml-hint" class="hint">
-          Server, auth, transport, log and the other keys above the proxies. Proxies and visitors are edited in their
-          own sections. A running tunnel restarts to apply a change.
-          {props.masked ? ' Secrets show as ******** and are kept unless you type a new value.' : ''}
+        <small id="config-toml-hint" class="hint">
+          The whole file: settings, proxies and visitors. A running tunnel takes a change of proxies or visitors by a
+          reload, and restarts for a change of settings.
+          {props.config.masked ? ' Secrets show as ******** and keep their value unless you type a new one.' : ''}
         </small>
       </div>
       <ErrorText>{error}</ErrorText>
+      {conflict && (
+        <div class="conflict notice notice-warn">
+          <p>
+            The file was changed by someone else since you opened it (version {base.version}, now{' '}
+            {conflict.current.version}). Your text was not applied.
+          </p>
+          <button
+            type="button"
+            onClick={() => {
+              setUnapplied(conflict.mine);
+              startOver(conflict.current);
+            }}
+          >
+            Load the current file
+          </button>
+        </div>
+      )}
       <div class="savebar">
         <button type="submit" class="primary" disabled={busy || !dirty}>
-          {busy ? 'Saving…' : 'Save settings'}
+          {busy ? 'Saving…' : 'Save file'}
         </button>
-        <button
-          type="button"
-          disabled={busy || (!dirty && draft === original)}
-          onClick={() => {
-            setBase(original);
-            setDraft(original);
-            setError('');
-          }}
-        >
+        <button type="button" disabled={busy || !dirty} onClick={() => startOver(props.config)}>
           Discard changes
         </button>
       </div>
+      {unapplied && (
+        <details class="conflict">
+          <summary>Your text, not applied (to make your change again)</summary>
+          <pre class="config" tabIndex={0} aria-label="Your text, not applied">
+            {unapplied}
+          </pre>
+        </details>
+      )}
+      <div class="edit-outcome" role="status" aria-live="polite">
+        {outcome && (
+          <>
+            <p>
+              <strong data-applied={outcome.applied}>{APPLIED[outcome.applied]}</strong>
+            </p>
+            {outcome.notes.length > 0 && (
+              <ul aria-label="Notes">
+                {outcome.notes.map((note) => (
+                  <li key={note}>{note}</li>
+                ))}
+              </ul>
+            )}
+          </>
+        )}
+      </div>
+      {outcome?.changed && (
+        <div class="edit-outcome">
+          <h3 class="visually-hidden">Changes</h3>
+          {outcome.diff === '' ? (
+            <p class="muted">Only secret values changed: they are not shown.</p>
+          ) : (
+            <Diff diff={outcome.diff} />
+          )}
+        </div>
+      )}
     </form>
   );
 }

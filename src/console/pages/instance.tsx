@@ -35,13 +35,9 @@ import {
   runCommand,
   type Command,
 } from './instance-actions';
-import { SettingsEditor } from './config-editor';
+import { ConfigEditor, type ExportedConfig } from './config-editor';
+import { InstanceLabels } from './instance-labels';
 import { ProxyDialog } from './proxy-form';
-
-interface ConfigFile {
-  content: string;
-  masked: boolean;
-}
 
 type DialogState =
   | { kind: 'rename' }
@@ -57,7 +53,7 @@ export function InstancePage({ id }: { id: number }) {
   const [infoAt, setInfoAt] = useState(Date.now());
   const [proxies, setProxies] = useState<Proxy[] | null>(null);
   const [visitors, setVisitors] = useState<Visitor[]>([]);
-  const [config, setConfig] = useState<ConfigFile | null>(null);
+  const [config, setConfig] = useState<ExportedConfig | null>(null);
   const [configError, setConfigError] = useState('');
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
@@ -87,7 +83,7 @@ export function InstancePage({ id }: { id: number }) {
   }, [id, notify]);
   const loadConfig = useCallback(async () => {
     try {
-      const reply = await get<ConfigFile>('/tunnelAct/instanceMgr/export', { instanceID: id });
+      const reply = await get<ExportedConfig>('/tunnelAct/instanceMgr/export', { instanceID: id });
       setConfig(reply.data);
       setConfigError('');
     } catch (err) {
@@ -283,6 +279,13 @@ export function InstancePage({ id }: { id: number }) {
         {info.configPath !== undefined && <Fact name="Config file" value={info.configPath} wide />}
       </dl>
 
+      <InstanceLabels
+        instanceID={id}
+        labels={info.labels}
+        admin={admin}
+        onChanged={(labels) => setInfo((i) => (i ? { ...i, labels } : i))}
+      />
+
       <section aria-labelledby="proxies-title" class="panel">
         <div class="panel-head">
           <h2 id="proxies-title">Proxies</h2>
@@ -431,25 +434,17 @@ export function InstancePage({ id }: { id: number }) {
             {!admin && <span class="muted">read-only{config?.masked ? ', secrets shown as ********' : ''}</span>}
           </div>
           <ErrorText>{configError}</ErrorText>
-          {config && admin && (
-            <SettingsEditor
-              instanceID={id}
-              content={config.content}
-              masked={config.masked}
-              onSaved={() => {
-                refreshConfig.current.request();
-                refreshInfo.current.request();
-              }}
-            />
-          )}
           {config &&
             (admin ? (
-              <details class="whole-file">
-                <summary>The whole file, proxies and visitors included (read-only)</summary>
-                <pre class="config" tabIndex={0} aria-label="Config file (TOML)">
-                  {config.content}
-                </pre>
-              </details>
+              <ConfigEditor
+                instanceID={id}
+                config={config}
+                onSaved={() => {
+                  refreshConfig.current.request();
+                  refreshInfo.current.request();
+                  proxiesEdited();
+                }}
+              />
             ) : (
               <pre class="config" tabIndex={0} aria-label="Config file (TOML)">
                 {config.content}

@@ -5,6 +5,8 @@ import { count, duration, proxyCounts } from '../format';
 import {
   NO_FILTER,
   isFiltered,
+  labelSelector,
+  labelText,
   matches,
   summarize,
   type Condition,
@@ -132,6 +134,13 @@ export function Instances() {
   const pages = Math.max(1, Math.ceil(shown.length / pageSize));
   const current = Math.min(page, pages - 1);
   const rows = shown.slice(current * pageSize, (current + 1) * pageSize);
+  // A column only when some instance has labels, as `tunnelward ls` shows them.
+  const labelled = useMemo(() => all.some((i) => Object.keys(i.labels ?? {}).length > 0), [list]);
+  /** A row's label, chosen: added to the label filter (once). */
+  const filterByLabel = (key: string, value: string) => {
+    if (labelSelector(filter.labels).some(([k, v]) => k === key && v === value)) return;
+    setFilter({ ...filter, labels: `${filter.labels.trim()} ${labelText(key, value)}`.trim() });
+  };
 
   const command = async (cmd: Command, ids: number[]) => {
     setBusy((b) => new Set([...b, ...ids]));
@@ -201,6 +210,22 @@ export function Instances() {
                   </option>
                 ))}
               </select>
+            </div>
+            <div class="field">
+              <label for="instance-labels">Labels</label>
+              <input
+                id="instance-labels"
+                type="search"
+                value={filter.labels}
+                placeholder="env=prod team=web"
+                autocomplete="off"
+                spellcheck={false}
+                aria-describedby="instance-labels-hint"
+                onInput={(e) => setFilter({ ...filter, labels: e.currentTarget.value })}
+              />
+              <small id="instance-labels-hint" class="visually-hidden">
+                key=value, several separated by spaces: an instance must have every one. A key alone matches any value.
+              </small>
             </div>
             {admin && rows.length > 0 && (
               <div class="field check phone-only">
@@ -289,6 +314,7 @@ export function Instances() {
                     <th scope="col">Restarts</th>
                     <th scope="col">Proxies</th>
                     <th scope="col">Connected</th>
+                    {labelled && <th scope="col">Labels</th>}
                     {admin && (
                       <th scope="col">
                         <span class="visually-hidden">Actions</span>
@@ -332,6 +358,11 @@ export function Instances() {
                       <td data-label="Connected" class="connected-cell">
                         {i.connected === null ? '—' : i.connected ? 'yes' : 'no'}
                       </td>
+                      {labelled && (
+                        <td data-label="Labels" class="labels-cell">
+                          <LabelChips name={i.name} labels={i.labels} onChoose={filterByLabel} />
+                        </td>
+                      )}
                       {admin && (
                         <td class="actions-cell">
                           <MenuButton
@@ -407,6 +438,7 @@ function SummaryBar(props: { summary: Summary; filter: InstanceFilter; onFilter:
   ) => {
     const next: InstanceFilter = {
       query: filter.query,
+      labels: filter.labels,
       state: target.state ?? 'any',
       condition: target.condition ?? 'any',
     };
@@ -442,6 +474,32 @@ function SummaryBar(props: { summary: Summary; filter: InstanceFilter; onFilter:
         s.proxiesDown > 0 ? `in ${count(s.withProxiesDown, 'instance')}` : undefined,
       )}
     </div>
+  );
+}
+
+/** An instance's labels as small chips; each filters the list by it. */
+function LabelChips(props: {
+  name: string;
+  labels: Record<string, string>;
+  onChoose: (key: string, value: string) => void;
+}) {
+  const entries = Object.entries(props.labels ?? {});
+  if (entries.length === 0) return <span class="muted">—</span>;
+  return (
+    <ul class="labels" aria-label={`Labels of ${props.name}`}>
+      {entries.map(([key, value]) => (
+        <li key={key}>
+          <button
+            type="button"
+            class="label-chip"
+            title={`Show only instances labelled ${labelText(key, value)}`}
+            onClick={() => props.onChoose(key, value)}
+          >
+            {labelText(key, value)}
+          </button>
+        </li>
+      ))}
+    </ul>
   );
 }
 
