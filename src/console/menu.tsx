@@ -28,9 +28,13 @@ export function MenuButton(props: { label: string; accessibleName: string; items
     if (refocus) button.current?.focus();
   };
 
+  /** Where the button was when the menu was placed beside it. */
+  const anchor = useRef<{ top: number; left: number } | null>(null);
+
   useLayoutEffect(() => {
     if (!open || !button.current || !menu.current) return;
     const rect = button.current.getBoundingClientRect();
+    anchor.current = { top: rect.top, left: rect.left };
     const { offsetHeight: height, offsetWidth: width } = menu.current;
     const below = rect.bottom + 4 + height <= window.innerHeight;
     setPlace({
@@ -42,7 +46,7 @@ export function MenuButton(props: { label: string; accessibleName: string; items
 
   // Once placed (a hidden menu cannot take the focus), the keyboard goes to the item it was opened on.
   useLayoutEffect(() => {
-    if (place && openAt !== null) itemsOf().at(openAt)?.focus();
+    if (place && openAt !== null) itemsOf().at(openAt)?.focus({ preventScroll: true });
   }, [place]);
 
   useEffect(() => {
@@ -51,8 +55,13 @@ export function MenuButton(props: { label: string; accessibleName: string; items
       const target = e.target as Node;
       if (!menu.current?.contains(target) && !button.current?.contains(target)) close(false);
     };
-    // A menu placed by the button's position would drift from it: scrolling or resizing closes it.
-    const away = () => close(false);
+    // A menu placed by the button's position would drift from it: scrolling or resizing that moves the button closes
+    // it. (A scroll event can arrive after the menu opened for a scroll that ended before: the button has not moved.)
+    const away = () => {
+      const rect = button.current?.getBoundingClientRect();
+      const was = anchor.current;
+      if (!rect || !was || Math.abs(rect.top - was.top) > 1 || Math.abs(rect.left - was.left) > 1) close(false);
+    };
     document.addEventListener('pointerdown', outside);
     window.addEventListener('resize', away);
     window.addEventListener('scroll', away, true);
@@ -75,7 +84,7 @@ export function MenuButton(props: { label: string; accessibleName: string; items
     const at = items.indexOf(document.activeElement as HTMLButtonElement);
     const move = (to: number) => {
       e.preventDefault();
-      items[(to + items.length) % items.length]?.focus();
+      items[(to + items.length) % items.length]?.focus({ preventScroll: true });
     };
     if (e.key === 'ArrowDown') move(at + 1);
     else if (e.key === 'ArrowUp') move(at - 1);
