@@ -120,11 +120,20 @@ export class SystemdRunner implements TunnelRunner {
     return new Map(ids.map((id) => [id, undefined]));
   });
 
-  /** The unit's last lines in the journal, to explain a start that failed. */
+  /**
+   * The tunnel's last lines in the journal, to explain a start that failed. systemd's own lines about the unit
+   * (`tunnel_1.service: Failed ...`, which the state already says) are left out: they can crowd out what the tunnel
+   * said.
+   */
   private async lastLines(unit: string): Promise<string> {
     const journalctl = this.settings()['Systemd.Journalctl'];
-    const lines = await runProgram([journalctl, '-u', unit, '-n', '5', '-o', 'cat', '--no-pager', '-q']).then(
-      ({ stdout }) => stdout.trim(),
+    const lines = await runProgram([journalctl, '-u', unit, '-n', '50', '-o', 'cat', '--no-pager', '-q']).then(
+      ({ stdout }) =>
+        stdout
+          .split('\n')
+          .filter((line) => line.trim() !== '' && !line.startsWith(`${unit}: `))
+          .slice(-5)
+          .join('\n'),
       () => '',
     );
     return lines ? `; last log lines:\n${lines}` : '';
