@@ -231,6 +231,21 @@ export function spawnCli(
   });
 }
 
+/**
+ * Daemons still running when the test file's process exits: killed then, whatever the test did (a hook that failed
+ * before its teardown was registered would otherwise leave its daemon running for good).
+ */
+const running = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const proc of running) {
+    try {
+      process.kill(proc.pid!, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
+});
+
 export async function startDaemon(options: StartOptions = {}): Promise<Daemon> {
   const dataDir = options.dataDir ?? (await tempDir());
   if (options.settingsToml !== undefined) await writeFile(join(dataDir, 'settings.toml'), options.settingsToml);
@@ -241,6 +256,8 @@ export async function startDaemon(options: StartOptions = {}): Promise<Daemon> {
     options.wrap,
   );
   const daemon = new Daemon(proc, dataDir);
+  running.add(proc);
+  proc.once('exit', () => running.delete(proc));
   collectLines(proc, daemon.output);
   const started = daemon.waitForOutput(/tunnelward listening on (https?:\/\/\S+)/, 20_000);
   const failed = daemon.exited.then(({ code }) => {
