@@ -5,6 +5,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stopKeeper } from '../../actors/output-keeper.js';
+import { killOnExit } from './exit-guard.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import type { ExecutionContext } from 'ava';
 
@@ -231,21 +232,6 @@ export function spawnCli(
   });
 }
 
-/**
- * Daemons still running when the test file's process exits: killed then, whatever the test did (a hook that failed
- * before its teardown was registered would otherwise leave its daemon running for good).
- */
-const running = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const proc of running) {
-    try {
-      process.kill(proc.pid!, 'SIGKILL');
-    } catch {
-      // gone already
-    }
-  }
-});
-
 export async function startDaemon(options: StartOptions = {}): Promise<Daemon> {
   const dataDir = options.dataDir ?? (await tempDir());
   if (options.settingsToml !== undefined) await writeFile(join(dataDir, 'settings.toml'), options.settingsToml);
@@ -256,8 +242,7 @@ export async function startDaemon(options: StartOptions = {}): Promise<Daemon> {
     options.wrap,
   );
   const daemon = new Daemon(proc, dataDir);
-  running.add(proc);
-  proc.once('exit', () => running.delete(proc));
+  killOnExit(proc);
   collectLines(proc, daemon.output);
   const started = daemon.waitForOutput(/tunnelward listening on (https?:\/\/\S+)/, 20_000);
   const failed = daemon.exited.then(({ code }) => {

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { PACKAGE_ROOT } from '../../src/paths.js';
+import { killOnExit } from './exit-guard.js';
 
 const run = promisify(execFile);
 
@@ -97,6 +98,7 @@ export class Frps {
     ];
     await writeFile(this.configPath, lines.join('\n') + '\n');
     const proc = spawn(REAL_FRPS, ['-c', this.configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
+    killOnExit(proc);
     this.proc = proc;
     this.exited = new Promise((resolve) => proc.once('exit', () => resolve()));
     let rest = '';
