@@ -9,6 +9,7 @@ import { createTaskArgs, deleteTaskArgs } from '../src/boot/windows-task.js';
 import { writeFileAtomic } from '../src/fs/atomic.js';
 import type { Settings } from '../src/settings/defaults.js';
 import { trustedProgram } from '../src/system/trusted-program.js';
+import { Batcher } from '../src/util/batcher.js';
 import { coalesce } from '../src/util/coalesce.js';
 import { runProgram } from './commands.js';
 
@@ -87,10 +88,15 @@ export class OwnBootService implements BootService {
 export class SystemdBootService implements BootService {
   readonly initSystem = 'systemd' as const;
   private version: Promise<number> | undefined;
-  /** Unit writes that come together (a thousand starts, a settings change) share one daemon-reload. */
+  /** Unit files were written or removed since systemd last read them (a daemon-reload). */
+  private stale = false;
+  /** Calls that come together (a thousand starts) share one daemon-reload. */
   private readonly reload = coalesce(async () => {
     await this.systemctl('daemon-reload');
   });
+  /** Enables and disables that come together are one `systemctl enable|disable --no-reload a b c ...`. */
+  private readonly enables = unitBatcher((units) => this.systemctl('enable', '--no-reload', ...units));
+  private readonly disables = unitBatcher((units) => this.systemctl('disable', '--no-reload', ...units));
 
   constructor(
     private readonly settings: SettingsSource,
@@ -120,8 +126,8 @@ export class SystemdBootService implements BootService {
     return restartPolicy(this.settings(), await this.systemdVersion());
   }
 
-  /** Writes the instance's unit when its text differs from what is there; true when it wrote. */
-  private async write(t: BootTarget): Promise<boolean> {
+  /** Writes the instance's unit when its text differs from what is there. */
+  private async write(t: BootTarget): Promise<void> {
     const s = this.settings();
     const unit = tunnelUnit({
       serviceName: serviceNameOf(t.id),
@@ -133,37 +139,75 @@ export class SystemdBootService implements BootService {
       environmentFile: await writeEnvironmentFile(this.envDir, t),
     });
     const path = this.unitPath(t.id);
-    if ((await readFile(path, 'utf8').catch(() => undefined)) === unit) return false;
+    if ((await readFile(path, 'utf8').catch(() => undefined)) === unit) return;
     await mkdir(s['Systemd.UnitDir'], { recursive: true });
     await writeFileAtomic(path, unit, { mode: 0o644 });
-    return true;
+    this.stale = true;
   }
 
+  /**
+   * Makes systemd read the unit files written since it last did, before they are used (a start): one
+   * daemon-reload for however many were written, however many starts wait for it.
+   */
+  async sync(): Promise<void> {
+    if (!this.stale) return;
+    this.stale = false;
+    await this.reload().catch((err: unknown) => {
+      this.stale = true;
+      throw err;
+    });
+  }
+
+  /** Writes the unit; systemd reads it at the next start (`sync`), so a burst of creations costs no reload. */
   async prepare(t: BootTarget): Promise<void> {
-    if (await this.write(t)) await this.reload();
+    await this.write(t);
   }
 
+  /** A settings change reaches the running units too (their restart policy): systemd reads it now. */
   async refresh(targets: readonly BootTarget[]): Promise<void> {
-    let changed = false;
-    for (const t of targets) changed = (await this.write(t)) || changed;
-    if (changed) await this.reload();
+    for (const t of targets) await this.write(t);
+    await this.sync();
   }
 
   async enable(t: BootTarget): Promise<void> {
-    await this.prepare(t);
-    await this.systemctl('enable', `${serviceNameOf(t.id)}.service`);
+    await this.write(t);
+    await this.enables(`${serviceNameOf(t.id)}.service`);
   }
 
   async disable(t: BootTarget): Promise<void> {
-    await this.systemctl('disable', `${serviceNameOf(t.id)}.service`);
+    await this.disables(`${serviceNameOf(t.id)}.service`);
   }
 
   async remove(t: BootTarget): Promise<void> {
     await this.disable(t);
     await rm(this.unitPath(t.id), { force: true });
     await removeEnvironmentFile(this.envDir, t);
-    await this.reload();
+    // systemd forgets the unit now (deletions that come together share the reload).
+    this.stale = true;
+    await this.sync();
   }
+}
+
+/**
+ * A command on units that serves the requests that come together in one run. When the batch fails, each unit is
+ * tried alone, so only the one that fails gets the error.
+ */
+function unitBatcher(run: (units: string[]) => Promise<unknown>): (unit: string) => Promise<void> {
+  const batcher = new Batcher<string, Error | undefined>(async (units) => {
+    const attempt = (some: string[]) =>
+      run(some).then(
+        () => undefined,
+        (err: Error) => err,
+      );
+    const err = await attempt(units);
+    const results = new Map(units.map((unit) => [unit, err]));
+    if (err && units.length > 1) for (const unit of units) results.set(unit, await attempt([unit]));
+    return results;
+  });
+  return async (unit) => {
+    const err = await batcher.request(unit);
+    if (err) throw err;
+  };
 }
 
 export class InitdBootService implements BootService {

@@ -1,27 +1,22 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { Subject } from 'rxjs';
-import { JOURNAL_FIELDS, parseJournalLine, type JournalEvent } from '../src/boot/journal-entry.js';
+import { JOURNAL_FIELDS, parseJournalLine } from '../src/boot/journal-entry.js';
 import { TUNNEL_SLICE } from '../src/boot/systemd-unit.js';
 import type { Logger } from '../src/log/logger.js';
 import { trustedProgram } from '../src/system/trusted-program.js';
 import { runProgram } from './commands.js';
 import type { LogSource } from './log-sources.js';
 
-/** What systemd says of a tunnel unit (everything but its output). */
-export type UnitEvent = Exclude<JournalEvent, { kind: 'output' }>;
-
 /** How long to wait before following again after journalctl ended on its own: doubling while it keeps failing. */
 const REFOLLOW_MS = 1000;
 const REFOLLOW_MAX_MS = 60_000;
 
 /**
- * One `journalctl -f` for every tunnel unit, whatever their number: the output of the units in tunnelward's slice
- * and PID 1's messages about units, demultiplexed here by unit. Output goes to the instance that follows it; what
- * systemd says of a unit (exits, starts) goes to `events$`. If journalctl ends, it is started again after the last
- * entry read (its cursor), so nothing is missed or read twice.
+ * One `journalctl -f` for every tunnel unit, whatever their number: the output of the units in tunnelward's slice,
+ * demultiplexed here by unit to the instance that follows it. (What systemd says of the units comes from its
+ * signals: systemd-bus.ts.) If journalctl ends, it is started again after the last entry read (its cursor), so
+ * nothing is missed or read twice.
  */
 export class JournalFollower {
-  readonly events$ = new Subject<UnitEvent>();
   private readonly outputs = new Map<number, (text: string) => void>();
   private child: ChildProcess | undefined;
   private cursor: string | undefined;
@@ -85,8 +80,6 @@ export class JournalFollower {
         `--output-fields=${JOURNAL_FIELDS.join(',')}`,
         ...from,
         `_SYSTEMD_SLICE=${TUNNEL_SLICE}`,
-        '+',
-        '_PID=1',
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
@@ -124,31 +117,21 @@ export class JournalFollower {
     setTimeout(() => this.follow(), delay).unref();
   }
 
-  /** Lines in order; a unit's output is handed over in one piece per chunk, before anything systemd says after it. */
+  /** Lines in order; each unit's output is handed over in one piece per chunk. */
   private read(lines: string[]): void {
     const pending = new Map<number, string>();
-    const flush = () => {
-      for (const [id, text] of pending) this.outputs.get(id)?.(text);
-      pending.clear();
-    };
     for (const line of lines) {
-      const { cursor, event } = parseJournalLine(line);
+      const { cursor, output } = parseJournalLine(line);
       if (cursor) this.cursor = cursor;
-      if (!event) continue;
-      if (event.kind === 'output') {
-        if (this.outputs.has(event.id)) pending.set(event.id, `${pending.get(event.id) ?? ''}${event.text}\n`);
-        continue;
-      }
-      flush();
-      this.events$.next(event);
+      if (output && this.outputs.has(output.id))
+        pending.set(output.id, `${pending.get(output.id) ?? ''}${output.text}\n`);
     }
-    flush();
+    for (const [id, text] of pending) this.outputs.get(id)?.(text);
   }
 
   close(): void {
     this.closed = true;
     this.child?.kill();
     this.child = undefined;
-    this.events$.complete();
   }
 }

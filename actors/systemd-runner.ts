@@ -1,6 +1,7 @@
 import { Subject } from 'rxjs';
 import { nextAfterRun, restartPolicy } from '../src/boot/systemd-unit.js';
 import { parseUnitStatuses, restartStateOf, UNIT_PROPERTIES, type UnitStatus } from '../src/boot/unit-status.js';
+import type { UnitEvent } from '../src/boot/unit-signals.js';
 import type { Logger } from '../src/log/logger.js';
 import type { Settings } from '../src/settings/defaults.js';
 import { procStat, type LiveProcess } from '../src/system/proc.js';
@@ -15,7 +16,7 @@ import {
   type TunnelProcess,
   type TunnelRunner,
 } from './process-runner.js';
-import type { JournalFollower, UnitEvent } from './systemd-journal.js';
+import type { SystemdBus } from './systemd-bus.js';
 
 const unitOf = (id: number) => `${serviceNameOf(id)}.service`;
 
@@ -26,11 +27,12 @@ const SHOW_BATCH = 500;
 const UNWATCHED_ENDS_KEPT = 1024;
 
 /**
- * What the journal said of one run of a unit (one invocation), kept until a watcher asks: news of a run may be
- * read before the start that made it returns, and news of an earlier run may come after a later run began.
+ * What systemd said of one run of a unit (one invocation), kept until a watcher asks: news of a run may be read
+ * before the start that made it returns, and news of an earlier run may come after a later run began.
  */
 interface Run {
-  exit?: { code: number | null; signal: string | null };
+  id: number;
+  invocation: string;
   ended?: ProcessExit;
   /** The run's end, once someone watches it (made once per run, however many times it is taken over). */
   exited?: Promise<ProcessExit>;
@@ -40,8 +42,9 @@ interface Run {
 /**
  * Runs tunnels as systemd units `tunnel_<id>.service`. systemd is the one restarter of a crashed tunnel (the unit
  * carries the Watchdog settings), whether tunnelward is up or not; tunnelward observes. Nothing is polled: what
- * happens to the units comes from one journal follower for all of them (exits, systemd's restarts and give-ups),
- * and systemd is asked (`systemctl show`) only when a start is done or at start-up, for all units in one call.
+ * happens to the units is pushed by systemd's own signals (exits, systemd's restarts and give-ups), and systemd is
+ * asked (`systemctl show`) only when a start is done, at start-up and after the signals were lost, for all the
+ * units concerned in one call.
  */
 export class SystemdRunner implements TunnelRunner {
   readonly initSystem = 'systemd';
@@ -53,16 +56,21 @@ export class SystemdRunner implements TunnelRunner {
   /** The units as they were at start-up (`findRunning`), for taking them over. */
   private found = new Map<number, UnitStatus>();
   private readonly log: Logger;
-  private readonly subscription;
+  private readonly subscriptions;
 
   constructor(
     private readonly boot: SystemdBootService,
     private readonly settings: () => Readonly<Settings>,
-    journal: JournalFollower,
+    bus: SystemdBus,
     log: Logger,
   ) {
     this.log = log.child({ component: 'systemd' });
-    this.subscription = journal.events$.subscribe((event) => this.onUnitEvent(event));
+    this.subscriptions = [
+      bus.events$.subscribe((event) => this.onUnitEvent(event)),
+      bus.resync$.subscribe(() => {
+        this.resync().catch((err) => this.log.warn({ err }, 'cannot ask systemd how the watched units stand'));
+      }),
+    ];
   }
 
   private systemctl(...args: string[]) {
@@ -107,6 +115,8 @@ export class SystemdRunner implements TunnelRunner {
     // landed): a start now would merge with it. It is waited for first.
     const stopped = ids.filter((id) => this.stopAsked.delete(id)).map(unitOf);
     if (stopped.length > 0) await this.systemctl('stop', ...stopped).catch(() => {});
+    // The unit files written since systemd last read them (a burst of creations, a settings change): one reload.
+    await this.boot.sync();
     await this.systemctl('reset-failed', ...units).catch(() => {});
     let error = '';
     await this.systemctl('start', ...units).catch((err: Error) => (error = err.message));
@@ -150,17 +160,17 @@ export class SystemdRunner implements TunnelRunner {
     return restartStateOf(status) === 'failed' ? 'failed' : undefined;
   }
 
-  private runOf(invocation: string): Run {
+  private runOf(id: number, invocation: string): Run {
     let run = this.runs.get(invocation);
     if (!run) {
-      run = {};
+      run = { id, invocation };
       this.runs.set(invocation, run);
     }
     return run;
   }
 
   private watch(id: number, pid: number, invocation: string): TunnelProcess {
-    const run = this.runOf(invocation);
+    const run = this.runOf(id, invocation);
     run.exited ??= new Promise<ProcessExit>((resolve) => {
       if (run.ended) resolve(run.ended);
       else run.watcher = resolve;
@@ -182,24 +192,34 @@ export class SystemdRunner implements TunnelRunner {
       this.initEvents$.next({ type: 'gaveUp', instanceId: id });
       return;
     }
-    const run = this.runOf(invocation);
-    if (event.kind === 'exit') {
-      run.exit = { code: event.code, signal: event.signal };
-      return;
-    }
-    if (run.ended) return; // systemd says it again when its start limit stops a restart
-    const code = run.exit?.code ?? (event.success ? 0 : null);
+    this.ended(this.runOf(id, invocation), event);
+  }
+
+  private ended(run: Run, how: { success: boolean; code: number | null; signal: string | null }): void {
+    if (run.ended) return;
     // Which exits systemd restarts depends only on the settings, not on systemd's version.
     const policy = restartPolicy(this.settings(), 0);
-    run.ended = {
-      code,
-      signal: run.exit?.signal ?? null,
-      next: nextAfterRun(policy, { success: event.success, code }),
-    };
+    run.ended = { code: how.code, signal: how.signal, next: nextAfterRun(policy, how) };
     if (run.watcher) {
       run.watcher(run.ended);
-      this.runs.delete(invocation);
+      this.runs.delete(run.invocation);
     } else this.pruneUnwatched();
+  }
+
+  /**
+   * After systemd's signals were lost for a while: the watched runs that are no longer what their unit runs ended
+   * meanwhile (how, the signals would have said; systemd's restart, if any, is already under way).
+   */
+  private async resync(): Promise<void> {
+    const watched = [...this.runs].filter(([, run]) => run.watcher && !run.ended);
+    if (watched.length === 0) return;
+    const statuses = await this.statuses([...new Set(watched.map(([, run]) => run.id))]);
+    for (const [invocation, run] of watched) {
+      const status = statuses.get(run.id);
+      if (status && status.invocation === invocation && status.mainPid > 0) continue;
+      this.log.info({ instanceID: run.id, invocation }, 'the run ended while systemd could not be heard');
+      this.ended(run, { success: false, code: null, signal: null });
+    }
   }
 
   private pruneUnwatched(): void {
@@ -277,7 +297,7 @@ export class SystemdRunner implements TunnelRunner {
   }
 
   close(): void {
-    this.subscription.unsubscribe();
+    for (const subscription of this.subscriptions) subscription.unsubscribe();
     this.initEvents$.complete();
   }
 }

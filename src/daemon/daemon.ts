@@ -9,6 +9,7 @@ import { InstanceLogs, logsDirOf } from '../../actors/instance-logs.js';
 import { fileSource } from '../../actors/log-sources.js';
 import { InitdRunner } from '../../actors/initd-runner.js';
 import { ProcessRunner } from '../../actors/process-runner.js';
+import { SystemdBus } from '../../actors/systemd-bus.js';
 import { JournalFollower } from '../../actors/systemd-journal.js';
 import { SystemdRunner } from '../../actors/systemd-runner.js';
 import { EventHub } from '../../actors/event-hub.js';
@@ -126,11 +127,11 @@ async function startLocked(
   cleanups.push(() => initialPassword.close());
 
   const initSystem = detectInitSystem(settings.value('InitSystem'));
-  const { runner, boot, source, journal } = runnersFor(initSystem, () => settings.get(), log, dataDir);
-  if (journal) {
+  const { runner, boot, source, followers } = runnersFor(initSystem, () => settings.get(), log, dataDir);
+  for (const follower of followers) {
     // Following starts before the units are looked at, so nothing that happens in between is missed.
-    await journal.start();
-    cleanups.push(() => journal.close());
+    await follower.start();
+    cleanups.push(() => follower.close());
   }
   if (runner instanceof ProcessRunner) {
     const outputSub = settings.changes$.subscribe(({ changed }) => {
@@ -372,18 +373,22 @@ const serviceEvent = (event: 'service.started' | 'service.stopping') => ({
   signal: null,
 });
 
-/** The runner, the boot service and the log source that go with an init system (and systemd's journal follower). */
+/**
+ * The runner, the boot service and the log source that go with an init system, and what follows the init system
+ * (systemd's signals and its journal).
+ */
 function runnersFor(initSystem: InitSystem, settings: () => Readonly<Settings>, log: Logger, dataDir: string) {
   // Environment files sit with the database that holds the same values: in the data dir, never in the unit dirs.
   const boot = bootServiceFor(initSystem, settings, join(dataDir, 'boot-env'));
   const runnerLog = log.child({ component: 'runner' });
   if (boot instanceof SystemdBootService) {
     const journal = new JournalFollower(() => settings()['Systemd.Journalctl'], log);
+    const bus = new SystemdBus(log);
     return {
-      runner: new SystemdRunner(boot, settings, journal, runnerLog),
+      runner: new SystemdRunner(boot, settings, bus, runnerLog),
       boot,
       source: (id: number, onText: (text: string) => void) => journal.output(id, onText),
-      journal,
+      followers: [bus, journal],
     };
   }
   if (boot instanceof InitdBootService) {
@@ -391,7 +396,7 @@ function runnersFor(initSystem: InitSystem, settings: () => Readonly<Settings>, 
       runner: new InitdRunner(boot, runnerLog),
       boot,
       source: fileSource((id) => boot.logFile(id), log.child({ component: 'log-source' })),
-      journal: undefined,
+      followers: [],
     };
   }
   // While the daemon is away, the spawner keeps the tunnels' output flowing into their log files.
@@ -400,7 +405,7 @@ function runnersFor(initSystem: InitSystem, settings: () => Readonly<Settings>, 
     maxBytes: settings()['Log.MaxBytes'],
     files: settings()['Log.Files'],
   });
-  return { runner: new ProcessRunner(runnerLog, output), boot, source: undefined, journal: undefined };
+  return { runner: new ProcessRunner(runnerLog, output), boot, source: undefined, followers: [] };
 }
 
 function listen(server: Server, port: number, host: string): Promise<void> {

@@ -23,8 +23,10 @@ export class SystemdHost {
     private readonly exited: Promise<void>,
   ) {}
 
-  static async boot(): Promise<SystemdHost> {
-    const proc = spawn(HOST_SCRIPT, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+  /** `logTarget`: where PID 1 logs (host.sh's default: the journal). */
+  static async boot(options: { logTarget?: 'console' } = {}): Promise<SystemdHost> {
+    const env = options.logTarget ? { ...process.env, TUNNELWARD_SYSTEMD_LOG_TARGET: options.logTarget } : undefined;
+    const proc = spawn(HOST_SCRIPT, [], { stdio: ['pipe', 'pipe', 'pipe'], env });
     const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
     let out = '';
     let err = '';

@@ -10,6 +10,8 @@
 # empty the host's /tmp; udev, sysctl, clock sync and the like act on the host), and inside its mount namespace
 # /etc/systemd/system and /var/log/journal are empty tmpfs of its own, so the units and journal it writes vanish
 # with it and never meet another such systemd's. Needs root and Debian's systemd package.
+# TUNNELWARD_SYSTEMD_LOG_TARGET sets where PID 1 logs (default journal-or-kmsg; "console" keeps it out of the
+# journal, as on a host whose PID 1 logs elsewhere).
 set -uo pipefail
 
 [ "$(id -u)" = 0 ] || { echo "host.sh: needs root" >&2; exit 2; }
@@ -35,7 +37,7 @@ unshare --pid --fork --mount --mount-proc --cgroup --uts --ipc --propagation pri
   env container=tunnelward-test /bin/sh -c '
     mount -t tmpfs -o mode=0755 tunnelward-units /etc/systemd/system || exit 1
     mkdir -p /var/log/journal && mount -t tmpfs -o mode=2755 tunnelward-journal /var/log/journal || exit 1
-    exec /lib/systemd/systemd "$@"' systemd --system --show-status=no --log-target=journal-or-kmsg \
+    exec /lib/systemd/systemd "$@"' systemd --system --show-status=no --log-target="${TUNNELWARD_SYSTEMD_LOG_TARGET:-journal-or-kmsg}" \
   --unit=basic.target "${masks[@]}" >"$console" 2>&1 &
 outer=$!
 

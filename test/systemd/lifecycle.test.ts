@@ -19,8 +19,7 @@ async function startInside(host: SystemdHost, settings: Record<string, string | 
   return startDaemon({
     wrap: host.enter,
     dataDir,
-    // journald tells followers of new entries every 250 ms, so an exit is known up to ~0.3 s late: a start is
-    // confirmed after a time well past that.
+    // An exit is known the moment systemd signals it; the time leaves room for a Node fixture slow to fail.
     settingsToml: dataDir
       ? undefined
       : instanceSettings({ InitSystem: 'systemd', 'Instance.StartSecs': 0.8, ...settings }) + 'Debug = true\n',
@@ -34,8 +33,12 @@ async function killDaemon(daemon: Daemon): Promise<void> {
   await daemon.exited;
 }
 
-async function setup(t: ExecutionContext, settings: Record<string, string | number> = {}): Promise<Setup> {
-  const host = await SystemdHost.boot();
+async function setup(
+  t: ExecutionContext,
+  settings: Record<string, string | number> = {},
+  boot: Parameters<typeof SystemdHost.boot>[0] = {},
+): Promise<Setup> {
+  const host = await SystemdHost.boot(boot);
   const daemon = await startInside(host, settings).catch(async (err: unknown) => {
     await host.shutdown();
     throw err;
@@ -248,4 +251,46 @@ test('kill -9 of tunnelward, a crash while it is down: systemd restarts it, the 
   t.is((await tunnelPids(b.configPath)).length, 1);
   const journalctl = (await host.run('pgrep', '-c', '-x', 'journalctl')).stdout.trim();
   t.is(journalctl, '1', 'one journal follower for every unit');
+});
+
+test("PID 1 logging to its console only: crashes are still seen (systemd's signals), output still comes from the journal, and signals lost to a re-exec come back", async (t) => {
+  const s = await setup(t, {}, { logTarget: 'console' });
+  const { host, daemon, token } = s;
+  const { id, configPath } = await createInstance(daemon, token, 'sd_quiet', {
+    metadatas: { 'fixture.logEveryMs': '100' },
+  });
+  const stream = await openStream(wsUrl(daemon.url, `/tunnelAct/instanceMgr/logs?instanceID=${id}&token=${token}`));
+  const start = await post(s, '/tunnelAct/instanceMgr/start', { instanceID: id });
+  t.true(start.body.success, start.body.message);
+  await stream.waitFor((m) => m.some((e) => /fixture: tick \d+/.test(e.content)));
+
+  const crashedAndBack = async (old: number) => {
+    const next = await nextMainPid(host, id, old);
+    await waitFor(
+      () => statusOf(daemon, token, id),
+      (st) => st.isRunning && st.pid === next,
+      15_000,
+    );
+    return next;
+  };
+  const first = await mainPid(host, id);
+  await host.run('kill', '-KILL', String(first));
+  const second = await crashedAndBack(first);
+  t.true(
+    daemon.output.some((l) => l.includes(`"instanceID":${id},"from":"running","to":"backoff"`)),
+    'the crash was seen as a crash',
+  );
+  const pid1 = await host.run('journalctl', '-q', '-o', 'cat', '_PID=1');
+  t.false(pid1.stdout.includes(unitOf(id)), 'PID 1 wrote nothing about the unit to the journal');
+
+  // A re-exec of systemd drops every connection to it; a crash right after it is seen all the same.
+  await host.run('sh', '-c', `systemctl daemon-reexec && kill -KILL ${second}`);
+  const third = await crashedAndBack(second);
+  await host.run('kill', '-KILL', String(third));
+  await crashedAndBack(third);
+  t.is((await tunnelPids(configPath)).length, 1, 'one tunnel runs');
+  t.true(daemon.output.some((l) => l.includes("lost systemd's signals")));
+  const before = stream.messages.length;
+  await stream.waitFor((m) => m.slice(before).some((e) => /fixture: tick/.test(e.content)));
+  stream.ws.close();
 });
