@@ -9,7 +9,7 @@ import { createTaskArgs, deleteTaskArgs } from '../src/boot/windows-task.js';
 import { writeFileAtomic } from '../src/fs/atomic.js';
 import type { Settings } from '../src/settings/defaults.js';
 import { trustedProgram } from '../src/system/trusted-program.js';
-import { Batcher } from '../src/util/batcher.js';
+import { batchedCommand } from '../src/util/batcher.js';
 import { coalesce } from '../src/util/coalesce.js';
 import { runProgram } from './commands.js';
 
@@ -95,8 +95,8 @@ export class SystemdBootService implements BootService {
     await this.systemctl('daemon-reload');
   });
   /** Enables and disables that come together are one `systemctl enable|disable --no-reload a b c ...`. */
-  private readonly enables = unitBatcher((units) => this.systemctl('enable', '--no-reload', ...units));
-  private readonly disables = unitBatcher((units) => this.systemctl('disable', '--no-reload', ...units));
+  private readonly enables = batchedCommand((units: string[]) => this.systemctl('enable', '--no-reload', ...units));
+  private readonly disables = batchedCommand((units: string[]) => this.systemctl('disable', '--no-reload', ...units));
 
   constructor(
     private readonly settings: SettingsSource,
@@ -186,28 +186,6 @@ export class SystemdBootService implements BootService {
     this.stale = true;
     await this.sync();
   }
-}
-
-/**
- * A command on units that serves the requests that come together in one run. When the batch fails, each unit is
- * tried alone, so only the one that fails gets the error.
- */
-function unitBatcher(run: (units: string[]) => Promise<unknown>): (unit: string) => Promise<void> {
-  const batcher = new Batcher<string, Error | undefined>(async (units) => {
-    const attempt = (some: string[]) =>
-      run(some).then(
-        () => undefined,
-        (err: Error) => err,
-      );
-    const err = await attempt(units);
-    const results = new Map(units.map((unit) => [unit, err]));
-    if (err && units.length > 1) for (const unit of units) results.set(unit, await attempt([unit]));
-    return results;
-  });
-  return async (unit) => {
-    const err = await batcher.request(unit);
-    if (err) throw err;
-  };
 }
 
 export class InitdBootService implements BootService {

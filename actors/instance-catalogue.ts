@@ -328,7 +328,6 @@ export class InstanceCatalogue {
     try {
       await mkdir(instancePath, { recursive: true, mode: 0o711 });
       await writeTunnelConfig(record.configPath, config, record.runUser);
-      await this.logs.channel(record.id).ensurePipe();
     } catch (err) {
       await this.dismantle(record, true);
       throw err instanceof AppError

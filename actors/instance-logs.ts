@@ -12,6 +12,7 @@ import type { Logger } from '../src/log/logger.js';
 import { stripControls } from '../src/util/terminal-text.js';
 import { LogFileWriter, type LogFault, type RotationPolicy } from './log-file-writer.js';
 import { isFifo } from './output-keeper.js';
+import { batchedCommand } from '../src/util/batcher.js';
 import type { LogSource, LogSourceFactory } from './log-sources.js';
 
 /**
@@ -24,6 +25,9 @@ const PIPE_READS = Buffer.allocUnsafe(64 * 1024);
 export type { RotationPolicy } from './log-file-writer.js';
 
 const run = promisify(execFile);
+
+/** Named pipes asked for together (a thousand first starts) are made by one `mkfifo`. */
+const makeFifo = batchedCommand((paths: string[]) => run('mkfifo', ['-m', '600', '--', ...paths]));
 
 /** Output read from the tunnels, in lines and bytes. */
 export interface LogTotals {
@@ -117,12 +121,12 @@ export class LogChannel {
     return this.pipePath;
   }
 
-  /** Creates the named pipe unless it is there (normally once, when the instance is created). */
+  /** Creates the named pipe unless it is there (normally once, at the instance's first start). */
   async ensurePipe(): Promise<void> {
     if (isFifo(this.pipePath)) return;
     rmSync(this.pipePath, { force: true });
     try {
-      await run('mkfifo', ['-m', '600', this.pipePath]);
+      await makeFifo(this.pipePath);
     } catch (err) {
       throw new Error(
         `cannot create ${this.pipePath}: ${(err as { stderr?: string }).stderr?.trim() || (err as Error).message}`,

@@ -1,5 +1,6 @@
 import { Subject } from 'rxjs';
 import type { MessageBus } from 'dbus-native';
+import type { UnitStatus } from '../src/boot/unit-status.js';
 import {
   MANAGER_INTERFACE,
   SYSTEMD_PATH,
@@ -19,22 +20,30 @@ const RECONNECT_MAX_MS = 30_000;
 const SUBSCRIBE_TIMEOUT_MS = 5000;
 const SIGNAL = 4;
 
+/** How long a method call may wait for systemd's answer. */
+const CALL_TIMEOUT_MS = 60_000;
+
 /**
- * What systemd says of the tunnel units, pushed by systemd itself: one connection to PID 1 that asks for its
- * signals (Manager.Subscribe) and reads them into unit events (`events$`) the moment systemd sends them, whatever
- * PID 1 logs and wherever it logs it. When the connection is lost it connects again; `resync$` then says that
- * what happened meanwhile must be asked of systemd.
+ * One connection to PID 1 for the tunnel units. It asks for systemd's signals (Manager.Subscribe) and reads them
+ * into unit events (`events$`) the moment systemd sends them, whatever PID 1 logs and wherever it logs it; and it
+ * acts on units with systemd's own methods (StartUnit and the like, a thousand in one go, each start's job
+ * followed to its end), so no systemctl runs and subscribes on the side. When the connection is lost it connects
+ * again; `resync$` then says that what happened meanwhile must be asked of systemd.
  */
 export class SystemdBus {
   readonly events$ = new Subject<UnitEvent>();
   readonly resync$ = new Subject<void>();
-  private readonly signals = new UnitSignals();
+  private signals = new UnitSignals();
   private readonly log: Logger;
   private bus: MessageBus | undefined;
   private failures = 0;
   private closed = false;
   private everSubscribed = false;
+  /** The current connection is subscribed: its signals flow, and methods may be called. */
+  private subscribed = false;
   private retry: NodeJS.Timeout | undefined;
+  /** Start jobs followed to their end, by job path: JobRemoved's result (`done`, `failed`, ...). */
+  private readonly jobs = new Map<string, { resolve: (result: string) => void; reject: (err: Error) => void }>();
 
   constructor(
     log: Logger,
@@ -51,6 +60,8 @@ export class SystemdBus {
   private async connect(): Promise<void> {
     if (this.closed) return;
     const { createClient } = await import('dbus-native');
+    // After a loss, what was pictured may have changed unseen: pictures start afresh (and the watched runs are asked).
+    if (this.everSubscribed) this.signals = new UnitSignals();
     const bus = createClient({ socket: this.socket, direct: true, authMethods: ['EXTERNAL'] });
     this.bus = bus;
     let lost = false;
@@ -58,12 +69,20 @@ export class SystemdBus {
       if (lost || this.bus !== bus) return;
       lost = true;
       this.bus = undefined;
+      this.subscribed = false;
+      for (const job of this.jobs.values()) job.reject(new Error(`lost the connection to systemd: ${err?.message}`));
+      this.jobs.clear();
       this.failures++;
       if (!this.closed) this.reconnect(err);
     };
     bus.connection.on('message', (message: BusSignal & { type?: number }) => {
       if (message.type !== SIGNAL) return;
       for (const event of this.signals.read(message)) this.events$.next(event);
+      if (message.member === 'JobRemoved') {
+        const job = this.jobs.get(String(message.body?.[1]));
+        this.jobs.delete(String(message.body?.[1]));
+        job?.resolve(String(message.body?.[3]));
+      }
     });
     bus.connection.on('error', onLost);
     bus.connection.on('close', onLost);
@@ -85,6 +104,7 @@ export class SystemdBus {
     }
     if (lost) return;
     this.failures = 0;
+    this.subscribed = true;
     if (this.everSubscribed) {
       this.log.info("systemd's signals are back");
       this.resync$.next();
@@ -105,9 +125,67 @@ export class SystemdBus {
     this.retry.unref();
   }
 
-  /** The unit is gone: what was kept of it goes too. */
-  forget(id: number): void {
-    this.signals.forget(id);
+  /**
+   * Calls a method of systemd's manager; `onReply` runs as the reply is read, before any message after it (what
+   * follows a job needs: its end may come in the same read as the reply that names it).
+   */
+  private call(
+    member: string,
+    signature = '',
+    body: unknown[] = [],
+    onReply?: (value: unknown) => void,
+  ): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      const bus = this.bus;
+      if (!bus || !this.subscribed) {
+        reject(new Error(`systemd cannot be reached at ${this.socket} (see the daemon's log)`));
+        return;
+      }
+      const message = { path: SYSTEMD_PATH, destination: 'org.freedesktop.systemd1', interface: MANAGER_INTERFACE };
+      bus.invoke({ ...message, member, signature, body }, { timeout: CALL_TIMEOUT_MS }, (err, value: unknown) => {
+        if (err) return reject(new Error(`systemd: ${member} ${String(body[0] ?? '')}: ${err.message}`));
+        onReply?.(value);
+        resolve(value);
+      });
+    });
+  }
+
+  /** Asks for a unit's job (StartUnit, StopUnit: mode replace) and follows it to its end: JobRemoved's result. */
+  private job(member: 'StartUnit' | 'StopUnit', unit: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      this.call(member, 'ss', [unit, 'replace'], (job) => this.jobs.set(String(job), { resolve, reject })).catch(
+        reject,
+      );
+    });
+  }
+
+  /**
+   * Starts the unit and follows the start's job to its end: `done` when it runs, otherwise systemd's result or the
+   * call's error. When a job ends, systemd has already sent what changed in its unit, so `picture` is up to date.
+   */
+  startUnit(unit: string): Promise<string> {
+    return this.job('StartUnit', unit).catch((err: Error) => err.message);
+  }
+
+  /** Stops the unit; with `wait`, until the stop's job has ended. */
+  async stopUnit(unit: string, wait = false): Promise<void> {
+    if (wait) await this.job('StopUnit', unit);
+    else await this.call('StopUnit', 'ss', [unit, 'replace']);
+  }
+
+  /** Clears the unit's failed state and start count (a unit that is not failed is left as it is). */
+  async resetFailed(unit: string): Promise<void> {
+    await this.call('ResetFailedUnit', 's', [unit]).catch(() => undefined);
+  }
+
+  /** Sends a signal to every process of the unit. */
+  async killUnit(unit: string, signal: number): Promise<void> {
+    await this.call('KillUnit', 'ssi', [unit, 'all', signal]);
+  }
+
+  /** The unit as systemd's signals left it (undefined when none came since they began). */
+  picture(id: number): UnitStatus | undefined {
+    return this.signals.picture(id);
   }
 
   close(): void {

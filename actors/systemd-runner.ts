@@ -1,3 +1,4 @@
+import { constants } from 'node:os';
 import { Subject } from 'rxjs';
 import { nextAfterRun, restartPolicy } from '../src/boot/systemd-unit.js';
 import { parseUnitStatuses, restartStateOf, UNIT_PROPERTIES, type UnitStatus } from '../src/boot/unit-status.js';
@@ -5,7 +6,6 @@ import type { UnitEvent } from '../src/boot/unit-signals.js';
 import type { Logger } from '../src/log/logger.js';
 import type { Settings } from '../src/settings/defaults.js';
 import { procStat, type LiveProcess } from '../src/system/proc.js';
-import { Batcher } from '../src/util/batcher.js';
 import { serviceNameOf, targetOfRequest, type SystemdBootService } from './boot-services.js';
 import { runProgram } from './commands.js';
 import type { ProcessExit } from './pid-watcher.js';
@@ -42,9 +42,10 @@ interface Run {
 /**
  * Runs tunnels as systemd units `tunnel_<id>.service`. systemd is the one restarter of a crashed tunnel (the unit
  * carries the Watchdog settings), whether tunnelward is up or not; tunnelward observes. Nothing is polled: what
- * happens to the units is pushed by systemd's own signals (exits, systemd's restarts and give-ups), and systemd is
- * asked (`systemctl show`) only when a start is done, at start-up and after the signals were lost, for all the
- * units concerned in one call.
+ * happens to the units is pushed by systemd's own signals (exits, systemd's restarts and give-ups), units are
+ * started and stopped with systemd's own methods on the same connection, and systemd is asked (`systemctl show`)
+ * only at start-up, after the signals were lost, and of a unit no signal has told of yet: for all the units
+ * concerned in one call.
  */
 export class SystemdRunner implements TunnelRunner {
   readonly initSystem = 'systemd';
@@ -61,7 +62,7 @@ export class SystemdRunner implements TunnelRunner {
   constructor(
     private readonly boot: SystemdBootService,
     private readonly settings: () => Readonly<Settings>,
-    bus: SystemdBus,
+    private readonly bus: SystemdBus,
     log: Logger,
   ) {
     this.log = log.child({ component: 'systemd' });
@@ -75,6 +76,22 @@ export class SystemdRunner implements TunnelRunner {
 
   private systemctl(...args: string[]) {
     return runProgram([this.settings()['Systemd.Systemctl'], ...args]);
+  }
+
+  /**
+   * The units as they are now: as systemd's signals left them, asking systemd (`systemctl show`) only of those no
+   * signal has told of since the signals began.
+   */
+  private async current(ids: readonly number[]): Promise<Map<number, UnitStatus>> {
+    const known = new Map<number, UnitStatus>();
+    const unknown: number[] = [];
+    for (const id of ids) {
+      const picture = this.bus.picture(id);
+      if (picture) known.set(id, picture);
+      else unknown.push(id);
+    }
+    if (unknown.length > 0) for (const [id, status] of await this.statuses(unknown)) known.set(id, status);
+    return known;
   }
 
   /** What systemd says of these units now, in as few calls as their number allows. */
@@ -91,44 +108,32 @@ export class SystemdRunner implements TunnelRunner {
     return statuses;
   }
 
+  /**
+   * Starts the unit: systemd reads the unit files written since it last did (one reload for a burst of them), an
+   * operator's start begins a fresh count of crashes (reset-failed, in systemd's start limit as in tunnelward's),
+   * and the start's job is followed to its end. A thousand starts at once are a thousand calls on one connection,
+   * with no command run for any of them.
+   */
   async spawn(request: SpawnRequest): Promise<TunnelProcess> {
     const id = request.instanceId;
     const unit = unitOf(id);
     await this.boot.prepare(targetOfRequest(request));
-    const { status, error } = await this.starts.request(id);
+    // A stop asked for without waiting may not have run yet (a restart whose exit was seen before its stop
+    // landed): a start now would merge with it. It is waited for first.
+    if (this.stopAsked.delete(id)) await this.bus.stopUnit(unit, true).catch(() => {});
+    await this.boot.sync();
+    await this.bus.resetFailed(unit);
+    const job = await this.bus.startUnit(unit);
+    const status = (await this.current([id])).get(id);
     if (!status || status.mainPid <= 0) {
       // It ended at once: systemd may be about to restart it, which this failed start must not leave behind.
       this.stopUnit(id);
       const how = status ? `it is ${status.activeState} (${status.subState}), result ${status.result}` : 'no status';
-      throw new Error(`${unit} did not start: ${how}${error ? ` (${error})` : ''}${await this.lastLines(unit)}`);
+      const error = job === 'done' ? '' : ` (its start ended with "${job}")`;
+      throw new Error(`${unit} did not start: ${how}${error}${await this.lastLines(unit)}`);
     }
     return this.watch(id, status.mainPid, status.invocation);
   }
-
-  /**
-   * Starts that come together are served together: one reset-failed (an operator's start begins a fresh count of
-   * crashes, in systemd's start limit as in tunnelward's), one start, one show, whatever their number.
-   */
-  private readonly starts = new Batcher<number, { status: UnitStatus | undefined; error: string }>(async (ids) => {
-    const units = ids.map(unitOf);
-    // A stop asked for with --no-block may not have run yet (a restart whose exit was seen before its stop
-    // landed): a start now would merge with it. It is waited for first.
-    const stopped = ids.filter((id) => this.stopAsked.delete(id)).map(unitOf);
-    if (stopped.length > 0) await this.systemctl('stop', ...stopped).catch(() => {});
-    // The unit files written since systemd last read them (a burst of creations, a settings change): one reload.
-    await this.boot.sync();
-    await this.systemctl('reset-failed', ...units).catch(() => {});
-    let error = '';
-    await this.systemctl('start', ...units).catch((err: Error) => (error = err.message));
-    const statuses = await this.statuses(ids);
-    return new Map(ids.map((id) => [id, { status: statuses.get(id), error }]));
-  });
-
-  /** Stops that come together are one `systemctl stop --no-block`. */
-  private readonly stops = new Batcher<number, undefined>(async (ids) => {
-    await this.systemctl('stop', '--no-block', ...ids.map(unitOf));
-    return new Map(ids.map((id) => [id, undefined]));
-  });
 
   /**
    * The tunnel's last lines in the journal, to explain a start that failed. systemd's own lines about the unit
@@ -154,7 +159,7 @@ export class SystemdRunner implements TunnelRunner {
    * when systemd gave the unit up, undefined while it is still to come.
    */
   async afterRestart(id: number): Promise<TunnelProcess | 'failed' | undefined> {
-    const status = (await this.statuses([id])).get(id);
+    const status = (await this.current([id])).get(id);
     if (!status) return undefined;
     if (status.mainPid > 0) return this.watch(id, status.mainPid, status.invocation);
     return restartStateOf(status) === 'failed' ? 'failed' : undefined;
@@ -277,7 +282,7 @@ export class SystemdRunner implements TunnelRunner {
 
   private stopUnit(id: number): void {
     this.stopAsked.add(id);
-    this.stops.request(id).catch((err) => this.log.warn({ instanceID: id, err }, 'stopping the unit failed'));
+    this.bus.stopUnit(unitOf(id)).catch((err) => this.log.warn({ instanceID: id, err }, 'stopping the unit failed'));
   }
 
   /** systemd sends SIGTERM, then SIGKILL after the unit's TimeoutStopSec (Instance.StopTimeoutSecs). */
@@ -286,9 +291,9 @@ export class SystemdRunner implements TunnelRunner {
   }
 
   kill(request: SpawnRequest): void {
-    this.systemctl('kill', '-s', 'KILL', unitOf(request.instanceId)).catch((err) =>
-      this.log.warn({ instanceID: request.instanceId, err }, 'killing the unit failed'),
-    );
+    this.bus
+      .killUnit(unitOf(request.instanceId), constants.signals.SIGKILL)
+      .catch((err) => this.log.warn({ instanceID: request.instanceId, err }, 'killing the unit failed'));
   }
 
   /** A stop while systemd waits to restart the unit calls the restart off. */

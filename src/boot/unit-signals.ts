@@ -13,6 +13,7 @@
 // Pictures may be merged when the unit changes faster than systemd sends them: a run whose end was not seen ends
 // when the next invocation shows up (its exit then unknown).
 import { constants } from 'node:os';
+import type { UnitStatus } from './unit-status.js';
 
 export type UnitEvent =
   /** A run of the unit is up (an operator's start or systemd's own restart). */
@@ -66,6 +67,8 @@ interface ServicePicture {
 /** One unit's current run as the signals tell it. */
 interface Track {
   invocation: string;
+  activeState: string;
+  subState: string;
   /** The run was seen up (or was up before the signals began): its end is news. */
   began: boolean;
   startedSent: boolean;
@@ -98,7 +101,12 @@ export class UnitSignals {
       if (!Number.isInteger(id) || str(body[3]) !== 'failed') return [];
       return [{ kind: 'startFailed', id, invocation: this.units.get(id)?.invocation ?? '' }];
     }
-    if (signal.member === 'UnitRemoved' && signal.interface === MANAGER_INTERFACE) return [];
+    if (signal.member === 'UnitRemoved' && signal.interface === MANAGER_INTERFACE) {
+      // Unloaded (deleted, or stopped and no longer referenced): nothing is kept of it; a later load starts afresh.
+      const removed = Number(TUNNEL_UNIT.exec(str(body[0]))?.[1]);
+      if (Number.isInteger(removed)) this.units.delete(removed);
+      return [];
+    }
     if (signal.member !== 'PropertiesChanged') return [];
     const id = Number(TUNNEL_UNIT_PATH.exec(signal.path ?? '')?.[1]);
     if (!Number.isInteger(id)) return [];
@@ -119,7 +127,15 @@ export class UnitSignals {
   private trackOf(id: number): Track {
     let track = this.units.get(id);
     if (!track) {
-      track = { invocation: '', began: false, startedSent: false, ended: true, service: undefined };
+      track = {
+        invocation: '',
+        activeState: '',
+        subState: '',
+        began: false,
+        startedSent: false,
+        ended: true,
+        service: undefined,
+      };
       this.units.set(id, track);
     }
     return track;
@@ -128,6 +144,8 @@ export class UnitSignals {
   private onUnit(id: number, active: string, sub: string, invocation: string): UnitEvent[] {
     if (invocation === '') return [];
     const track = this.trackOf(id);
+    track.activeState = active;
+    track.subState = sub;
     const service = track.service;
     const mainPid = service?.mainPid ?? 0;
     const events: UnitEvent[] = [];
@@ -169,8 +187,22 @@ export class UnitSignals {
     };
   }
 
-  /** The unit is gone (its instance deleted): nothing more is kept of it. */
-  forget(id: number): void {
-    this.units.delete(id);
+  /**
+   * The unit as systemd's last signals about it left it; undefined when none has come since the signals began.
+   * Current once the signals before a reply are read: systemd sends a unit's pending change before the end of its
+   * job (JobRemoved).
+   */
+  picture(id: number): UnitStatus | undefined {
+    const track = this.units.get(id);
+    if (!track || track.invocation === '' || !track.service) return undefined;
+    return {
+      unit: `tunnel_${id}.service`,
+      loaded: true,
+      activeState: track.activeState,
+      subState: track.subState,
+      result: track.service.result,
+      mainPid: track.service.mainPid,
+      invocation: track.invocation,
+    };
   }
 }

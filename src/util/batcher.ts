@@ -43,3 +43,25 @@ export class Batcher<K, V> {
       });
   }
 }
+
+/**
+ * A command over many arguments (`systemctl enable a b c`, `mkfifo a b c`) run once for the requests that come
+ * together. When the batch fails, each argument is tried alone, so only the request that fails gets the error.
+ */
+export function batchedCommand<K>(run: (keys: K[]) => Promise<unknown>): (key: K) => Promise<void> {
+  const attempt = (keys: K[]) =>
+    run(keys).then(
+      () => undefined,
+      (err: Error) => err,
+    );
+  const batcher = new Batcher<K, Error | undefined>(async (keys) => {
+    const err = await attempt(keys);
+    const results = new Map(keys.map((key) => [key, err]));
+    if (err && keys.length > 1) for (const key of keys) results.set(key, await attempt([key]));
+    return results;
+  });
+  return async (key) => {
+    const err = await batcher.request(key);
+    if (err) throw err;
+  };
+}
