@@ -84,6 +84,8 @@ export class LogChannel {
   private reader: Socket | LogSource | undefined;
   private partial = '';
   private lastData = 0;
+  /** Chunks of output read so far (what tells that a turn of the event loop read more). */
+  private chunks = 0;
   /** The last lines of the current run of the tunnel: what explains its exit, and nothing of an earlier run. */
   private runTail: string[] = [];
   readonly file: LogFileWriter;
@@ -225,8 +227,21 @@ export class LogChannel {
     this.reader = undefined;
   }
 
-  /** Resolves once no output has arrived for a moment: what the tunnel wrote before it exited is in. */
+  /**
+   * Resolves once what the tunnel wrote before it exited is in. From tunnelward's own pipe that is as soon as a
+   * turn of the event loop reads nothing more: the bytes a process wrote are in the pipe before it exits, and a
+   * poll of the pipe then reports them at once. From another source (a journal, a file read by another process)
+   * output may lag: there, until none has arrived for a moment.
+   */
   async quiet(): Promise<void> {
+    if (this.reader instanceof Socket) {
+      for (;;) {
+        const before = this.chunks;
+        // The first turn reaches the end of the current one; the second runs after a poll of the pipe.
+        for (let turn = 0; turn < 2; turn++) await new Promise((r) => setImmediate(r));
+        if (this.chunks === before) return;
+      }
+    }
     for (;;) {
       await new Promise((r) => setTimeout(r, QUIET_MS));
       // Timers run before the loop polls for I/O: a busy loop could fire this one before reading output that
@@ -238,6 +253,7 @@ export class LogChannel {
 
   private onData(chunk: string): void {
     this.lastData = Date.now();
+    this.chunks++;
     const text = this.partial + chunk;
     const end = text.lastIndexOf('\n');
     if (end < 0) {

@@ -124,15 +124,37 @@ export class TunnelStatus {
     return this.settings()['Status.PollSecs'] * 1000;
   }
 
+  /**
+   * Polls the tunnels that are due. `tracked` is kept in the order polls fall due (each one polled goes to the end,
+   * a period on), so a tick looks only at those due and the first that is not: a thousand tunnels cost a tick
+   * nothing but their own polls. A change of the period puts every tunnel back in order first.
+   */
   private pollDue(): void {
     const now = Date.now();
     const pollMs = this.pollMs();
+    if (pollMs !== this.orderedFor) this.reorder(pollMs);
     for (const [id, tracked] of this.tracked) {
-      if (tracked.due > now) continue;
-      // A period from now: a longer one set meanwhile applies at once, and a late tick does not bunch polls.
+      if (tracked.due > now) break;
+      // A period from now, and a late tick does not bunch polls.
       tracked.due = now + pollMs;
+      this.tracked.delete(id);
+      this.tracked.set(id, tracked);
       this.look(id);
     }
+  }
+
+  /** The period the order of `tracked` was made for. */
+  private orderedFor = 0;
+
+  /** A shorter period applies at once: no tunnel waits past a period from now. Then sorted by when each is due. */
+  private reorder(pollMs: number): void {
+    const latest = Date.now() + pollMs;
+    const entries = [...this.tracked].map(
+      ([id, t]) => [id, Object.assign(t, { due: Math.min(t.due, latest) })] as const,
+    );
+    this.tracked.clear();
+    for (const [id, t] of entries.sort((a, b) => a[1].due - b[1].due)) this.tracked.set(id, t);
+    this.orderedFor = pollMs;
   }
 
   /** Stops following (the tunnel stopped or crashed): its status is no longer known, and nothing is announced. */

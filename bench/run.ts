@@ -1,4 +1,5 @@
 // `npm run bench [-- --quick] [-- --only name,name]`: measures a real daemon from outside and writes results.json.
+// Scenarios marked explicit (peers) run only when named.
 import { spawn } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -44,7 +45,7 @@ async function main() {
   const rows: Row[] = [];
   const started = Date.now();
   for (const scenario of scenarios as Scenario[]) {
-    if (only && !only.has(scenario.name)) continue;
+    if (only ? !only.has(scenario.name) : scenario.explicit) continue;
     process.stderr.write(`bench: ${scenario.name}...\n`);
     const t0 = Date.now();
     try {

@@ -10,11 +10,14 @@ import { realFrp } from './real-frp-scenario.js';
 import { memory } from './memory-scenario.js';
 import { soak } from './soak-scenario.js';
 import { systemd } from './systemd-scenario.js';
+import { peers } from './peers-scenario.js';
 import { writes } from './writes-scenario.js';
 import type { Row } from './run.js';
 
 export interface Scenario {
   name: string;
+  /** Run only when named in `--only` (long, or needing what a plain run does not install). */
+  explicit?: boolean;
   run(options: { quick: boolean }): Promise<Omit<Row, 'scenario'>[]>;
 }
 
@@ -624,5 +627,6 @@ export const scenarios: Scenario[] = [
   writes,
   memory,
   soak,
+  peers,
 ];
 export { ADMIN };

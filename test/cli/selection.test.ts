@@ -11,7 +11,9 @@ import { PACKAGE_ROOT } from '../../src/paths.js';
 let daemon: Daemon;
 let root: string;
 test.before(async () => {
-  ({ daemon, root } = await startWithRoot({ settingsToml: instanceSettings() }));
+  // A start holds for 1.5 s: a Node fixture made to exit at once may take longer than the usual 0.3 s to start and
+  // exit on a loaded machine, and would then count as started.
+  ({ daemon, root } = await startWithRoot({ settingsToml: instanceSettings({ 'Instance.StartSecs': 1.5 }) }));
 });
 test.after.always(() => disposeWithTunnels(daemon, root));
 
