@@ -98,8 +98,8 @@ export const peers: Scenario = {
       results: HarnessResult[];
     };
     for (const r of results) {
-      const who = r.supervisor.replace(/ \(.*\)$/, '');
-      const ours = who === 'tunnelward';
+      const who = r.supervisor;
+      const ours = who.startsWith('tunnelward');
       const startS = r.start?.allRunningS ?? NaN;
       rows.push({ metric: `${who}: start all -> all running`, value: startS * 1000, unit: 'ms' });
       if (ours)
