@@ -1,4 +1,6 @@
 import { DEFAULTS } from '../settings/defaults.js';
+import { MAX_TRUSTED_PROXIES, PORT_STRING_PATTERN } from '../settings/schema.js';
+import { ID_STRING_PATTERN, MAX_IDS } from './params.js';
 import { loadSoftwareInfo, type SoftwareInfo } from '../system/software-info.js';
 import type { Access } from './auth.js';
 import { CLOSE } from './log-streams.js';
@@ -47,6 +49,9 @@ const INSTANCE_STATES = ['stopped', 'starting', 'running', 'stopping', 'backoff'
 const INIT_SYSTEMS = ['process', 'systemd', 'init.d', 'windows'];
 const CONFIG_FORMATS = ['toml', 'ini', 'yaml', 'json'];
 
+/** What any operation that reads an instance's config file answers when the file was removed behind tunnelward. */
+const CONFIG_MISSING = 'Its config file is missing (removed outside tunnelward): restore it, or delete the instance.';
+
 const ABSOLUTE_PATH = 'an absolute path of letters, digits and _ . / + @ : , = - (no .. segment)';
 const SUPERUSER_SETS = 'a superuser sets it';
 const COMMAND =
@@ -58,8 +63,8 @@ const intFrom = (min: number, max: number, description: string) => int(descripti
 /** Every persisted setting, under its flat name; /settings/get shows them all, /settings/set takes any of them. */
 const SETTINGS: Record<string, Json> = {
   ListenAddr: str('IP address or host name the HTTP API listens on; applies at the next start'),
-  ListenPort: str('port the HTTP API listens on, as a string; applies at the next start', {
-    pattern: '^[0-9]{1,5}$',
+  ListenPort: str('port the HTTP API listens on (1-65535), as a string; applies at the next start', {
+    pattern: PORT_STRING_PATTERN,
   }),
   TunnelPath: str(`the frpc binary: ${COMMAND}`),
   InstancePath: str(`directory of the instance config files: ${ABSOLUTE_PATH}; ${SUPERUSER_SETS}`),
@@ -79,7 +84,9 @@ const SETTINGS: Record<string, Json> = {
   'Notification.Enabled': bool('send events to the webhook'),
   'Notification.Method': str('how notifications are sent', { enum: ['webhook'] }),
   'Webhook.Method': str('HTTP method of the webhook request', { enum: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] }),
-  'Webhook.URL': str('http(s) URL of the webhook, or empty'),
+  'Webhook.URL': str('http(s) URL of the webhook, or empty', {
+    pattern: '^(?:[hH][tT][tT][pP][sS]?://[^\\x00-\\x20\\x7f]+)?$',
+  }),
   'Webhook.Headers': mapOf(
     'header name to value; /settings/get shows every value as ******** and sending the mask back keeps the stored value',
     str(),
@@ -114,10 +121,13 @@ const SETTINGS: Record<string, Json> = {
     `the certificate (PEM, chain after it) HTTPS and WSS are served with; '' for plain HTTP; ${ABSOLUTE_PATH}; re-read on SIGHUP and on a change`,
   ),
   'TLS.KeyFile': str(`its private key; '' for plain HTTP; ${ABSOLUTE_PATH}`),
-  TrustedProxies: arrayOf(
-    str('an IP address or a CIDR'),
-    "reverse proxies whose X-Forwarded-For is believed (for rate limits, logs and the audit trail); nobody else's is",
-  ),
+  TrustedProxies: {
+    ...arrayOf(
+      str('an IP address or a CIDR'),
+      "reverse proxies whose X-Forwarded-For is believed (for rate limits, logs and the audit trail); nobody else's is",
+    ),
+    maxItems: MAX_TRUSTED_PROXIES,
+  },
   'Audit.RetentionDays': intFrom(1, 3650, 'audit entries older than this many days are removed'),
   'Audit.MaxEntries': intFrom(100, 10_000_000, 'the oldest audit entries past this count are removed'),
 };
@@ -132,7 +142,10 @@ function autoOrBool(what: string, auto = 'open on loopback, closed off loopback'
 
 const ID_INPUT = {
   description: 'An id: an integer, or a string holding one (the contract sends ids as strings).',
-  oneOf: [int(undefined, { minimum: 1 }), str(undefined, { pattern: '^[0-9]{1,15}$' })],
+  oneOf: [
+    int(undefined, { minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
+    str(undefined, { pattern: ID_STRING_PATTERN }),
+  ],
 };
 
 const SCHEMAS: Record<string, Json> = {
@@ -445,7 +458,7 @@ const SCHEMAS: Record<string, Json> = {
       'One instance (instanceID, the contract form), or many (instanceIDs, or all: true); exactly one of them.',
     ...obj({
       'instanceID?': schema('Id'),
-      'instanceIDs?': arrayOf(schema('Id'), 'repeated ids count once'),
+      'instanceIDs?': { ...arrayOf(schema('Id'), 'repeated ids count once'), minItems: 1, maxItems: MAX_IDS },
       'all?': { const: true, description: 'every instance' },
     }),
     oneOf: [{ required: ['instanceID'] }, { required: ['instanceIDs'] }, { required: ['all'] }],
@@ -582,7 +595,10 @@ const SCHEMAS: Record<string, Json> = {
   ),
   GuestVisitor: obj(
     { name: str(), type: str(), enabled: bool() },
-    { description: 'What a visitor is shown of a visitor while Visitor.ShowDetails is off.' },
+    {
+      description: 'What a visitor is shown of a visitor while Visitor.ShowDetails is off: these fields and no other.',
+      additionalProperties: false,
+    },
   ),
   GuestProxy: obj(
     {
@@ -593,7 +609,11 @@ const SCHEMAS: Record<string, Json> = {
       err: str(),
       statusSince: { type: ['string', 'null'], format: 'date-time' },
     },
-    { description: 'What a visitor sees of a proxy while Visitor.ShowDetails hides details: no address, no port.' },
+    {
+      description:
+        'What a visitor sees of a proxy while Visitor.ShowDetails hides details: these fields and no other (no address, no port).',
+      additionalProperties: false,
+    },
   ),
   AuditEntry: obj({
     id: int('pages back with before=<id>'),
@@ -627,11 +647,14 @@ const SCHEMAS: Record<string, Json> = {
       'localIP?': str(),
       'localPort?': { type: ['string', 'integer'] },
       'remotePort?': { type: ['string', 'integer'] },
-      'enabled?': bool(),
+      'enabled?': {
+        description: 'true or false, also as the strings "true" and "false" (as every frpc boolean here)',
+        oneOf: [bool(), str(undefined, { enum: ['true', 'false'] })],
+      },
     },
     {
       description:
-        'A proxy: name and type (required to create), and any key frpc accepts for its type, nested or dotted; in a modify, a key left out keeps its value and null removes it. Unknown keys and wrong types are a 400 naming them.',
+        'A proxy: name and type (required to create), and any key frpc accepts for its type, nested or dotted; in a modify, a key left out keeps its value and null removes it. Ports are integers or strings holding them, booleans true/false or "true"/"false". Unknown keys and wrong types are a 400 naming them.',
       additionalProperties: true,
     },
   ),
@@ -1167,7 +1190,7 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
           in: 'query',
           required: false,
           description: 'whose keys (also accepted as an X-userID header); yourself when left out',
-          schema: str(undefined, { pattern: '^[0-9]{1,15}$' }),
+          schema: str(undefined, { pattern: ID_STRING_PATTERN }),
         },
       ],
       ok: ok('The keys, oldest first', arrayOf(schema('ApiKey'))),
@@ -1305,7 +1328,7 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
       body: {
         ...obj({
           'instanceID?': schema('Id'),
-          'instanceIDs?': arrayOf(schema('Id'), 'repeated ids count once'),
+          'instanceIDs?': { ...arrayOf(schema('Id'), 'repeated ids count once'), minItems: 1, maxItems: MAX_IDS },
           'purge?': bool('remove their logs too (default false: the logs are kept)'),
         }),
         oneOf: [{ required: ['instanceID'] }, { required: ['instanceIDs'] }],
@@ -1407,7 +1430,7 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
       access: 'visitor',
       query: [instanceIdParam],
       ok: ok('Its details', schema('InstanceInfo')),
-      errors: { 400: BAD_ID, 404: `${NO_INSTANCE} Or its config file is missing.` },
+      errors: { 400: BAD_ID, 404: NO_INSTANCE, 409: CONFIG_MISSING },
     },
   ],
   [
@@ -1424,7 +1447,8 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
       errors: {
         400: BAD_ID,
         403: 'A visitor, while Visitor.ShowDetails hides details.',
-        404: `${NO_INSTANCE} Or its config file is missing.`,
+        404: NO_INSTANCE,
+        409: CONFIG_MISSING,
       },
     },
   ],
@@ -1509,7 +1533,7 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
       access: 'visitor',
       query: [instanceIdParam],
       ok: ok('Its proxies', schema('ProxyList')),
-      errors: { 400: BAD_ID, 404: `${NO_INSTANCE} Or its config file is missing.` },
+      errors: { 400: BAD_ID, 404: NO_INSTANCE, 409: CONFIG_MISSING },
     },
   ],
 ];
@@ -1533,6 +1557,8 @@ interface Stream {
   access: Access;
   /** Who may connect, in words: the access level alone does not say it for a stream. */
   who: string;
+  /** Only the instance's creator (and superusers), whatever the access level: `x-owner-only` says it to a machine. */
+  ownerOnly?: boolean;
   tokenRequired: boolean;
   query?: Json[];
   messages: Json;
@@ -1559,6 +1585,7 @@ function streamOperation(path: string, stream: Stream): Json {
     operationId: operationId(path),
     'x-websocket': true,
     'x-access': stream.access,
+    ...(stream.ownerOnly ? { 'x-owner-only': true } : {}),
     'x-websocket-messages': stream.messages,
     security: stream.tokenRequired ? [{ TokenQuery: [] }, { ApiKey: [] }] : [{}, { TokenQuery: [] }, { ApiKey: [] }],
     ...(stream.query ? { parameters: stream.query } : {}),
@@ -1623,7 +1650,7 @@ const STREAMS: Array<[string, Stream]> = [
           in: 'query',
           required: false,
           description: 'The last seq the client saw.',
-          schema: str(undefined, { pattern: '^[0-9]{1,15}$' }),
+          schema: str(undefined, { pattern: ID_STRING_PATTERN }),
         },
       ],
       messages: { oneOf: [schema('EventsStart'), schema('Event')] },
@@ -1641,13 +1668,14 @@ const STREAMS: Array<[string, Stream]> = [
         "The last lines of the instance's log first (from the rotated file too when the live one is shorter), then each new line as the tunnel writes it, across restarts and rotations.",
       access: 'visitor',
       who: "the instance's creator or a superuser, with the token in ?token=",
+      ownerOnly: true,
       tokenRequired: true,
       query: [
         {
           name: 'instanceID',
           in: 'query',
           required: true,
-          schema: str(undefined, { pattern: '^[0-9]{1,15}$' }),
+          schema: str(undefined, { pattern: ID_STRING_PATTERN }),
         },
         ...replayQuery(String(DEFAULTS.streamReplayLines), 1000),
       ],
@@ -1711,7 +1739,7 @@ export function openApiDocument(info: Pick<SoftwareInfo, 'Version'> = loadSoftwa
           in: 'query',
           required: true,
           description: 'The instance (also accepted as an X-instanceID header).',
-          schema: str(undefined, { pattern: '^[0-9]{1,15}$' }),
+          schema: str(undefined, { pattern: ID_STRING_PATTERN }),
         },
       },
       securitySchemes: {

@@ -36,10 +36,12 @@ const seconds =
     typeof v === 'number' && Number.isFinite(v) && v >= min && v <= max
       ? undefined
       : `must be a number of seconds from ${min} to ${max}`;
+/** A port from 1 to 65535 as a string of at most 5 digits (leading zeros allowed): the check and the document's pattern. */
+export const PORT_STRING_PATTERN =
+  '^(?=[0-9]{1,5}$)0*(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$';
+const PORT_STRING = new RegExp(PORT_STRING_PATTERN);
 const portString: Check = (v) =>
-  typeof v === 'string' && /^\d{1,5}$/.test(v) && Number(v) >= 1 && Number(v) <= 65535
-    ? undefined
-    : 'must be a string holding a port from 1 to 65535';
+  typeof v === 'string' && PORT_STRING.test(v) ? undefined : 'must be a string holding a port from 1 to 65535';
 const oneOf =
   (...allowed: string[]): Check =>
   (v) =>
@@ -80,8 +82,11 @@ const autoOrBoolean: Check = (v) =>
   typeof v === 'boolean' || v === 'auto' ? undefined : 'must be true, false or "auto"';
 /** Empty, or an absolute path (certificate files live where an ACME client puts them). */
 const optionalPath: Check = (v) => (v === '' ? undefined : absolutePath(v));
+/** How many entries TrustedProxies may hold. */
+export const MAX_TRUSTED_PROXIES = 256;
 const cidrs: Check = (v) => {
-  if (!Array.isArray(v) || v.length > 256) return 'must be a list of IP addresses or CIDRs (at most 256)';
+  if (!Array.isArray(v) || v.length > MAX_TRUSTED_PROXIES)
+    return `must be a list of IP addresses or CIDRs (at most ${MAX_TRUSTED_PROXIES})`;
   const bad = v.find((entry) => parseCidr(entry) === undefined);
   return bad === undefined ? undefined : `has ${JSON.stringify(bad)}, which is neither an IP address nor a CIDR`;
 };

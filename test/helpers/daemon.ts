@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stopKeeper } from '../../actors/output-keeper.js';
 import { killOnExit } from './exit-guard.js';
+import { responseDrift } from './response-schema.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import type { ExecutionContext } from 'ava';
 
@@ -88,7 +89,11 @@ export class Daemon {
         );
       });
     const res = await send(1);
-    return { status: res.status, headers: res.headers, body: (await res.json()) as Response<T>['body'] };
+    const body = (await res.json()) as Response<T>['body'];
+    // Every answer is held to what /openapi.json declares for it: a drift fails the test that saw it.
+    const drift = responseDrift(method, path, res.status, body);
+    if (drift) throw new Error(drift);
+    return { status: res.status, headers: res.headers, body };
   }
 
   /**
