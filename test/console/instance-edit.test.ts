@@ -127,7 +127,15 @@ test.serial('an admin adds and removes labels on the instance page; a refusal ke
   await add.click();
   await panel.locator('[data-label-key="team"]', { hasText: 'team=web' }).waitFor();
   // The chip may come with the live list before the reply that clears the text.
-  t.is(await waitFor(() => input.inputValue(), (v) => v === '', 5000), '', 'the text is cleared once added');
+  t.is(
+    await waitFor(
+      () => input.inputValue(),
+      (v) => v === '',
+      5000,
+    ),
+    '',
+    'the text is cleared once added',
+  );
   await page.getByRole('status').filter({ hasText: 'labels of instance lb_page changed' }).waitFor();
   t.deepEqual(await labelsOf(id), { env: 'prod', team: 'web' });
 
