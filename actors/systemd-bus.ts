@@ -135,6 +135,7 @@ export class SystemdBus {
     body: unknown[] = [],
     onReply?: (value: unknown) => void,
   ): Promise<unknown> {
+    if (!this.subscribed) return this.whenSubscribed().then(() => this.call(member, signature, body, onReply));
     return new Promise((resolve, reject) => {
       const bus = this.bus;
       if (!bus || !this.subscribed) {
@@ -148,6 +149,13 @@ export class SystemdBus {
         resolve(value);
       });
     });
+  }
+
+  /** A call made while the connection is being made again waits for it, up to SUBSCRIBE_TIMEOUT_MS. */
+  private async whenSubscribed(): Promise<void> {
+    const deadline = Date.now() + SUBSCRIBE_TIMEOUT_MS;
+    while (!this.subscribed && !this.closed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    if (!this.subscribed) throw new Error(`systemd cannot be reached at ${this.socket} (see the daemon's log)`);
   }
 
   /** Asks for a unit's job (StartUnit, StopUnit: mode replace) and follows it to its end: JobRemoved's result. */
