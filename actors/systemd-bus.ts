@@ -41,6 +41,8 @@ export class SystemdBus {
   private everSubscribed = false;
   /** The current connection is subscribed: its signals flow, and methods may be called. */
   private subscribed = false;
+  /** Calls waiting for the connection to be subscribed again. */
+  private readonly waiting = new Set<(subscribed: boolean) => void>();
   private retry: NodeJS.Timeout | undefined;
   /** Start jobs followed to their end, by job path: JobRemoved's result (`done`, `failed`, ...). */
   private readonly jobs = new Map<string, { resolve: (result: string) => void; reject: (err: Error) => void }>();
@@ -105,6 +107,7 @@ export class SystemdBus {
     if (lost) return;
     this.failures = 0;
     this.subscribed = true;
+    for (const wake of this.waiting) wake(true);
     if (this.everSubscribed) {
       this.log.info("systemd's signals are back");
       this.resync$.next();
@@ -136,12 +139,8 @@ export class SystemdBus {
     onReply?: (value: unknown) => void,
   ): Promise<unknown> {
     if (!this.subscribed) return this.whenSubscribed().then(() => this.call(member, signature, body, onReply));
+    const bus = this.bus!;
     return new Promise((resolve, reject) => {
-      const bus = this.bus;
-      if (!bus || !this.subscribed) {
-        reject(new Error(`systemd cannot be reached at ${this.socket} (see the daemon's log)`));
-        return;
-      }
       const message = { path: SYSTEMD_PATH, destination: 'org.freedesktop.systemd1', interface: MANAGER_INTERFACE };
       bus.invoke({ ...message, member, signature, body }, { timeout: CALL_TIMEOUT_MS }, (err, value: unknown) => {
         if (err) return reject(new Error(`systemd: ${member} ${String(body[0] ?? '')}: ${err.message}`));
@@ -151,11 +150,19 @@ export class SystemdBus {
     });
   }
 
-  /** A call made while the connection is being made again waits for it, up to SUBSCRIBE_TIMEOUT_MS. */
-  private async whenSubscribed(): Promise<void> {
-    const deadline = Date.now() + SUBSCRIBE_TIMEOUT_MS;
-    while (!this.subscribed && !this.closed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    if (!this.subscribed) throw new Error(`systemd cannot be reached at ${this.socket} (see the daemon's log)`);
+  /** A call made while the connection is being made (again) waits for it, up to SUBSCRIBE_TIMEOUT_MS. */
+  private whenSubscribed(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const wake = (subscribed: boolean) => {
+        clearTimeout(timer);
+        this.waiting.delete(wake);
+        if (subscribed) resolve();
+        else reject(new Error(`systemd cannot be reached at ${this.socket} (see the daemon's log)`));
+      };
+      const timer = setTimeout(() => wake(false), SUBSCRIBE_TIMEOUT_MS);
+      this.waiting.add(wake);
+      if (this.closed) wake(false);
+    });
   }
 
   /** Asks for a unit's job (StartUnit, StopUnit: mode replace) and follows it to its end: JobRemoved's result. */
@@ -198,6 +205,7 @@ export class SystemdBus {
 
   close(): void {
     this.closed = true;
+    for (const wake of this.waiting) wake(false);
     clearTimeout(this.retry);
     this.bus?.connection.end();
     this.bus = undefined;

@@ -65,6 +65,8 @@ export class TunnelStatus {
   private flushTimer: NodeJS.Timeout | undefined;
   /** Makes the polls that are due; runs while any tunnel is followed. */
   private ticker: NodeJS.Timeout | undefined;
+  /** The period the order of `tracked` was made for (see `pollDue`). */
+  private orderedFor = 0;
   /**
    * An instance whose live status (connection, any proxy's status) changed, at most once per instance per 200 ms:
    * what a UI re-reads on, undebounced (first sights too, which the alerts leave out).
@@ -143,17 +145,13 @@ export class TunnelStatus {
     }
   }
 
-  /** The period the order of `tracked` was made for. */
-  private orderedFor = 0;
-
   /** A shorter period applies at once: no tunnel waits past a period from now. Then sorted by when each is due. */
   private reorder(pollMs: number): void {
     const latest = Date.now() + pollMs;
-    const entries = [...this.tracked].map(
-      ([id, t]) => [id, Object.assign(t, { due: Math.min(t.due, latest) })] as const,
-    );
+    for (const t of this.tracked.values()) t.due = Math.min(t.due, latest);
+    const sorted = [...this.tracked].sort((a, b) => a[1].due - b[1].due);
     this.tracked.clear();
-    for (const [id, t] of entries.sort((a, b) => a[1].due - b[1].due)) this.tracked.set(id, t);
+    for (const [id, t] of sorted) this.tracked.set(id, t);
     this.orderedFor = pollMs;
   }
 

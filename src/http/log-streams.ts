@@ -19,6 +19,10 @@ import type { RateLimiter } from './rate-limiter.js';
 /** Earlier lines of an instance log a client may ask for (`?lines=`): read from the files at connect. */
 const MAX_REPLAY_LINES = 1000;
 
+/** An event seq in `?since=`: 0 (nothing seen yet) or more (the check and the document's pattern). */
+export const SEQ_PATTERN = '^[0-9]{1,15}$';
+const SEQ = new RegExp(SEQ_PATTERN);
+
 /** Close codes: 44xx mirror the HTTP status that would have refused the client. */
 export const CLOSE = {
   sessionEnded: 4401,
@@ -281,8 +285,7 @@ export class LogStreams {
    */
   private eventStream(url: URL, req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const rawSince = url.searchParams.get('since');
-    if (rawSince !== null && !/^\d{1,15}$/.test(rawSince))
-      throw new AppError(400, 'since must be an event seq (an integer)');
+    if (rawSince !== null && !SEQ.test(rawSince)) throw new AppError(400, 'since must be an event seq (an integer)');
     const auth = this.requiredToken(url, req);
     const { events } = this.deps;
     this.accept(req, socket, head, auth, undefined, (client) => {

@@ -3,7 +3,7 @@ import { MAX_TRUSTED_PROXIES, PORT_STRING_PATTERN } from '../settings/schema.js'
 import { ID_STRING_PATTERN, MAX_IDS } from './params.js';
 import { loadSoftwareInfo, type SoftwareInfo } from '../system/software-info.js';
 import type { Access } from './auth.js';
-import { CLOSE } from './log-streams.js';
+import { CLOSE, SEQ_PATTERN } from './log-streams.js';
 
 /**
  * The OpenAPI 3.1 description of the HTTP API, written by hand: every route of `listRoutes(app)` and the three
@@ -1650,7 +1650,7 @@ const STREAMS: Array<[string, Stream]> = [
           in: 'query',
           required: false,
           description: 'The last seq the client saw.',
-          schema: str(undefined, { pattern: ID_STRING_PATTERN }),
+          schema: str(undefined, { pattern: SEQ_PATTERN }),
         },
       ],
       messages: { oneOf: [schema('EventsStart'), schema('Event')] },

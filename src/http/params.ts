@@ -32,11 +32,11 @@ export function optionalBool(fields: Fields, name: string): boolean | undefined 
   return v;
 }
 
-/** An id: an integer, or a string holding one (the contract sends ids both ways). */
 /** An id sent as a string: 1 to 15 digits, not all zeros (the check and the document's pattern). */
 export const ID_STRING_PATTERN = '^(?=[0-9]{1,15}$)0*[1-9][0-9]*$';
 const ID_STRING = new RegExp(ID_STRING_PATTERN);
 
+/** An id: an integer, or a string holding one (the contract sends ids both ways). */
 export function requiredId(fields: Fields, name: string): number {
   const v = fields[name];
   if (v === undefined || v === null || v === '') throw badRequest(`${name} is required`);
@@ -56,7 +56,6 @@ export function queryParam(ctx: Context, name: string): string | undefined {
 }
 
 /** Most ids one request may name (a list longer than any host's instances is a mistake, not a request). */
-/** How many ids one request may name. */
 export const MAX_IDS = 100_000;
 
 /** A list of ids, each as `requiredId` takes one; repeated ids count once, in the order first given. */
