@@ -70,10 +70,15 @@ export class ApiKeyService {
     const owner = this.ownerOf(ownerId);
     const role = spec.role ?? lowerRole(creator.type, owner.type);
     if (!hasRole(creator.type, role)) throw forbidden(`role ${role} is above your own (${creator.type})`);
+    // What the owner or the caller may not have is refused as such (403); a malformed request is a 400.
     if (!hasRole(owner.type, role))
-      throw badRequest(`role ${role} is above the role of ${owner.username} (${owner.type})`);
-    const problem = checkApiKeyName(spec.name) ?? this.checkLimits(creator, spec);
+      throw forbidden(`role ${role} is above the role of ${owner.username} (${owner.type})`);
+    const problem = checkApiKeyName(spec.name) ?? this.checkLimits(spec);
     if (problem) throw badRequest(problem);
+    const perToken = this.perTokenLimit();
+    if (spec.ratePerMinute !== undefined && spec.ratePerMinute > perToken && !isSuperuser(creator)) {
+      throw forbidden(`ratePerMinute above the per-token limit (${perToken}) needs a superuser`);
+    }
     if (this.store.byName(ownerId, spec.name)) {
       throw conflict(`${owner.username} already has an API key named ${spec.name}`);
     }
@@ -98,7 +103,7 @@ export class ApiKeyService {
     return { key, apiKey, owner };
   }
 
-  private checkLimits(creator: User, spec: NewKeySpec): string | undefined {
+  private checkLimits(spec: NewKeySpec): string | undefined {
     const { expiresInSecs, ratePerMinute } = spec;
     const maxSecs = DEFAULTS.apiKeyMaxLifetimeSecs;
     if (
@@ -110,10 +115,6 @@ export class ApiKeyService {
     if (ratePerMinute === undefined) return undefined;
     if (!Number.isSafeInteger(ratePerMinute) || ratePerMinute < 1 || ratePerMinute > 1_000_000) {
       return 'ratePerMinute must be a whole number from 1 to 1000000';
-    }
-    const perToken = this.perTokenLimit();
-    if (ratePerMinute > perToken && !isSuperuser(creator)) {
-      return `ratePerMinute above the per-token limit (${perToken}) needs a superuser`;
     }
     return undefined;
   }

@@ -1,4 +1,5 @@
 import type { Context } from 'koa';
+import { z } from 'zod';
 import { badRequest } from '../errors.js';
 
 export type Fields = Record<string, unknown>;
@@ -35,6 +36,17 @@ export function optionalBool(fields: Fields, name: string): boolean | undefined 
 /** An id sent as a string: 1 to 15 digits, not all zeros (the check and the document's pattern). */
 export const ID_STRING_PATTERN = '^(?=[0-9]{1,15}$)0*[1-9][0-9]*$';
 const ID_STRING = new RegExp(ID_STRING_PATTERN);
+
+const missing = (input: unknown) => input === undefined || input === null || input === '';
+
+/** An id in a request: an integer, or a string holding one (the contract sends ids both ways); parsed to a number. */
+const POSITIVE_ID = {
+  error: (issue: { input?: unknown }) => (missing(issue.input) ? 'is required' : 'must be a positive integer'),
+};
+export const idField = z
+  .union([z.int(POSITIVE_ID).min(1, POSITIVE_ID), z.string(POSITIVE_ID).regex(ID_STRING, POSITIVE_ID)], POSITIVE_ID)
+  .describe('an id: an integer, or a string holding one')
+  .transform(Number);
 
 /** An id: an integer, or a string holding one (the contract sends ids both ways). */
 export function requiredId(fields: Fields, name: string): number {

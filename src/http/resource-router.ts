@@ -1,7 +1,9 @@
 import Router, { type RouterMiddleware } from '@koa/router';
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
+import type { z } from 'zod';
 import { AppError, notFound } from '../errors.js';
 import type { Access, AccessGuards, AppState } from './auth.js';
+import { readInput, type Input, type Operation } from './operation.js';
 
 export type RouteMethod = 'GET' | 'POST';
 
@@ -14,6 +16,12 @@ export interface RouteInfo {
 
 type Handler = RouterMiddleware<AppState>;
 
+/** A route's last handler: it gets the request's input as the operation's schemas parsed it. */
+export type InputHandler<Body extends z.ZodType, Query extends z.ZodObject> = (
+  ctx: Context & { state: AppState },
+  input: Input<Body, Query>,
+) => Promise<void>;
+
 /**
  * The router of one resource. A route is defined together with its access level, and its guards run before
  * its handlers, so no route exists without its check and no check depends on a path prefix matching the same
@@ -21,10 +29,12 @@ type Handler = RouterMiddleware<AppState>;
  */
 export class ResourceRouter {
   readonly routes: RouteInfo[] = [];
+  /** The operations declared on this router, as `route` took them. */
+  readonly operations: Operation[] = [];
   private readonly router: Router<AppState>;
 
   constructor(
-    prefix: string,
+    private readonly prefix: string,
     private readonly guards: AccessGuards,
   ) {
     // path-to-regexp ignores case and a trailing slash by default; the contract's paths are exact.
@@ -37,6 +47,24 @@ export class ResourceRouter {
 
   post(path: string, access: Access, ...handlers: Handler[]): this {
     return this.define('POST', path, access, handlers);
+  }
+
+  /**
+   * The route of a declared operation: its access guards, then `before` (a rate limit, say), then the input checked
+   * by the operation's schemas (a 400 naming the field otherwise), then the handler with that input.
+   */
+  route<Body extends z.ZodType, Query extends z.ZodObject>(
+    op: Operation<Body, Query>,
+    handler: InputHandler<Body, Query>,
+    ...before: Handler[]
+  ): this {
+    if (!op.path.startsWith(this.prefix)) throw new Error(`${op.path} is not under ${this.prefix}`);
+    const run: Handler = async (ctx) => handler(ctx as Context & { state: AppState }, readInput(op, ctx as Context));
+    this.operations.push(op as Operation);
+    return this.define(op.method === 'get' ? 'GET' : 'POST', op.path.slice(this.prefix.length), op.access, [
+      ...before,
+      run,
+    ]);
   }
 
   private define(method: RouteMethod, path: string, access: Access, handlers: Handler[]): this {

@@ -107,7 +107,8 @@ test('scope: no key above its creator or its owner; a visitor key of an admin do
     token: root,
     body: { name: 'deploy', userID: visitor.userID, role: 'admin' },
   });
-  t.is(tooHigh.status, 400);
+  // What the owner may not hold is refused as a permission (403), not as a malformed request.
+  t.is(tooHigh.status, 403);
   t.regex(tooHigh.body.message, /above the role of guest \(visitor\)/);
   const forGuest = await newKey(app, root, { name: 'deploy', userID: visitor.userID });
   t.like(forGuest, { userID: visitor.userID, username: 'guest', role: 'visitor', createdBy: 'admin' });
@@ -278,7 +279,7 @@ test('each key has its own rate limit; the default is the per-token limit; only 
     token: ops.token,
     body: { name: 'fast', ratePerMinute: 6 },
   });
-  t.is(refused.status, 400);
+  t.is(refused.status, 403);
   t.regex(refused.body.message, /above the per-token limit \(5\) needs a superuser/);
 });
 

@@ -1,14 +1,38 @@
+import { z } from 'zod';
 import { formatIso } from '../../util/time.js';
 import { reply } from '../envelope.js';
-import { body, requiredString } from '../params.js';
+import { arrayOf, ok, schema } from '../openapi-schemas.js';
+import { operation } from '../operation.js';
 import type { RouteDeps } from '../app.js';
 import { ResourceRouter } from '../resource-router.js';
+
+export const listSessions = operation({
+  method: 'get',
+  path: '/sessionMgr/list',
+  tag: 'sessions',
+  summary: 'List active sessions',
+  access: 'admin',
+  ok: ok('Every active session', arrayOf(schema('Session'))),
+});
+
+export const removeSession = operation({
+  method: 'post',
+  path: '/sessionMgr/remove',
+  tag: 'sessions',
+  summary: 'End a session; its token stops working at once',
+  access: 'superuser',
+  body: z.object({ sessionID: z.string().min(1, 'is required') }),
+  ok: ok('Removed'),
+  errors: { 404: 'No such session.' },
+});
+
+export const operations = [listSessions, removeSession];
 
 /** /sessionMgr/*: listing needs an admin, removing a superuser. */
 export function sessionRoutes({ accounts, guards }: RouteDeps): ResourceRouter {
   const router = new ResourceRouter('/sessionMgr', guards);
 
-  router.get('/list', 'admin', async (ctx) => {
+  router.route(listSessions, async (ctx) => {
     const sessions = accounts.listSessions().map((s) => ({
       ID: s.id,
       UserID: s.userId,
@@ -18,10 +42,9 @@ export function sessionRoutes({ accounts, guards }: RouteDeps): ResourceRouter {
     reply(ctx, `${sessions.length} active sessions`, sessions);
   });
 
-  router.post('/remove', 'superuser', async (ctx) => {
-    const sessionID = requiredString(body(ctx), 'sessionID');
-    await accounts.removeSession(sessionID);
-    reply(ctx, `session ${sessionID} removed`);
+  router.route(removeSession, async (ctx, { body }) => {
+    await accounts.removeSession(body.sessionID);
+    reply(ctx, `session ${body.sessionID} removed`);
   });
 
   return router;

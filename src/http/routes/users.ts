@@ -1,56 +1,134 @@
+import { z } from 'zod';
 import type { User } from '../../accounts/account-service.js';
-import { isUserType } from '../../accounts/rules.js';
-import { badRequest, forbidden } from '../../errors.js';
+import { passwordSchema, USER_TYPES, usernameSchema } from '../../accounts/rules.js';
+import { forbidden } from '../../errors.js';
 import { viaApiKey } from '../auth.js';
 import { formatDateTime } from '../../util/time.js';
 import { reply } from '../envelope.js';
-import { body, optionalString, requiredId, requiredString } from '../params.js';
+import { arrayOf, ok, schema } from '../openapi-schemas.js';
+import { operation } from '../operation.js';
+import { idField } from '../params.js';
 import type { RouteDeps } from '../app.js';
 import { ResourceRouter } from '../resource-router.js';
 
 const userData = (u: User) => ({ userID: u.id, username: u.username, type: u.type });
 
+const userType = z.enum(USER_TYPES);
+
+export const createUser = operation({
+  method: 'post',
+  path: '/userMgr/create',
+  tag: 'users',
+  summary: 'Create a user',
+  access: 'superuser',
+  body: z.object({
+    username: usernameSchema,
+    passwd: passwordSchema,
+    type: userType.default('visitor').describe('visitor when left out'),
+  }),
+  ok: ok('Created (type defaults to visitor)', schema('Account')),
+  errors: {
+    400: 'A missing field, a username or password that breaks the rules, or an unknown type.',
+    409: 'The username is taken.',
+    429: 'Too many requests for this token, or too many password hashes at once.',
+  },
+});
+
+export const removeUser = operation({
+  method: 'post',
+  path: '/userMgr/remove',
+  tag: 'users',
+  summary: "Remove a user, end that user's sessions and revoke that user's API keys",
+  access: 'superuser',
+  body: z.object({ targetUserID: idField }),
+  ok: ok('Removed'),
+  errors: { 404: 'No such user.', 409: 'The last superuser cannot be removed.' },
+});
+
+export const modifyUser = operation({
+  method: 'post',
+  path: '/userMgr/modify',
+  tag: 'users',
+  summary: 'Change a username and/or password',
+  description:
+    "Yourself only; a superuser may modify anyone. A new password ends the user's other sessions and revokes all of the user's API keys. Not with an API key: a password login is needed.",
+  access: 'visitor',
+  body: z
+    .object({
+      userID: idField,
+      // An empty value is "no change", as the contract's clients send it.
+      username: z.union([z.literal(''), usernameSchema]).nullish(),
+      passwd: z.union([z.literal(''), passwordSchema]).nullish(),
+    })
+    .refine((body) => body.username || body.passwd, 'nothing to modify: give username, passwd or both')
+    .meta({
+      description: 'At least one of username and passwd.',
+      anyOf: ['username', 'passwd'].map((name) => ({ required: [name], properties: { [name]: { minLength: 1 } } })),
+    }),
+  ok: ok('Modified'),
+  errors: {
+    400: 'userID missing, nothing to modify, or a username or password that breaks the rules.',
+    403: "Another user's account, and the caller is not a superuser; or the caller used an API key.",
+    404: 'No such user.',
+    409: 'The new username is taken.',
+    429: 'Too many requests for this token, or too many password hashes at once.',
+  },
+});
+
+export const modifyUserType = operation({
+  method: 'post',
+  path: '/userMgr/modifyType',
+  tag: 'users',
+  summary: "Change a user's role",
+  description: "The user's API keys act with the lower of their own scope and the new role.",
+  access: 'superuser',
+  body: z.object({ userID: idField, newType: userType }),
+  ok: ok('Changed'),
+  errors: { 404: 'No such user.', 409: 'The last superuser cannot be demoted.' },
+});
+
+export const listUsers = operation({
+  method: 'get',
+  path: '/userMgr/list',
+  tag: 'users',
+  summary: 'List users',
+  access: 'superuser',
+  ok: ok('Every user', arrayOf(schema('User'))),
+});
+
+export const operations = [createUser, removeUser, modifyUser, modifyUserType, listUsers];
+
 /** /userMgr/*: a superuser's, except that every user may modify themself. */
 export function userRoutes({ accounts, guards }: RouteDeps): ResourceRouter {
   const router = new ResourceRouter('/userMgr', guards);
 
-  router.post('/create', 'superuser', async (ctx) => {
-    const fields = body(ctx);
-    const username = requiredString(fields, 'username');
-    const passwd = requiredString(fields, 'passwd');
-    const type = optionalString(fields, 'type') ?? 'visitor';
-    if (!isUserType(type)) throw badRequest('type must be superuser, admin or visitor');
-    const user = await accounts.createUser(username, passwd, type);
+  router.route(createUser, async (ctx, { body }) => {
+    const user = await accounts.createUser(body.username, body.passwd, body.type);
     reply(ctx, `user ${user.username} created`, userData(user));
   });
 
-  router.post('/remove', 'superuser', async (ctx) => {
-    const user = await accounts.removeUser(requiredId(body(ctx), 'targetUserID'));
+  router.route(removeUser, async (ctx, { body }) => {
+    const user = await accounts.removeUser(body.targetUserID);
     reply(ctx, `user ${user.username} removed`);
   });
 
-  router.post('/modify', 'visitor', async (ctx) => {
-    const fields = body(ctx);
-    const userID = requiredId(fields, 'userID');
-    const username = optionalString(fields, 'username') || undefined;
-    const passwd = optionalString(fields, 'passwd') || undefined;
+  router.route(modifyUser, async (ctx, { body }) => {
     const caller = ctx.state.auth;
     // A key must not be able to take over the password it stands beside (and a new password revokes the keys).
     if (viaApiKey(caller)) throw forbidden('changing a username or password needs a password login, not an API key');
-    const user = await accounts.modifyUser(caller, userID, { username, passwd });
+    const user = await accounts.modifyUser(caller, body.userID, {
+      username: body.username || undefined,
+      passwd: body.passwd || undefined,
+    });
     reply(ctx, `user ${user.username} modified`);
   });
 
-  router.post('/modifyType', 'superuser', async (ctx) => {
-    const fields = body(ctx);
-    const userID = requiredId(fields, 'userID');
-    const newType = requiredString(fields, 'newType');
-    if (!isUserType(newType)) throw badRequest('newType must be superuser, admin or visitor');
-    const user = await accounts.modifyType(userID, newType);
+  router.route(modifyUserType, async (ctx, { body }) => {
+    const user = await accounts.modifyType(body.userID, body.newType);
     reply(ctx, `user ${user.username} is now ${user.type}`);
   });
 
-  router.get('/list', 'superuser', async (ctx) => {
+  router.route(listUsers, async (ctx) => {
     const users = accounts.listUsers().map((u) => ({
       UserID: u.id,
       Username: u.username,
