@@ -87,7 +87,10 @@ export interface CatalogueChange {
   what?: string;
 }
 
-const INSTANCE_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+/** An instance's name: what a config file, a unit and a selection can all carry. */
+export const INSTANCE_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+/** A name that is only digits would read as an instance id. */
+export const ONLY_DIGITS = /^\d+$/;
 
 /**
  * What instances there are: records, config files, proxies inside them, boot services. Every edit of an instance
@@ -778,7 +781,7 @@ function checkInstanceName(name: string): void {
   if (!INSTANCE_NAME.test(name)) {
     throw badRequest('name must be 1-64 characters, each a letter, a digit, "_", "." or "-"');
   }
-  if (/^\d+$/.test(name)) {
+  if (ONLY_DIGITS.test(name)) {
     throw badRequest(
       `name ${name} is only digits: it would read as an instance id; add a letter (e.g. tunnel-${name})`,
     );

@@ -34,7 +34,8 @@ export interface ProxyChange {
   group?: boolean;
 }
 
-const PROXY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+/** A proxy's name inside its instance. */
+export const PROXY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
 /** Reads proxyInfo into changes by frpc's dotted names; every key that no proxy type has is refused by name. */
 export function readProxyChanges(input: unknown): ProxyChange[] {

@@ -15,6 +15,7 @@ import { consoleAssets } from './console-assets.js';
 import { envelope, type ReplyRedactor } from './envelope.js';
 import { requestExposure, type Exposure } from './exposure.js';
 import { checkJsonBody } from './json-body-check.js';
+import { STREAM_PATHS } from './log-streams.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { accountRoutes } from './routes/accounts.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
@@ -162,7 +163,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     routers.flatMap((router) => router.routes),
   );
 
-  app.use(routeGate(routers));
+  app.use(routeGate(routers, STREAM_PATHS));
   app.use(requireJsonBody);
   app.use(
     koaBody({

@@ -1,5 +1,15 @@
 import { DEFAULTS } from '../settings/defaults.js';
-import { MAX_TRUSTED_PROXIES, PORT_STRING_PATTERN } from '../settings/schema.js';
+import { INSTANCE_NAME, ONLY_DIGITS } from '../../actors/instance-catalogue.js';
+import { PROXY_NAME } from '../config/proxy-edit.js';
+import { LABEL_KEY_PATTERN, LABEL_VALUE_PATTERN, MAX_LABELS } from '../instances/labels.js';
+import {
+  ABSOLUTE_PATH_PATTERN,
+  CIDR_PATTERN,
+  HOST_NAME_PATTERN,
+  MAX_TRUSTED_PROXIES,
+  PORT_STRING_PATTERN,
+  PROGRAM_NAME,
+} from '../settings/schema.js';
 import { ID_STRING_PATTERN, MAX_IDS } from './params.js';
 
 /**
@@ -70,18 +80,32 @@ const ABSOLUTE_PATH = 'an absolute path of letters, digits and _ . / + @ : , = -
 const SUPERUSER_SETS = 'a superuser sets it';
 const COMMAND =
   'a command: an absolute path, or a program name looked up on PATH; an executable file owned by root and writable by neither group nor others, in directories that are the same (checked when set and before each use); a superuser sets it';
+/** A path setting; a command setting: a path, or a program name looked up on PATH. */
+const path = (description: string, optional = false): Json =>
+  str(description, { pattern: optional ? `^$|${ABSOLUTE_PATH_PATTERN}` : ABSOLUTE_PATH_PATTERN });
+const command = (description: string): Json => ({
+  description,
+  anyOf: [str(undefined, { pattern: PROGRAM_NAME.source }), str(undefined, { pattern: ABSOLUTE_PATH_PATTERN })],
+});
 const secondsFrom = (min: number, max: number, description: string) =>
   num(`${description} (seconds)`, { minimum: min, maximum: max });
 const intFrom = (min: number, max: number, description: string) => int(description, { minimum: min, maximum: max });
 
 /** Every persisted setting, under its flat name; /settings/get shows them all, /settings/set takes any of them. */
 export const SETTINGS: Record<string, Json> = {
-  ListenAddr: str('IP address or host name the HTTP API listens on; applies at the next start'),
+  ListenAddr: {
+    description: 'IP address or host name the HTTP API listens on; applies at the next start',
+    anyOf: [
+      str(undefined, { format: 'ipv4' }),
+      str(undefined, { format: 'ipv6' }),
+      str(undefined, { pattern: HOST_NAME_PATTERN }),
+    ],
+  },
   ListenPort: str('port the HTTP API listens on (1-65535), as a string; applies at the next start', {
     pattern: PORT_STRING_PATTERN,
   }),
-  TunnelPath: str(`the frpc binary: ${COMMAND}`),
-  InstancePath: str(`directory of the instance config files: ${ABSOLUTE_PATH}; ${SUPERUSER_SETS}`),
+  TunnelPath: command(`the frpc binary: ${COMMAND}`),
+  InstancePath: path(`directory of the instance config files: ${ABSOLUTE_PATH}; ${SUPERUSER_SETS}`),
   Debug: bool('DEBUG entries in the system log'),
   'Watchdog.Enabled': bool('restart crashed tunnels'),
   'Watchdog.Port': intFrom(0, 65535, 'kept for the contract; 0: the watchdog runs inside the daemon'),
@@ -107,6 +131,7 @@ export const SETTINGS: Record<string, Json> = {
   ),
   'Webhook.Body': mapOf(
     'body template: {{field}} placeholders are filled from the event; empty sends the event itself',
+    schema('TomlValue'),
   ),
   'Webhook.TimeoutSecs': secondsFrom(0.1, 120, 'each delivery attempt gives up after this'),
   'Webhook.Retries': intFrom(0, 20, 'attempts after the first, on network errors and 5xx only'),
@@ -115,14 +140,14 @@ export const SETTINGS: Record<string, Json> = {
   'Log.MaxBytes': intFrom(256, 1024 * 1024 * 1024, 'an instance log is rotated before it passes this size'),
   'Log.Files': intFrom(1, 100, 'rotated log files kept per instance'),
   InitSystem: str('what runs the tunnels; applies at the next start', { enum: ['auto', ...INIT_SYSTEMS] }),
-  'Systemd.UnitDir': str(`${ABSOLUTE_PATH}; ${SUPERUSER_SETS}`),
-  'Systemd.Systemctl': str(COMMAND),
-  'Systemd.Journalctl': str(COMMAND),
-  'InitD.ScriptDir': str(`${ABSOLUTE_PATH}; ${SUPERUSER_SETS}`),
-  'InitD.UpdateRcD': str(COMMAND),
-  'InitD.PidDir': str(`${ABSOLUTE_PATH}; ${SUPERUSER_SETS}`),
-  'InitD.LogDir': str(`${ABSOLUTE_PATH}; ${SUPERUSER_SETS}`),
-  'Windows.Schtasks': str(COMMAND),
+  'Systemd.UnitDir': path(`${ABSOLUTE_PATH}; ${SUPERUSER_SETS}`),
+  'Systemd.Systemctl': command(COMMAND),
+  'Systemd.Journalctl': command(COMMAND),
+  'InitD.ScriptDir': path(`${ABSOLUTE_PATH}; ${SUPERUSER_SETS}`),
+  'InitD.UpdateRcD': command(COMMAND),
+  'InitD.PidDir': path(`${ABSOLUTE_PATH}; ${SUPERUSER_SETS}`),
+  'InitD.LogDir': path(`${ABSOLUTE_PATH}; ${SUPERUSER_SETS}`),
+  'Windows.Schtasks': command(COMMAND),
   'RateLimit.Login': intFrom(1, 1_000_000, '/login requests per minute per IP'),
   'RateLimit.PerToken': intFrom(1, 1_000_000, 'requests per minute per token'),
   'RateLimit.Register': intFrom(1, 1_000_000, '/register requests per minute per IP'),
@@ -131,13 +156,14 @@ export const SETTINGS: Record<string, Json> = {
   'Visitor.ShowDetails': autoOrBool(
     'whether visitors see local addresses and ports, config paths and run-as users, and may export config files',
   ),
-  'TLS.CertFile': str(
+  'TLS.CertFile': path(
     `the certificate (PEM, chain after it) HTTPS and WSS are served with; '' for plain HTTP; ${ABSOLUTE_PATH}; re-read on SIGHUP and on a change`,
+    true,
   ),
-  'TLS.KeyFile': str(`its private key; '' for plain HTTP; ${ABSOLUTE_PATH}`),
+  'TLS.KeyFile': path(`its private key; '' for plain HTTP; ${ABSOLUTE_PATH}`, true),
   TrustedProxies: {
     ...arrayOf(
-      str('an IP address or a CIDR'),
+      str('an IP address or a CIDR', { pattern: CIDR_PATTERN }),
       "reverse proxies whose X-Forwarded-For is believed (for rate limits, logs and the audit trail); nobody else's is",
     ),
     maxItems: MAX_TRUSTED_PROXIES,
@@ -163,6 +189,14 @@ export const ID_INPUT = {
 };
 
 export const SCHEMAS: Record<string, Json> = {
+  // What a setting can hold: any JSON but null, at any depth (settings.toml is TOML, which has no null).
+  TomlValue: {
+    anyOf: [
+      { type: ['string', 'number', 'boolean'] },
+      { type: 'array', items: { $ref: '#/components/schemas/TomlValue' } },
+      { type: 'object', additionalProperties: { $ref: '#/components/schemas/TomlValue' } },
+    ],
+  },
   // The envelope
   Envelope: obj(
     {
@@ -314,8 +348,9 @@ export const SCHEMAS: Record<string, Json> = {
     { description: 'What every view of an instance shows of its process, beside its record.' },
   ),
   Labels: mapOf(
-    'labels of the instance, key to value: a key is [prefix/]name (name 1-63 letters, digits, "-", "_", "." starting and ending with a letter or digit; prefix a DNS subdomain), a value empty or like a name; at most 64',
-    str(undefined, { maxLength: 63 }),
+    `labels of the instance, key to value: a key is [prefix/]name (name 1-63 letters, digits, "-", "_", "." starting and ending with a letter or digit; prefix a DNS subdomain), a value empty or like a name; at most ${MAX_LABELS}`,
+    str(undefined, { pattern: LABEL_VALUE_PATTERN }),
+    { propertyNames: { pattern: LABEL_KEY_PATTERN, maxLength: 317 }, maxProperties: MAX_LABELS },
   ),
   InstanceSummary: {
     allOf: [
@@ -373,7 +408,7 @@ export const SCHEMAS: Record<string, Json> = {
   },
   InstanceCreateRequest: obj({
     instanceInfo: obj({
-      name: str('1-64 characters, each a letter, a digit, "_", "." or "-"; unique'),
+      name: schema('InstanceName'),
       serverAddr: str('frps address'),
       serverPort: str('frps port'),
       auth_method: str('auth.method towards frps'),
@@ -413,7 +448,7 @@ export const SCHEMAS: Record<string, Json> = {
         instanceID: schema('Id'),
         type: { const: 'systemConfig' },
         modifiedData: obj(
-          { 'name?': str(), 'bootAtStart?': bool(), 'runUser?': str() },
+          { 'name?': schema('InstanceName'), 'bootAtStart?': bool(), 'runUser?': str() },
           {
             additionalProperties: false,
           },
@@ -433,8 +468,8 @@ export const SCHEMAS: Record<string, Json> = {
         type: { const: 'labels' },
         modifiedData: mapOf(
           'label key to its new value, or null to remove it (the Labels rules); the others stay as they are',
-          { type: ['string', 'null'] },
-          { minProperties: 1 },
+          { anyOf: [str(undefined, { pattern: LABEL_VALUE_PATTERN }), { type: 'null' }] },
+          { minProperties: 1, propertyNames: { pattern: LABEL_KEY_PATTERN, maxLength: 317 } },
         ),
       }),
     ],
@@ -499,7 +534,7 @@ export const SCHEMAS: Record<string, Json> = {
     oneOf: [{ type: 'object', maxProperties: 0 }, schema('BulkCommandResult')],
   },
   InstanceImportRequest: obj({
-    name: str('name of the new instance'),
+    name: schema('InstanceName'),
     content: str('the text of an frpc config file'),
     'format?': str('guessed from the content when omitted', { enum: CONFIG_FORMATS }),
     'bootAtStart?': bool('start at boot (default false)'),
@@ -677,13 +712,31 @@ export const SCHEMAS: Record<string, Json> = {
     {
       instanceID: schema('Id'),
       proxyInfo: schema('ProxyInfo'),
-      'oldName?': str('the proxy to modify, when it is renamed (also accepted inside proxyInfo)'),
-      'newName?': str('its new name (also accepted inside proxyInfo)'),
+      'oldName?': {
+        ...schema('ProxyName'),
+        description: 'the proxy to modify, when it is renamed (also accepted inside proxyInfo)',
+      },
+      'newName?': { ...schema('ProxyName'), description: 'its new name (also accepted inside proxyInfo)' },
     },
-    { description: 'proxyInfo.name selects the proxy, unless oldName is given.' },
+    {
+      description: 'proxyInfo.name selects the proxy, unless oldName is given.',
+      anyOf: [
+        { required: ['oldName'] },
+        { properties: { proxyInfo: { required: ['name'], properties: { name: schema('ProxyName') } } } },
+      ],
+    },
   ),
-  ProxyDeleteRequest: obj({ instanceID: schema('Id'), proxyName: str() }),
-  ProxySetStatusRequest: obj({ instanceID: schema('Id'), proxyName: str(), enabled: bool() }),
+  ProxyDeleteRequest: obj({ instanceID: schema('Id'), proxyName: schema('ProxyName') }),
+  ProxySetStatusRequest: obj({ instanceID: schema('Id'), proxyName: schema('ProxyName'), enabled: bool() }),
+  ProxyName: str('1-64 characters, each a letter, a digit, "_", "." or "-"; unique in its instance', {
+    pattern: PROXY_NAME.source,
+  }),
+  InstanceName: {
+    ...str('1-64 characters, each a letter, a digit, "_", "." or "-", not only digits; unique', {
+      pattern: INSTANCE_NAME.source,
+    }),
+    not: { pattern: ONLY_DIGITS.source },
+  },
   ProxyEdited: obj({ instanceID: int(), configPath: str(), proxyName: str(), applied: schema('Applied') }),
 
   // Streams
@@ -779,6 +832,11 @@ export const ERRORS: Record<number, { name: string; description: string; headers
   409: { name: 'Conflict', description: 'The request conflicts with the current state; the message names with what.' },
   413: { name: 'PayloadTooLarge', description: `The body is larger than ${DEFAULTS.jsonLimit}.` },
   415: { name: 'UnsupportedMediaType', description: 'A body that is not application/json.' },
+  426: {
+    name: 'UpgradeRequired',
+    description: 'A WebSocket stream asked for by a plain request: connect with Upgrade: websocket.',
+    headers: { Upgrade: { schema: str(undefined, { const: 'websocket' }) } },
+  },
   429: {
     name: 'TooManyRequests',
     description: 'Rate limited; Retry-After says in how many seconds to try again.',

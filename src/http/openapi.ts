@@ -101,6 +101,8 @@ function declared(op: DeclaredOperation): [method: 'get' | 'post', path: string,
 
 function operation(method: 'get' | 'post', path: string, op: Operation): Json {
   const statuses = new Set([...commonStatuses(method, op.access), ...Object.keys(op.errors ?? {}).map(Number)]);
+  // A parameter may be malformed, or given twice.
+  if (op.query?.length) statuses.add(400);
   const responses: Json = { '200': op.ok };
   for (const status of [...statuses].sort((a, b) => a - b)) {
     responses[String(status)] = errorResponse(status, op.errors?.[status]);
@@ -161,34 +163,6 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
       summary: 'Check the settings, the data and instance dirs, and the frpc binary',
       access: 'admin',
       ok: ok('Each check and its outcome; the message counts the problems', schema('SelfCheck')),
-    },
-  ],
-  [
-    'get',
-    '/system/audit',
-    {
-      tag: 'system',
-      summary: 'The audit trail',
-      description:
-        'Every state-changing request (who, from where, what, which object, outcome, when), newest first. Refusals that name nobody (a missing or invalid token, a rate limit) are not recorded; failed logins are. Bounded by Audit.RetentionDays and Audit.MaxEntries.',
-      access: 'superuser',
-      query: [
-        auditParam('user', 'the username'),
-        auditParam('action', 'an action, or a prefix ending in a dot (instance.)'),
-        auditParam('instanceID', 'entries about this instance', { pattern: '^[0-9]{1,15}$' }),
-        auditParam('targetType', 'instance, proxy, user, session, apiKey, settings or service'),
-        auditParam('targetID', 'the id of the object'),
-        auditParam('outcome', 'ok or failed', { enum: ['ok', 'failed'] }),
-        auditParam('ip', 'the client address'),
-        auditParam('since', 'from this time on: Unix ms or ISO 8601'),
-        auditParam('until', 'up to this time: Unix ms or ISO 8601'),
-        auditParam('before', 'entries older than this id (nextBefore of the previous page)', {
-          pattern: '^[0-9]{1,15}$',
-        }),
-        auditParam('limit', 'entries per page, 1-1000 (100 when omitted)', { pattern: '^[0-9]{1,4}$' }),
-      ],
-      ok: ok('A page of entries', schema('AuditPage')),
-      errors: { 400: 'A filter or paging parameter is malformed.' },
     },
   ],
   [
@@ -268,8 +242,9 @@ const ROUTES: Array<['get' | 'post', string, Operation]> = [
         'Saved: the message names the settings changed, and each unknown key ignored with the key it most likely meant',
       ),
       errors: {
-        400: 'An invalid value or a null, a program setting that is not an executable file only root can change (the message says which path and why), or with strict=true an unknown key (with the key it most likely meant); the message names the key.',
+        400: 'No body, an invalid value or a null, or with strict=true an unknown key (with the key it most likely meant); the message names the key.',
         403: 'An admin changing a setting that names a program tunnelward runs or a directory where it writes what it runs: a superuser only.',
+        409: 'A program setting that names no executable file only root can change (the message says which path and why).',
         500: 'Failed to save config: nothing changed.',
       },
     },
@@ -565,7 +540,12 @@ function streamOperation(path: string, stream: Stream): Json {
         'Switching Protocols: the connection is a WebSocket. Each text message the server sends is one JSON object (see x-websocket-messages).',
     },
   };
-  const refusals: Partial<Record<number, string | undefined>> = { ...stream.refusals, 500: undefined, 503: undefined };
+  const refusals: Partial<Record<number, string | undefined>> = {
+    ...stream.refusals,
+    426: undefined,
+    500: undefined,
+    503: undefined,
+  };
   for (const status of Object.keys(refusals)
     .map(Number)
     .sort((a, b) => a - b)) {
@@ -574,7 +554,7 @@ function streamOperation(path: string, stream: Stream): Json {
   return {
     tags: ['streams'],
     summary: stream.summary,
-    description: `${stream.description}\n\nA WebSocket: connect with an Upgrade request (a plain GET is a 404). Instead of ?token=, an API key may be sent as Authorization: Bearer <key> on the upgrade request (never in the query string). Every check happens before the upgrade; a refusal is an ordinary HTTP response in the envelope. Close codes:\n${closeCodes}\n\nAccess: ${stream.access}: ${stream.who}.`,
+    description: `${stream.description}\n\nA WebSocket: connect with an Upgrade request (a plain GET is a 426, another method a 405). Instead of ?token=, an API key may be sent as Authorization: Bearer <key> on the upgrade request (never in the query string). Every check happens before the upgrade; a refusal is an ordinary HTTP response in the envelope. Close codes:\n${closeCodes}\n\nAccess: ${stream.access}: ${stream.who}.`,
     operationId: operationId(path),
     'x-websocket': true,
     'x-access': stream.access,
@@ -584,10 +564,6 @@ function streamOperation(path: string, stream: Stream): Json {
     ...(stream.query ? { parameters: stream.query } : {}),
     responses,
   };
-}
-
-function auditParam(name: string, description: string, more: Json = {}): Json {
-  return { name, in: 'query', required: false, description, schema: str(undefined, more) };
 }
 
 /** `?lines=` and `?follow=` of the log streams. */

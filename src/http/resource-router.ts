@@ -87,11 +87,19 @@ export class ResourceRouter {
 }
 
 /**
- * Decides 404 and 405 before the body is read: a path no router serves is unknown, a method its routes do not
- * take is refused with the ones they do in `Allow`.
+ * Decides 404, 405 and 426 before the body is read: a path no router serves is unknown, a method its routes do not
+ * take is refused with the ones they do in `Allow`, and a stream's path without an upgrade says how to connect.
  */
-export function routeGate(routers: ResourceRouter[]): Middleware {
+export function routeGate(routers: ResourceRouter[], streamPaths: readonly string[] = []): Middleware {
   return async (ctx, next) => {
+    // A stream's path reached here without an upgrade (the server hands upgrades to the streams before Koa).
+    if (streamPaths.includes(ctx.path)) {
+      if (ctx.method !== 'GET')
+        throw new AppError(405, `${ctx.method} is not allowed on ${ctx.path}`, { Allow: 'GET' });
+      throw new AppError(426, `${ctx.path} is a WebSocket stream: connect with Upgrade: websocket`, {
+        Upgrade: 'websocket',
+      });
+    }
     const allowed = new Set(routers.flatMap((router) => router.methodsAt(ctx.path)));
     if (allowed.size === 0) throw notFound(`no such endpoint: ${ctx.method} ${ctx.path}`);
     if (!allowed.has(ctx.method)) {

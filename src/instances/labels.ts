@@ -7,6 +7,9 @@ export type Labels = Readonly<Record<string, string>>;
 const NAME = /^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$/;
 /** A key's optional prefix: a DNS subdomain (lowercase labels joined by dots), at most 253 characters. */
 const PREFIX = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
+/** The rules as the document states them: a key `[prefix/]name` (the prefix's length aside), a value. */
+export const LABEL_KEY_PATTERN = `^(?:${PREFIX.source.slice(1, -1)}/)?${NAME.source.slice(1, -1)}$`;
+export const LABEL_VALUE_PATTERN = `^(?:${NAME.source.slice(1, -1)})?$`;
 /** More than any selection needs; a record stays small. */
 export const MAX_LABELS = 64;
 

@@ -8,19 +8,23 @@ type Check = (value: unknown) => string | undefined;
 /** Control characters (newlines among them) end up in unit files, command lines and logs: never in a setting. */
 const CONTROL = /[\u0000-\u001f\u007f]/;
 const SAFE_PATH = /^\/[A-Za-z0-9_./+@:,=-]*$/;
+/** The path rule as one pattern (the document's): SAFE_PATH with no `..` segment. */
+export const ABSOLUTE_PATH_PATTERN = `^(?!(?:.*/)?\\.\\.(?:/|$))${SAFE_PATH.source.slice(1)}`;
 const absolutePath: Check = (v) =>
   typeof v === 'string' && SAFE_PATH.test(v) && !v.split('/').includes('..')
     ? undefined
     : 'must be an absolute path of letters, digits and _ . / + @ : , = -';
 /** A program: an absolute path, or a bare name looked up on PATH (a relative path would depend on the working dir). */
-const PROGRAM_NAME = /^[A-Za-z0-9_+-][A-Za-z0-9_.+-]*$/;
+export const PROGRAM_NAME = /^[A-Za-z0-9_+-][A-Za-z0-9_.+-]*$/;
 const command: Check = (v) =>
   typeof v === 'string' && (PROGRAM_NAME.test(v) || absolutePath(v) === undefined)
     ? undefined
     : 'must be an absolute path, or a program name on PATH (letters, digits and _ . + -)';
 /** An IP address or a host name. */
+/** A host name as ListenAddr takes one (an IP address is the other form). */
+export const HOST_NAME_PATTERN = '^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$';
 const address: Check = (v) =>
-  typeof v === 'string' && (isIP(v) !== 0 || /^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$/.test(v))
+  typeof v === 'string' && (isIP(v) !== 0 || new RegExp(HOST_NAME_PATTERN).test(v))
     ? undefined
     : 'must be an IP address or a host name';
 const boolean: Check = (v) => (typeof v === 'boolean' ? undefined : 'must be a boolean (true or false)');
@@ -82,6 +86,20 @@ const autoOrBoolean: Check = (v) =>
   typeof v === 'boolean' || v === 'auto' ? undefined : 'must be true, false or "auto"';
 /** Empty, or an absolute path (certificate files live where an ACME client puts them). */
 const optionalPath: Check = (v) => (v === '' ? undefined : absolutePath(v));
+const IPV4 = '(?:(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)\\.){3}(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
+const H = '[0-9A-Fa-f]{1,4}';
+const IPV6 = [
+  `(?:${H}:){7}${H}`,
+  `(?:${H}:){1,7}:`,
+  `(?:${H}:){1,6}:${H}`,
+  ...[2, 3, 4, 5, 6].map((n) => `(?:${H}:){1,${7 - n}}(?::${H}){1,${n}}`),
+  `:(?:(?::${H}){1,7}|:)`,
+  `(?:${H}:){6}${IPV4}`,
+  `::(?:[fF]{4}(?::0{1,4})?:)?${IPV4}`,
+  `(?:${H}:){1,4}:${IPV4}`,
+].join('|');
+/** An entry of TrustedProxies as the document states it: what parseCidr reads (its test holds them together). */
+export const CIDR_PATTERN = `^(?:${IPV4}(?:/(?=\\d{1,3}$)0*(?:3[0-2]|[12]?\\d))?|(?:${IPV6})(?:/(?=\\d{1,3}$)0*(?:12[0-8]|1[01]\\d|[1-9]?\\d))?)$`;
 /** How many entries TrustedProxies may hold. */
 export const MAX_TRUSTED_PROXIES = 256;
 const cidrs: Check = (v) => {

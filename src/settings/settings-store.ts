@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Subject } from 'rxjs';
 import { parse, stringify, TomlError } from 'smol-toml';
 import { isTable, type Table } from '../config/toml-tree.js';
-import { AppError, badRequest, forbidden, internal } from '../errors.js';
+import { AppError, badRequest, conflict, forbidden, internal } from '../errors.js';
 import { writeFileAtomic } from '../fs/atomic.js';
 import { trustedProgram } from '../system/trusted-program.js';
 import { checkTunnelClient } from '../system/tunnel-client.js';
@@ -180,9 +180,10 @@ export class SettingsStore {
     }
     for (const key of changed.filter((k) => PROGRAM_KEYS.has(k))) {
       // The tunnel client must also answer as frpc does: a wrong file is refused here, not at every start.
+      // A well-formed value naming a file that is not (yet) fit to run: the file's state refuses it (409).
       const check = key === 'TunnelPath' ? checkTunnelClient : trustedProgram;
       await check(patch[key] as string).catch((err: Error) => {
-        throw badRequest(`${key} ${err.message}`);
+        throw conflict(`${key} ${err.message}`);
       });
     }
     if (changed.length > 0) {

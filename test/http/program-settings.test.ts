@@ -49,7 +49,8 @@ test('program settings: a superuser sets them, only to files that only root can 
   // A superuser: only an executable file that only root can change, in directories only root can change.
   const refused = async (to: string, reason: RegExp) => {
     const res = await daemon.post('/settings/set', { TunnelPath: to }, { token: root });
-    t.is(res.status, 400, to);
+    // Well-formed, but the file is not fit to run: refused by its state.
+    t.is(res.status, 409, to);
     t.regex(res.body.message, reason);
   };
   await refused('/nonexistent/frpc', /^TunnelPath \/nonexistent\/frpc is missing or not an executable file$/);

@@ -147,6 +147,26 @@ test.serial('OPTIONS, TRACE and other unrouted methods on a known path: 405 with
 });
 
 test.serial(
+  'a stream path without an upgrade: a GET is 426 with how to connect, another method 405 (Allow: GET)',
+  async (t) => {
+    for (const path of STREAM_PATHS) {
+      const plain = await daemon.rawRequest('GET', `${path}?instanceID=${instanceId}`, { token: tokens.superuser });
+      t.is(plain.status, 426, path);
+      t.is(plain.headers.get('upgrade'), 'websocket', path);
+      t.deepEqual(plain.body, {
+        success: false,
+        message: `${path} is a WebSocket stream: connect with Upgrade: websocket`,
+      });
+      for (const method of ['POST', 'TRACE', 'OPTIONS']) {
+        const res = await daemon.rawRequest(method, path, { token: tokens.superuser });
+        t.is(res.status, 405, `${method} ${path}`);
+        t.is(res.headers.get('allow'), 'GET', `${method} ${path}`);
+      }
+    }
+  },
+);
+
+test.serial(
   'walk: every changed spelling of every path is a 404; the exact path gives the contract answer',
   async (t) => {
     const routes = appRoutes();

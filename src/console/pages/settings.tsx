@@ -29,7 +29,9 @@ function kindOf(schema: Schema | undefined, value: unknown): Kind {
   if (type === 'integer') return 'integer';
   if (type === 'number' || typeof value === 'number') return 'number';
   if (type === 'array' || Array.isArray(value)) return 'list';
-  if (type === 'object' && typeof schema?.additionalProperties === 'object') return 'headers';
+  // Names to strings (the headers); names to anything else is edited as JSON.
+  const values = schema?.additionalProperties;
+  if (type === 'object' && typeof values === 'object' && values.type === 'string') return 'headers';
   if (type === 'object' || (value !== null && typeof value === 'object')) return 'json';
   return 'string';
 }

@@ -40,6 +40,9 @@ export function settingsRoutes({ settings, log, guards }: RouteDeps): ResourceRo
   });
 
   router.post('/set', 'admin', async (ctx) => {
+    if ((ctx.request as { body?: unknown }).body === undefined) {
+      throw badRequest('request body is required: a JSON object of settings to change');
+    }
     const patch = { ...body(ctx) };
     // A header sent back masked, as /settings/get shows it, keeps its current value.
     const headers = patch['Webhook.Headers'];

@@ -1,54 +1,75 @@
 import { finished } from 'node:stream';
-import type { Context } from 'koa';
-import type { AuditQuery } from '../../audit/audit-trail.js';
-import { badRequest } from '../../errors.js';
+import { z } from 'zod';
 import { reply } from '../envelope.js';
-import { queryParam } from '../params.js';
+import { ok, schema } from '../openapi-schemas.js';
+import { operation } from '../operation.js';
+import { ID_STRING_PATTERN } from '../params.js';
 import type { RouteDeps } from '../app.js';
 import { ResourceRouter } from '../resource-router.js';
 import { selfCheck } from '../../system/self-check.js';
 
-/** A time filter: Unix ms or an ISO 8601 date. */
-function timeParam(ctx: Context, name: string): number | undefined {
-  const raw = queryParam(ctx, name);
-  if (raw === undefined || raw === '') return undefined;
-  const ms = /^\d{1,15}$/.test(raw) ? Number(raw) : Date.parse(raw);
-  if (Number.isNaN(ms)) throw badRequest(`${name} must be Unix time in milliseconds or an ISO 8601 date`);
-  return ms;
-}
+/** A time filter: Unix ms, or an ISO 8601 date (and time, and zone); empty is no filter. */
+const TIME =
+  /^(?:|\d{1,15}|\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,9})?)?(?:Z|[+-](?:[01]\d|2[0-3]):?[0-5]\d)?)?)$/;
+/** An id, or empty (no filter). */
+const ID_OR_EMPTY = new RegExp(`^(?:|${ID_STRING_PATTERN.slice(1, -1)})$`);
 
-function positiveParam(ctx: Context, name: string, max: number): number | undefined {
-  const raw = queryParam(ctx, name);
-  if (raw === undefined || raw === '') return undefined;
-  if (!/^\d{1,15}$/.test(raw) || Number(raw) < 1 || Number(raw) > max)
-    throw badRequest(`${name} must be an integer from 1 to ${max}`);
-  return Number(raw);
-}
+const text = (description: string) =>
+  z
+    .string()
+    .describe(description)
+    .optional()
+    .transform((v) => v || undefined);
+const time = (description: string) =>
+  z
+    .string()
+    .regex(TIME, 'must be Unix time in milliseconds or an ISO 8601 date')
+    .describe(description)
+    .optional()
+    .transform((v) => (!v ? undefined : /^\d+$/.test(v) ? Number(v) : Date.parse(v)));
+const id = (description: string) =>
+  z
+    .string()
+    .regex(ID_OR_EMPTY, 'must be a positive integer')
+    .describe(description)
+    .optional()
+    .transform((v) => (v ? Number(v) : undefined));
 
-function auditQuery(ctx: Context): AuditQuery {
-  const text = (name: string) => {
-    const value = queryParam(ctx, name);
-    return value === undefined || value === '' ? undefined : value;
-  };
-  const outcome = text('outcome');
-  if (outcome !== undefined && outcome !== 'ok' && outcome !== 'failed')
-    throw badRequest('outcome must be ok or failed');
-  const instanceID = positiveParam(ctx, 'instanceID', Number.MAX_SAFE_INTEGER);
-  if (instanceID !== undefined && (text('targetType') ?? 'instance') !== 'instance')
-    throw badRequest('instanceID names an instance: leave targetType out or make it instance');
-  return {
-    username: text('user'),
-    action: text('action'),
-    targetType: instanceID !== undefined ? 'instance' : text('targetType'),
-    targetID: instanceID !== undefined ? String(instanceID) : text('targetID'),
-    outcome,
-    ip: text('ip'),
-    since: timeParam(ctx, 'since'),
-    until: timeParam(ctx, 'until'),
-    before: positiveParam(ctx, 'before', Number.MAX_SAFE_INTEGER),
-    limit: positiveParam(ctx, 'limit', 1000) ?? 100,
-  };
-}
+export const audit = operation({
+  method: 'get',
+  path: '/system/audit',
+  tag: 'system',
+  summary: 'The audit trail',
+  description:
+    'Every state-changing request (who, from where, what, which object, outcome, when), newest first. Refusals that name nobody (a missing or invalid token, a rate limit) are not recorded; failed logins are. Bounded by Audit.RetentionDays and Audit.MaxEntries. Filters combine: instanceID with another targetType finds nothing.',
+  access: 'superuser',
+  query: z.object({
+    user: text('the username'),
+    action: text('an action, or a prefix ending in a dot (instance.)'),
+    instanceID: id('entries about this instance'),
+    targetType: text('instance, proxy, user, session, apiKey, settings or service'),
+    targetID: text('the id of the object'),
+    outcome: z
+      .enum(['ok', 'failed', ''])
+      .describe('ok or failed')
+      .optional()
+      .transform((v) => v || undefined),
+    ip: text('the client address'),
+    since: time('from this time on: Unix ms or ISO 8601'),
+    until: time('up to this time: Unix ms or ISO 8601'),
+    before: id('entries older than this id (nextBefore of the previous page)'),
+    limit: z
+      .string()
+      .regex(/^(?:|0{0,12}(?:[1-9]\d{0,2}|1000))$/, 'must be an integer from 1 to 1000')
+      .describe('entries per page, 1-1000 (100 when omitted)')
+      .optional()
+      .transform((v) => (v ? Number(v) : 100)),
+  }),
+  ok: ok('A page of entries', schema('AuditPage')),
+  errors: { 400: 'A filter or paging parameter is malformed.' },
+});
+
+export const operations = [audit];
 
 /** /system/*: status and software info are public; restart and self-check need an admin, the audit trail a superuser. */
 export function systemRoutes(deps: RouteDeps): ResourceRouter {
@@ -70,8 +91,18 @@ export function systemRoutes(deps: RouteDeps): ResourceRouter {
   });
 
   // The audit trail, newest first; `nextBefore` pages back.
-  router.get('/audit', 'superuser', async (ctx) => {
-    const page = deps.audit.query(auditQuery(ctx));
+  router.route(audit, async (ctx, { query }) => {
+    const { instanceID, targetType, targetID, user, ...rest } = query;
+    // An instance is a target of type instance: with another type, nothing matches both.
+    const page =
+      instanceID !== undefined && targetType !== undefined && targetType !== 'instance'
+        ? { entries: [], nextBefore: null }
+        : deps.audit.query({
+            ...rest,
+            username: user,
+            targetType: instanceID !== undefined ? 'instance' : targetType,
+            targetID: instanceID !== undefined ? String(instanceID) : targetID,
+          });
     reply(ctx, `${page.entries.length} audit entries`, page);
   });
 

@@ -63,7 +63,10 @@ export const modifyUser = operation({
     .refine((body) => body.username || body.passwd, 'nothing to modify: give username, passwd or both')
     .meta({
       description: 'At least one of username and passwd.',
-      anyOf: ['username', 'passwd'].map((name) => ({ required: [name], properties: { [name]: { minLength: 1 } } })),
+      anyOf: ['username', 'passwd'].map((name) => ({
+        required: [name],
+        properties: { [name]: { type: 'string', minLength: 1 } },
+      })),
     }),
   ok: ok('Modified'),
   errors: {
