@@ -7,7 +7,7 @@ import { checkServiceName } from '../src/boot/names.js';
 import { restartPolicy, tunnelUnit, type RestartPolicy } from '../src/boot/systemd-unit.js';
 import { createTaskArgs, deleteTaskArgs } from '../src/boot/windows-task.js';
 import { writeFileAtomic } from '../src/fs/atomic.js';
-import type { Settings } from '../src/settings/defaults.js';
+import type { Settings } from '../src/settings/table.js';
 import { trustedProgram } from '../src/system/trusted-program.js';
 import { batchedCommand } from '../src/util/batcher.js';
 import { coalesce } from '../src/util/coalesce.js';

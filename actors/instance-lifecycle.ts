@@ -17,7 +17,7 @@ import { AppError, badRequest, conflict, notFound } from '../src/errors.js';
 import { missingEnvironment, type InstanceEnvStore } from '../src/instances/instance-env.js';
 import type { InstanceRecord, InstanceStore, LastExit } from '../src/instances/instance-store.js';
 import type { Logger } from '../src/log/logger.js';
-import type { Settings } from '../src/settings/defaults.js';
+import type { Settings } from '../src/settings/table.js';
 import type { SettingsStore } from '../src/settings/settings-store.js';
 import type { Database } from '../src/storage/database.js';
 import { getMeta, setMeta } from '../src/storage/meta.js';

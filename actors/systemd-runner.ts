@@ -4,7 +4,7 @@ import { nextAfterRun, restartPolicy } from '../src/boot/systemd-unit.js';
 import { parseUnitStatuses, restartStateOf, UNIT_PROPERTIES, type UnitStatus } from '../src/boot/unit-status.js';
 import type { UnitEvent } from '../src/boot/unit-signals.js';
 import type { Logger } from '../src/log/logger.js';
-import type { Settings } from '../src/settings/defaults.js';
+import type { Settings } from '../src/settings/table.js';
 import { procStat, type LiveProcess } from '../src/system/proc.js';
 import { serviceNameOf, targetOfRequest, type SystemdBootService } from './boot-services.js';
 import { runProgram } from './commands.js';

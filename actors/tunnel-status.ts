@@ -3,7 +3,7 @@ import { isUp, parseStatus, readLogLine, type ProxyStatus } from '../src/config/
 import type { AdminEndpoint } from '../src/config/tunnel-config.js';
 import type { InstanceLogEntry } from '../src/log/log-entries.js';
 import type { Logger } from '../src/log/logger.js';
-import type { Settings } from '../src/settings/defaults.js';
+import type { Settings } from '../src/settings/table.js';
 import { adminGet } from './frpc-admin.js';
 
 /** An alert, once the state it announces has held for `Alerts.DebounceSecs`. */

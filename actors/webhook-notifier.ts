@@ -1,7 +1,8 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Logger } from '../src/log/logger.js';
-import { DEFAULTS, type Settings } from '../src/settings/defaults.js';
+import { DEFAULTS } from '../src/settings/defaults.js';
+import type { Settings } from '../src/settings/table.js';
 import type { InstanceStateChange } from './instance-supervisor.js';
 
 export type NotificationKind =

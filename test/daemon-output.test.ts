@@ -100,7 +100,7 @@ test('a tunnel client that is not frpc is warned about at start-up; a TunnelPath
   const root = await daemon.login();
   const missing = join(dir, 'missing-frpc');
   const refused = await daemon.post('/settings/set', { TunnelPath: missing }, { token: root });
-  t.is(refused.status, 400);
+  t.is(refused.status, 409, 'well-formed, but the file is not there: refused by its state');
   t.regex(refused.body.message, new RegExp(`${missing} is missing or not an executable file`));
   t.true((await daemon.post('/settings/set', { TunnelPath: FIXTURE_FRPC }, { token: root })).body.success);
   const found = JSON.parse((await daemon.waitForOutput(/^\{.*tunnel client found.*$/))[0]);

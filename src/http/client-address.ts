@@ -1,6 +1,6 @@
 import { BlockList, isIP } from 'node:net';
 import type { Middleware } from 'koa';
-import { parseCidr } from '../settings/schema.js';
+import { parseCidr } from '../settings/values.js';
 
 /** The addresses of `TrustedProxies` as one matcher, built again only when the setting changes. */
 export class TrustedProxies {

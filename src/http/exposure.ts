@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
 import type { Middleware } from 'koa';
 import type { Logger } from '../log/logger.js';
-import type { Settings } from '../settings/defaults.js';
+import type { Settings } from '../settings/table.js';
 
 /** 127.0.0.0/8, ::1, localhost: an address only this host can reach. */
 export function isLoopbackHost(host: string): boolean {

@@ -2,14 +2,8 @@ import { DEFAULTS } from '../settings/defaults.js';
 import { INSTANCE_NAME, ONLY_DIGITS } from '../../actors/instance-catalogue.js';
 import { PROXY_NAME } from '../config/proxy-edit.js';
 import { LABEL_KEY_PATTERN, LABEL_VALUE_PATTERN, MAX_LABELS } from '../instances/labels.js';
-import {
-  ABSOLUTE_PATH_PATTERN,
-  CIDR_PATTERN,
-  HOST_NAME_PATTERN,
-  MAX_TRUSTED_PROXIES,
-  PORT_STRING_PATTERN,
-  PROGRAM_NAME,
-} from '../settings/schema.js';
+import { SETTING_KEYS, settingDocument } from '../settings/table.js';
+import { jsonSchemaOf } from './operation.js';
 import { ID_STRING_PATTERN, MAX_IDS } from './params.js';
 
 /**
@@ -76,109 +70,10 @@ const CONFIG_FORMATS = ['toml', 'ini', 'yaml', 'json'];
 export const CONFIG_MISSING =
   'Its config file is missing (removed outside tunnelward): restore it, or delete the instance.';
 
-const ABSOLUTE_PATH = 'an absolute path of letters, digits and _ . / + @ : , = - (no .. segment)';
-const SUPERUSER_SETS = 'a superuser sets it';
-const COMMAND =
-  'a command: an absolute path, or a program name looked up on PATH; an executable file owned by root and writable by neither group nor others, in directories that are the same (checked when set and before each use); a superuser sets it';
-/** A path setting; a command setting: a path, or a program name looked up on PATH. */
-const path = (description: string, optional = false): Json =>
-  str(description, { pattern: optional ? `^$|${ABSOLUTE_PATH_PATTERN}` : ABSOLUTE_PATH_PATTERN });
-const command = (description: string): Json => ({
-  description,
-  anyOf: [str(undefined, { pattern: PROGRAM_NAME.source }), str(undefined, { pattern: ABSOLUTE_PATH_PATTERN })],
-});
-const secondsFrom = (min: number, max: number, description: string) =>
-  num(`${description} (seconds)`, { minimum: min, maximum: max });
-const intFrom = (min: number, max: number, description: string) => int(description, { minimum: min, maximum: max });
-
-/** Every persisted setting, under its flat name; /settings/get shows them all, /settings/set takes any of them. */
-export const SETTINGS: Record<string, Json> = {
-  ListenAddr: {
-    description: 'IP address or host name the HTTP API listens on; applies at the next start',
-    anyOf: [
-      str(undefined, { format: 'ipv4' }),
-      str(undefined, { format: 'ipv6' }),
-      str(undefined, { pattern: HOST_NAME_PATTERN }),
-    ],
-  },
-  ListenPort: str('port the HTTP API listens on (1-65535), as a string; applies at the next start', {
-    pattern: PORT_STRING_PATTERN,
-  }),
-  TunnelPath: command(`the frpc binary: ${COMMAND}`),
-  InstancePath: path(`directory of the instance config files: ${ABSOLUTE_PATH}; ${SUPERUSER_SETS}`),
-  Debug: bool('DEBUG entries in the system log'),
-  'Watchdog.Enabled': bool('restart crashed tunnels'),
-  'Watchdog.Port': intFrom(0, 65535, 'kept for the contract; 0: the watchdog runs inside the daemon'),
-  'Watchdog.BackoffSecs': secondsFrom(0.01, 3600, 'delay before the second restart in a row; it doubles'),
-  'Watchdog.BackoffMaxSecs': secondsFrom(0.01, 86400, 'cap of the restart delay'),
-  'Watchdog.StartLimit': intFrom(1, 1000, 'crashes in a row before an instance is failed'),
-  'Watchdog.StableSecs': secondsFrom(0.01, 86400, 'uptime that resets the crash count'),
-  'Watchdog.NoRetryExitCodes': arrayOf(
-    int(undefined, { minimum: 0, maximum: 255 }),
-    'exit codes during a start that make the instance failed at once',
-  ),
-  'Instance.StartSecs': secondsFrom(0, 600, 'a start succeeds once the tunnel stayed up this long'),
-  'Instance.StopTimeoutSecs': secondsFrom(0.01, 3600, 'SIGTERM, then SIGKILL after this'),
-  'Notification.Enabled': bool('send events to the webhook'),
-  'Notification.Method': str('how notifications are sent', { enum: ['webhook'] }),
-  'Webhook.Method': str('HTTP method of the webhook request', { enum: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] }),
-  'Webhook.URL': str('http(s) URL of the webhook, or empty', {
-    pattern: '^(?:[hH][tT][tT][pP][sS]?://[^\\x00-\\x20\\x7f]+)?$',
-  }),
-  'Webhook.Headers': mapOf(
-    'header name to value; /settings/get shows every value as ******** and sending the mask back keeps the stored value',
-    str(),
-  ),
-  'Webhook.Body': mapOf(
-    'body template: {{field}} placeholders are filled from the event; empty sends the event itself',
-    schema('TomlValue'),
-  ),
-  'Webhook.TimeoutSecs': secondsFrom(0.1, 120, 'each delivery attempt gives up after this'),
-  'Webhook.Retries': intFrom(0, 20, 'attempts after the first, on network errors and 5xx only'),
-  'Alerts.DebounceSecs': secondsFrom(0, 3600, 'a proxy or connection change is announced once it held this long'),
-  'Status.PollSecs': secondsFrom(1, 86400, "how often a running tunnel's proxy status is read when its log is quiet"),
-  'Log.MaxBytes': intFrom(256, 1024 * 1024 * 1024, 'an instance log is rotated before it passes this size'),
-  'Log.Files': intFrom(1, 100, 'rotated log files kept per instance'),
-  InitSystem: str('what runs the tunnels; applies at the next start', { enum: ['auto', ...INIT_SYSTEMS] }),
-  'Systemd.UnitDir': path(`${ABSOLUTE_PATH}; ${SUPERUSER_SETS}`),
-  'Systemd.Systemctl': command(COMMAND),
-  'Systemd.Journalctl': command(COMMAND),
-  'InitD.ScriptDir': path(`${ABSOLUTE_PATH}; ${SUPERUSER_SETS}`),
-  'InitD.UpdateRcD': command(COMMAND),
-  'InitD.PidDir': path(`${ABSOLUTE_PATH}; ${SUPERUSER_SETS}`),
-  'InitD.LogDir': path(`${ABSOLUTE_PATH}; ${SUPERUSER_SETS}`),
-  'Windows.Schtasks': command(COMMAND),
-  'RateLimit.Login': intFrom(1, 1_000_000, '/login requests per minute per IP'),
-  'RateLimit.PerToken': intFrom(1, 1_000_000, 'requests per minute per token'),
-  'RateLimit.Register': intFrom(1, 1_000_000, '/register requests per minute per IP'),
-  'Register.Enabled': autoOrBool('whether /register is open'),
-  'SystemLog.RequireToken': autoOrBool('whether /system/getLogs needs a token', 'needed off loopback only'),
-  'Visitor.ShowDetails': autoOrBool(
-    'whether visitors see local addresses and ports, config paths and run-as users, and may export config files',
-  ),
-  'TLS.CertFile': path(
-    `the certificate (PEM, chain after it) HTTPS and WSS are served with; '' for plain HTTP; ${ABSOLUTE_PATH}; re-read on SIGHUP and on a change`,
-    true,
-  ),
-  'TLS.KeyFile': path(`its private key; '' for plain HTTP; ${ABSOLUTE_PATH}`, true),
-  TrustedProxies: {
-    ...arrayOf(
-      str('an IP address or a CIDR', { pattern: CIDR_PATTERN }),
-      "reverse proxies whose X-Forwarded-For is believed (for rate limits, logs and the audit trail); nobody else's is",
-    ),
-    maxItems: MAX_TRUSTED_PROXIES,
-  },
-  'Audit.RetentionDays': intFrom(1, 3650, 'audit entries older than this many days are removed'),
-  'Audit.MaxEntries': intFrom(100, 10_000_000, 'the oldest audit entries past this count are removed'),
-};
-
-/** A door the contract opens: "auto" keeps it open on loopback and closes it on any other listen address. */
-function autoOrBool(what: string, auto = 'open on loopback, closed off loopback'): Json {
-  return {
-    description: `${what}: true, false, or "auto" (${auto})`,
-    oneOf: [bool(), str(undefined, { const: 'auto' })],
-  };
-}
+/** Every persisted setting, under its flat name, as its table entry declares it (src/settings/table.ts). */
+export const SETTINGS: Record<string, Json> = Object.fromEntries(
+  SETTING_KEYS.map((key) => [key, settingDocument(key, jsonSchemaOf)]),
+);
 
 export const ID_INPUT = {
   description: 'An id: an integer, or a string holding one (the contract sends ids as strings).',
@@ -189,14 +84,6 @@ export const ID_INPUT = {
 };
 
 export const SCHEMAS: Record<string, Json> = {
-  // What a setting can hold: any JSON but null, at any depth (settings.toml is TOML, which has no null).
-  TomlValue: {
-    anyOf: [
-      { type: ['string', 'number', 'boolean'] },
-      { type: 'array', items: { $ref: '#/components/schemas/TomlValue' } },
-      { type: 'object', additionalProperties: { $ref: '#/components/schemas/TomlValue' } },
-    ],
-  },
   // The envelope
   Envelope: obj(
     {

@@ -2,7 +2,7 @@ import { DEFAULTS } from '../settings/defaults.js';
 import { loadSoftwareInfo, type SoftwareInfo } from '../system/software-info.js';
 import type { Access } from './auth.js';
 import { CLOSE, SEQ_PATTERN } from './log-streams.js';
-import { jsonSchemaOf, queryParameters, type Operation as DeclaredOperation } from './operation.js';
+import { jsonSchemaOf, NAMED_SCHEMAS, queryParameters, type Operation as DeclaredOperation } from './operation.js';
 import { ID_STRING_PATTERN, MAX_IDS } from './params.js';
 import {
   arrayOf,
@@ -701,7 +701,7 @@ export function openApiDocument(info: Pick<SoftwareInfo, 'Version'> = loadSoftwa
     ],
     paths,
     components: {
-      schemas: SCHEMAS,
+      schemas: { ...SCHEMAS, ...NAMED_SCHEMAS },
       responses: RESPONSES,
       parameters: {
         InstanceID: {

@@ -125,14 +125,25 @@ export function readInput<Body extends z.ZodType, Query extends z.ZodObject>(
 
 type Json = Record<string, unknown>;
 
-/** The JSON Schema of what a client sends (the input side of any transform). */
+/** Schemas that declarations name (zod's `.meta({ id })`), for the document's components. */
+export const NAMED_SCHEMAS: Record<string, Json> = {};
+
+/** The JSON Schema of what a client sends (the input side of any transform); named parts go to NAMED_SCHEMAS. */
 export function jsonSchemaOf(schema: z.ZodType): Json {
-  const { $schema: _, ...rest } = z.toJSONSchema(schema, {
+  const {
+    $schema: _,
+    $defs,
+    ...rest
+  } = z.toJSONSchema(schema, {
     io: 'input',
     target: 'draft-2020-12',
     unrepresentable: 'any',
   }) as Json;
-  return rest;
+  // zod refers to a named part inside the schema it made; in the document, the part is a component.
+  const placed = (json: unknown): Json =>
+    JSON.parse(JSON.stringify(json).replaceAll('"#/$defs/', '"#/components/schemas/')) as Json;
+  for (const [name, part] of Object.entries(($defs ?? {}) as Record<string, Json>)) NAMED_SCHEMAS[name] = placed(part);
+  return placed(rest);
 }
 
 /** The OpenAPI parameters of a query schema: one per key, required unless optional. */

@@ -8,16 +8,17 @@ import { writeFileAtomic } from '../fs/atomic.js';
 import { trustedProgram } from '../system/trusted-program.js';
 import { checkTunnelClient } from '../system/tunnel-client.js';
 import { KeyedQueue } from '../util/keyed-queue.js';
-import { defaultSettings, type SettingKey, type Settings } from './defaults.js';
 import {
   APPLY_AT_NEXT_START,
   checkSetting,
-  isSettingKey,
-  namedUnknownKeys,
+  defaultSettings,
   PROGRAM_KEYS,
   SETTING_KEYS,
   SUPERUSER_KEYS,
-} from './schema.js';
+  type SettingKey,
+  type Settings,
+} from './table.js';
+import { isSettingKey, namedUnknownKeys } from './schema.js';
 
 export interface SettingsChange {
   changed: SettingKey[];

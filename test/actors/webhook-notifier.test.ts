@@ -1,7 +1,7 @@
 import test from 'ava';
 import pino from 'pino';
 import { eventsOf, renderBody, WebhookNotifier, type NotificationEvent } from '../../actors/webhook-notifier.js';
-import { defaultSettings } from '../../src/settings/defaults.js';
+import { defaultSettings } from '../../src/settings/table.js';
 import { startReceiver } from '../helpers/receiver.js';
 
 const silent = pino({ level: 'silent' });

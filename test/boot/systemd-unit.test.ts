@@ -11,7 +11,7 @@ import {
   tunnelwardUnit,
   type TunnelUnitOptions,
 } from '../../src/boot/systemd-unit.js';
-import { defaultSettings } from '../../src/settings/defaults.js';
+import { defaultSettings } from '../../src/settings/table.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 
 // An executable that exists: systemd-analyze verify checks ExecStart's binary.

@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { STREAM_PATHS } from '../../src/http/log-streams.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
-import { SETTING_KEYS } from '../../src/settings/schema.js';
+import { SETTING_KEYS } from '../../src/settings/table.js';
 import { dispose, startDaemon, tempDir } from '../helpers/daemon.js';
 import { createInstance, instanceSettings, tcpProxy } from '../helpers/instances.js';
 

@@ -3,7 +3,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { STREAM_PATHS } from '../../src/http/log-streams.js';
 import { openApiDocument } from '../../src/http/openapi.js';
 import { appRoutes } from '../helpers/routes.js';
-import { SETTING_KEYS } from '../../src/settings/schema.js';
+import { SETTING_KEYS } from '../../src/settings/table.js';
 import { dispose, startDaemon } from '../helpers/daemon.js';
 
 interface Document {

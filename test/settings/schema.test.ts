@@ -1,6 +1,6 @@
 import test from 'ava';
-import { checkSetting } from '../../src/settings/schema.js';
-import type { SettingKey } from '../../src/settings/defaults.js';
+import { checkSetting, type SettingKey } from '../../src/settings/table.js';
+import { CIDR_PATTERN, parseCidr } from '../../src/settings/values.js';
 
 const accepted: Array<[SettingKey, unknown]> = [
   ['TunnelPath', 'frpc'],
@@ -44,4 +44,15 @@ test('path, command, address and header settings: what is refused, with the key 
     t.true(problem!.startsWith(`${key} `));
     t.regex(problem!, reason);
   }
+});
+
+test("TrustedProxies: the document's pattern and the check agree, entry by entry", (t) => {
+  const pattern = new RegExp(CIDR_PATTERN);
+  const entries = [
+    ...['10.0.0.1', '10.0.0.0/8', '10.0.0.0/08', '0.0.0.0/0', '255.255.255.255/32', '::1', '::', 'fd00::/8', '1::'],
+    ...['1:2:3:4:5:6:7:8', '1:2:3:4:5:6:1.2.3.4', '::ffff:10.1.2.3', 'fe80::1/128', '2001:db8::/032'],
+    ...['1.2.3.4/33', '01.2.3.4', '1.2.3', '256.1.1.1', 'fe80::1/129', '1:2:3:4:5:6:7:8:9', '::g', '', ' 1.2.3.4'],
+    ...['10.0.0.0/', '10.0.0.0/1/2', 'localhost', '1.2.3.4/0008'],
+  ];
+  for (const entry of entries) t.is(pattern.test(entry), parseCidr(entry) !== undefined, JSON.stringify(entry));
 });

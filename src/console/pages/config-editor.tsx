@@ -65,12 +65,17 @@ export function ConfigEditor(props: { instanceID: number; config: ExportedConfig
   /** The file as it is now, when a save was refused because it changed; and the text that was not applied. */
   const [conflict, setConflict] = useState<{ current: ExportedConfig; mine: string } | null>(null);
   const [unapplied, setUnapplied] = useState('');
+  /** The version a save of ours replaced: the file as it was, which a reload that was already under way may bring. */
+  const [replaced, setReplaced] = useState('');
   const dirty = draft !== base.content;
+  // The file as the page last read it is shown unless the text is being edited: that includes the file as a save
+  // left it, whichever comes first of the save's reply and the page's reload (an event may reload it before).
   useEffect(() => {
-    if (dirty) return;
+    if (dirty || props.config.version === replaced) return;
+    if (props.config.version === base.version && props.config.content === base.content) return;
     setBase(props.config);
     setDraft(props.config.content);
-  }, [props.config.content, props.config.version]);
+  }, [props.config.content, props.config.version, dirty]);
 
   const startOver = (from: ExportedConfig) => {
     setBase(from);
@@ -95,6 +100,7 @@ export function ConfigEditor(props: { instanceID: number; config: ExportedConfig
             baseVersion: base.version,
           });
           setOutcome(reply.data);
+          if (reply.data.version !== base.version) setReplaced(base.version);
           setBase({ ...base, content: draft, version: reply.data.version });
           setUnapplied('');
           props.onSaved();

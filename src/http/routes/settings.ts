@@ -1,4 +1,4 @@
-import type { Settings } from '../../settings/defaults.js';
+import type { Settings } from '../../settings/table.js';
 import { isSettingKey, namedUnknownKeys } from '../../settings/schema.js';
 import { badRequest, notFound } from '../../errors.js';
 import { reply } from '../envelope.js';
