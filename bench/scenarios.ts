@@ -81,6 +81,13 @@ const http: Scenario = {
             connections,
             durationMs,
           });
+          // A query checked by its operation's declared schema, and little else: what checking a request costs.
+          const checked = await load({
+            url: `${daemon.url}/apiKeyMgr/list?userID=1`,
+            headers: () => daemon.headers(),
+            connections,
+            durationMs,
+          });
           rows.push({ metric: `bare koa @${connections} req/s`, value: base.rps, unit: 'req/s' });
           rows.push({
             metric: `bare koa @${connections} p50 / p99`,
@@ -106,8 +113,14 @@ const http: Scenario = {
             value: `${status.p50.toFixed(2)} / ${status.p99.toFixed(2)}`,
             unit: 'ms',
           });
-          if (list.errors + status.errors > 0)
-            rows.push({ metric: `errors @${connections}`, value: list.errors + status.errors, unit: 'req' });
+          rows.push({ metric: `apiKeyMgr/list?userID=1 @${connections} req/s`, value: checked.rps, unit: 'req/s' });
+          rows.push({
+            metric: `apiKeyMgr/list?userID=1 @${connections} p50 / p99`,
+            value: `${checked.p50.toFixed(2)} / ${checked.p99.toFixed(2)}`,
+            unit: 'ms',
+          });
+          const errors = list.errors + status.errors + checked.errors;
+          if (errors > 0) rows.push({ metric: `errors @${connections}`, value: errors, unit: 'req' });
         }
       } finally {
         bare.stop();

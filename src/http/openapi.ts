@@ -14,11 +14,10 @@ import {
   RESPONSES,
   schema,
   SCHEMAS,
-  SETTINGS,
   str,
   type Json,
 } from './openapi-schemas.js';
-import { DECLARED_OPERATIONS } from './routes/operations.js';
+import { declaredOperations } from './routes/operations.js';
 
 /**
  * The OpenAPI 3.1 description of the HTTP API: every operation the routes declare (src/http/operation.ts), the
@@ -127,129 +126,6 @@ const BAD_ID = 'instanceID missing or not a positive integer.';
 
 /** Every Koa route: [method, path, operation]. */
 const ROUTES: Array<['get' | 'post', string, Operation]> = [
-  // System
-  [
-    'get',
-    '/system/getStatus',
-    { tag: 'system', summary: 'Whether the service is up', access: 'public', ok: ok('Online', schema('SystemStatus')) },
-  ],
-  [
-    'get',
-    '/system/getSoftwareInfo',
-    {
-      tag: 'system',
-      summary: 'Name, version and build of the software',
-      access: 'public',
-      ok: ok('The software info', schema('SoftwareInfo')),
-    },
-  ],
-  [
-    'post',
-    '/system/restart',
-    {
-      tag: 'system',
-      summary: 'Restart the daemon',
-      description:
-        'Replies, then a new daemon process with the same arguments takes over; tunnels keep running. No body is needed.',
-      access: 'admin',
-      ok: ok('Restarting'),
-    },
-  ],
-  [
-    'get',
-    '/system/selfCheck',
-    {
-      tag: 'system',
-      summary: 'Check the settings, the data and instance dirs, and the frpc binary',
-      access: 'admin',
-      ok: ok('Each check and its outcome; the message counts the problems', schema('SelfCheck')),
-    },
-  ],
-  [
-    'get',
-    '/metrics',
-    {
-      tag: 'system',
-      summary: 'Prometheus metrics',
-      description: 'The Prometheus text format (not in the envelope); every value is read at scrape time.',
-      access: 'admin',
-      ok: {
-        description: 'Metrics in the Prometheus text exposition format',
-        content: { 'text/plain; version=0.0.4': { schema: str() } },
-      },
-    },
-  ],
-  [
-    'get',
-    '/openapi.json',
-    {
-      tag: 'system',
-      summary: 'This document',
-      description: 'The OpenAPI 3.1 description of the API, as it is (not in the envelope).',
-      access: 'public',
-      ok: {
-        description: 'The OpenAPI document',
-        content: { 'application/json': { schema: obj({ openapi: str() }) } },
-      },
-    },
-  ],
-
-  // Settings
-  [
-    'get',
-    '/settings/get',
-    {
-      tag: 'settings',
-      summary: 'Read every setting, or one',
-      description: 'Values of Webhook.Headers are shown as ********.',
-      access: 'admin',
-      query: [
-        {
-          name: 'key',
-          in: 'query',
-          required: false,
-          description: 'One setting to read (also accepted as an X-key header); every setting when omitted.',
-          schema: str(undefined, { enum: Object.keys(SETTINGS) }),
-        },
-      ],
-      ok: ok('Without key: every setting; with key: that one', {
-        oneOf: [schema('Settings'), schema('Setting')],
-      }),
-      errors: { 404: 'Unknown setting key: <key>.' },
-    },
-  ],
-  [
-    'post',
-    '/settings/set',
-    {
-      tag: 'settings',
-      summary: 'Change settings',
-      description:
-        'The file is written atomically, then the change applies; ListenAddr, ListenPort and InitSystem take effect at the next start, as the message says.',
-      access: 'admin',
-      query: [
-        {
-          name: 'strict',
-          in: 'query',
-          required: false,
-          description:
-            'true: an unknown key fails the request (400) and nothing changes; otherwise, as the contract says, it is logged as a warning and ignored, and the message names it.',
-          schema: str(undefined, { enum: ['true', 'false'] }),
-        },
-      ],
-      body: schema('SettingsPatch'),
-      ok: ok(
-        'Saved: the message names the settings changed, and each unknown key ignored with the key it most likely meant',
-      ),
-      errors: {
-        400: 'No body, an invalid value or a null, or with strict=true an unknown key (with the key it most likely meant); the message names the key.',
-        403: 'An admin changing a setting that names a program tunnelward runs or a directory where it writes what it runs: a superuser only.',
-        409: 'A program setting that names no executable file only root can change (the message says which path and why).',
-        500: 'Failed to save config: nothing changed.',
-      },
-    },
-  ],
-
   // Instances
   [
     'post',
@@ -676,7 +552,7 @@ The WebSocket streams are listed as GET operations with \`x-websocket: true\` an
 /** The OpenAPI 3.1 document of the whole API, as plain data. */
 export function openApiDocument(info: Pick<SoftwareInfo, 'Version'> = loadSoftwareInfo()): Json {
   const paths: Record<string, Json> = {};
-  for (const [method, path, op] of [...DECLARED_OPERATIONS.map(declared), ...ROUTES])
+  for (const [method, path, op] of [...declaredOperations().map(declared), ...ROUTES])
     paths[path] = { ...paths[path], [method]: operation(method, path, op) };
   for (const [path, stream] of STREAMS) paths[path] = { ...paths[path], get: streamOperation(path, stream) };
   return {

@@ -1,6 +1,23 @@
 import type { Registry } from 'prom-client';
 import type { RouteDeps } from '../app.js';
+import { str } from '../openapi-schemas.js';
+import { operation } from '../operation.js';
 import { ResourceRouter } from '../resource-router.js';
+
+export const metrics = operation({
+  method: 'get',
+  path: '/metrics',
+  tag: 'system',
+  summary: 'Prometheus metrics',
+  description: 'The Prometheus text format (not in the envelope); every value is read at scrape time.',
+  access: 'admin',
+  ok: {
+    description: 'Metrics in the Prometheus text exposition format',
+    content: { 'text/plain; version=0.0.4': { schema: str() } },
+  },
+});
+
+export const operations = [metrics];
 
 /** HTTP requests answered, by route (as declared, so the labels stay few) and status. */
 export type RequestCounts = Map<string, number>;
@@ -12,7 +29,7 @@ export type RequestCounts = Map<string, number>;
 export function metricsRoutes(deps: RouteDeps & { requests: RequestCounts }): ResourceRouter {
   const router = new ResourceRouter('', deps.guards);
   let registry: Promise<Registry> | undefined;
-  router.get('/metrics', 'admin', async (ctx) => {
+  router.route(metrics, async (ctx) => {
     registry ??= buildRegistry(deps);
     const reg = await registry;
     ctx.status = 200;

@@ -69,22 +69,60 @@ export const audit = operation({
   errors: { 400: 'A filter or paging parameter is malformed.' },
 });
 
-export const operations = [audit];
+export const getStatus = operation({
+  method: 'get',
+  path: '/system/getStatus',
+  tag: 'system',
+  summary: 'Whether the service is up',
+  access: 'public',
+  ok: ok('Online', schema('SystemStatus')),
+});
+
+export const getSoftwareInfo = operation({
+  method: 'get',
+  path: '/system/getSoftwareInfo',
+  tag: 'system',
+  summary: 'Name, version and build of the software',
+  access: 'public',
+  ok: ok('The software info', schema('SoftwareInfo')),
+});
+
+export const restart = operation({
+  method: 'post',
+  path: '/system/restart',
+  tag: 'system',
+  summary: 'Restart the daemon',
+  description:
+    'Replies, then a new daemon process with the same arguments takes over; tunnels keep running. No body is needed.',
+  access: 'admin',
+  ok: ok('Restarting'),
+});
+
+export const selfCheckOperation = operation({
+  method: 'get',
+  path: '/system/selfCheck',
+  tag: 'system',
+  summary: 'Check the settings, the data and instance dirs, and the frpc binary',
+  access: 'admin',
+  ok: ok('Each check and its outcome; the message counts the problems', schema('SelfCheck')),
+});
+
+export const operations = [getStatus, getSoftwareInfo, restart, selfCheckOperation, audit];
 
 /** /system/*: status and software info are public; restart and self-check need an admin, the audit trail a superuser. */
 export function systemRoutes(deps: RouteDeps): ResourceRouter {
   const { info, settings, dataDir, guards } = deps;
   const router = new ResourceRouter('/system', guards);
 
-  router.get('/getStatus', 'public', async (ctx) => {
+  router.route(getStatus, async (ctx) => {
     reply(ctx, 'status', { Status: 'Online' });
   });
 
-  router.get('/getSoftwareInfo', 'public', async (ctx) => {
+  router.route(getSoftwareInfo, async (ctx) => {
     reply(ctx, 'software info', info);
   });
 
-  router.post('/restart', 'admin', async (ctx) => {
+  router.route(restart, async (ctx) => {
     reply(ctx, 'restarting');
     // Once the reply has left, or its client has gone (before or while it is sent): the restart happens either way.
     finished(ctx.res, () => deps.restart());
@@ -106,7 +144,7 @@ export function systemRoutes(deps: RouteDeps): ResourceRouter {
     reply(ctx, `${page.entries.length} audit entries`, page);
   });
 
-  router.get('/selfCheck', 'admin', async (ctx) => {
+  router.route(selfCheckOperation, async (ctx) => {
     const checks = await selfCheck(dataDir, settings, deps.faults);
     const problems = checks.filter((c) => !c.ok).length;
     reply(ctx, problems === 0 ? 'all checks passed' : `${problems} checks found a problem`, {
