@@ -5,27 +5,8 @@ import { prettyLine, type LogFormat } from './pretty-line.js';
 export type { Logger } from 'pino';
 
 /** Keys whose value is a secret, at the top of an entry or one level down (`{ user: { passwd } }`). */
-const SECRET_KEYS = new Set(['passwd', 'password', 'token', 'auth.token', 'headers']);
-const CENSOR = '[redacted]';
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  value !== null && typeof value === 'object' && !Array.isArray(value);
-
-/** The same fields with every secret's value replaced; the fields themselves (no copy) when there is none. */
-function withoutSecrets(fields: Record<string, unknown>, depth = 0): Record<string, unknown> {
-  let copy: Record<string, unknown> | undefined;
-  for (const key in fields) {
-    const value = fields[key];
-    let replaced: unknown = value;
-    if (SECRET_KEYS.has(key)) replaced = CENSOR;
-    else if (depth === 0 && isRecord(value)) replaced = withoutSecrets(value, 1);
-    if (replaced !== value) {
-      copy ??= { ...fields };
-      copy[key] = replaced;
-    }
-  }
-  return copy ?? fields;
-}
+const SECRET_KEYS = ['passwd', 'password', 'token', 'auth.token', 'headers'].map((key) => `["${key}"]`);
+const REDACT = { paths: [...SECRET_KEYS, ...SECRET_KEYS.map((key) => `*${key}`)], censor: '[redacted]' };
 
 export interface LoggerOptions {
   debug: boolean;
@@ -68,9 +49,8 @@ export function createLogger({
     {
       base: { pid: process.pid },
       level: debug ? 'debug' : 'info',
-      // Checked here rather than by pino's path redaction, which copies every entry: an entry is copied only
-      // when it holds a secret. (A child logger's bindings name a component or an instance, never a secret.)
-      formatters: { log: withoutSecrets },
+      // A child logger's bindings name a component or an instance, never a secret.
+      redact: REDACT,
     },
     destination,
   );
