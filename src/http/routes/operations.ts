@@ -3,6 +3,7 @@ import { operations as accounts } from './accounts.js';
 import { operations as apiKeys } from './api-keys.js';
 import { operations as metrics } from './metrics.js';
 import { operations as document } from './openapi.js';
+import { operations as proxies } from './proxies.js';
 import { operations as sessions } from './sessions.js';
 import { operations as settings } from './settings.js';
 import { operations as system } from './system.js';
@@ -18,4 +19,5 @@ export const declaredOperations = (): Operation[] => [
   ...sessions,
   ...apiKeys,
   ...settings,
+  ...proxies,
 ];

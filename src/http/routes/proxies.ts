@@ -1,20 +1,128 @@
 import type { ProxyInput } from '../../config/tunnel-config.js';
 import type { Applied } from '../../../actors/instance-catalogue.js';
 import { hasRole } from '../../accounts/rules.js';
+import { z } from 'zod';
+import { PROXY_NAME } from '../../config/proxy-edit.js';
 import { badRequest } from '../../errors.js';
 import { reply } from '../envelope.js';
-import { body, optionalString, requiredId, requiredString, type Fields } from '../params.js';
+import { bool, CONFIG_MISSING, obj, ok, schema } from '../openapi-schemas.js';
+import { operation } from '../operation.js';
+import { idField, ID_STRING_PATTERN, optionalString, type Fields } from '../params.js';
 import type { RouteDeps } from '../app.js';
 import { ResourceRouter } from '../resource-router.js';
 import { guestProxyView, guestVisitorView, seesOnlyGuestView } from '../exposure.js';
-import { instanceIdParam } from './instances.js';
 
-function proxyInfo(fields: Fields): ProxyInput & Fields {
-  const info = fields.proxyInfo;
-  if (info === undefined || info === null) throw badRequest('proxyInfo is required');
-  if (typeof info !== 'object' || Array.isArray(info)) throw badRequest('proxyInfo must be an object');
-  return info as ProxyInput & Fields;
-}
+const NO_INSTANCE = 'No instance with that id.';
+const RESTART_FAILED = 'The change is made but the restart that applies it failed.';
+
+/** A proxy's name, as the config checks it. */
+const proxyName = z
+  .string()
+  .min(1, 'is required')
+  .regex(PROXY_NAME, 'must be 1-64 characters, each a letter, a digit, "_", "." or "-"');
+
+/** A proxy's keys: frpc's, by type and plugin (checked by the config; the document's ProxyInfo describes them). */
+const proxyInfo = z.looseObject({}).meta({ $ref: '#/components/schemas/ProxyInfo' });
+
+export const createProxy = operation({
+  method: 'post',
+  path: '/tunnelAct/proxyMgr/create',
+  tag: 'proxies',
+  summary: 'Add a proxy to an instance',
+  description: 'A running tunnel applies it by frpc reload; if frpc refuses, the file is put back (400).',
+  access: 'admin',
+  body: z.object({ instanceID: idField, proxyInfo }),
+  ok: ok('Added', schema('ProxyEdited')),
+  errors: {
+    400: 'A missing or invalid key, or frpc refused the reload.',
+    404: NO_INSTANCE,
+    409: 'The name exists, or the remote port, domain or name is held by a proxy of this or another instance on the same server.',
+    500: RESTART_FAILED,
+  },
+});
+
+export const modifyProxy = operation({
+  method: 'post',
+  path: '/tunnelAct/proxyMgr/modify',
+  tag: 'proxies',
+  summary: 'Change (and maybe rename) a proxy',
+  description:
+    'Keys left out keep their value; null removes one. A listed proxy sent back as it is modifies cleanly. proxyInfo.name selects the proxy, unless oldName is given.',
+  access: 'admin',
+  body: z
+    .object({
+      instanceID: idField,
+      proxyInfo,
+      oldName: proxyName
+        .optional()
+        .describe('the proxy to modify, when it is renamed (also accepted inside proxyInfo)'),
+      newName: proxyName.optional().describe('its new name (also accepted inside proxyInfo)'),
+    })
+    .meta({
+      anyOf: [
+        { required: ['oldName'] },
+        { properties: { proxyInfo: { required: ['name'], properties: { name: schema('ProxyName') } } } },
+      ],
+    }),
+  ok: ok('Modified', schema('ProxyEdited')),
+  errors: {
+    400: 'No proxy named, an invalid key, or frpc refused the reload.',
+    404: 'No such instance or proxy.',
+    409: 'The new name, remote port or domain is held by another proxy.',
+    500: RESTART_FAILED,
+  },
+});
+
+export const deleteProxy = operation({
+  method: 'post',
+  path: '/tunnelAct/proxyMgr/delete',
+  tag: 'proxies',
+  summary: 'Remove a proxy',
+  access: 'admin',
+  body: z.object({ instanceID: idField, proxyName }),
+  ok: ok('Removed', schema('ProxyEdited')),
+  errors: {
+    400: 'A missing field, or frpc refused the reload.',
+    404: 'No such instance or proxy.',
+    500: RESTART_FAILED,
+  },
+});
+
+export const setProxyStatus = operation({
+  method: 'post',
+  path: '/tunnelAct/proxyMgr/setStatus',
+  tag: 'proxies',
+  summary: 'Enable or disable a proxy (frpc enabled = false)',
+  access: 'admin',
+  body: z.object({ instanceID: idField, proxyName, enabled: z.boolean() }),
+  ok: ok('Changed', { allOf: [schema('ProxyEdited'), obj({ enabled: bool() })] }),
+  errors: {
+    400: 'A missing field, enabled not a boolean, or frpc refused the reload.',
+    404: 'No such instance or proxy.',
+    409: 'Enabling it would clash with another proxy.',
+    500: RESTART_FAILED,
+  },
+});
+
+export const listProxies = operation({
+  method: 'get',
+  path: '/tunnelAct/proxyMgr/list',
+  tag: 'proxies',
+  summary: "An instance's proxies, from its config file, with frpc's live status",
+  access: 'visitor',
+  query: z.object({
+    instanceID: z
+      .string()
+      .min(1, 'is required')
+      .regex(new RegExp(ID_STRING_PATTERN), 'must be a positive integer')
+      .describe('the instance')
+      .transform(Number),
+  }),
+  ok: ok('Its proxies', schema('ProxyList')),
+  errors: { 400: 'instanceID missing or not a positive integer.', 404: NO_INSTANCE, 409: CONFIG_MISSING },
+});
+
+export const operations = [createProxy, modifyProxy, deleteProxy, setProxyStatus, listProxies];
 
 /** /tunnelAct/proxyMgr/*: edits the instance's config file; a running tunnel applies it by frpc's reload. */
 export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
@@ -29,10 +137,9 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
   const how = (applied: Applied) =>
     applied === 'reload' ? ', applied by a reload' : applied === 'restart' ? ', applied by a restart' : '';
 
-  router.post('/create', 'admin', async (ctx) => {
-    const fields = body(ctx);
-    const id = requiredId(fields, 'instanceID');
-    const info = proxyInfo(fields);
+  router.route(createProxy, async (ctx, { body }) => {
+    const id = body.instanceID;
+    const info = body.proxyInfo as ProxyInput & Fields;
     const { record, result, applied } = await supervisor.editProxies(id, (config) => config.addProxy(info));
     reply(
       ctx,
@@ -41,12 +148,11 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
     );
   });
 
-  router.post('/modify', 'admin', async (ctx) => {
-    const fields = body(ctx);
-    const id = requiredId(fields, 'instanceID');
-    const info = proxyInfo(fields);
-    const oldName = optionalString(fields, 'oldName') ?? optionalString(info, 'oldName');
-    const newName = optionalString(fields, 'newName') ?? optionalString(info, 'newName');
+  router.route(modifyProxy, async (ctx, { body }) => {
+    const id = body.instanceID;
+    const info = body.proxyInfo as ProxyInput & Fields;
+    const oldName = body.oldName ?? optionalString(info, 'oldName');
+    const newName = body.newName ?? optionalString(info, 'newName');
     const selector = oldName ?? optionalString(info, 'name');
     if (!selector) throw badRequest('proxyInfo.name (or oldName) is required to select the proxy');
     // What the list adds of frpc's live status is read-only: a listed proxy sent back as it is modifies cleanly.
@@ -61,10 +167,8 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
     );
   });
 
-  router.post('/delete', 'admin', async (ctx) => {
-    const fields = body(ctx);
-    const id = requiredId(fields, 'instanceID');
-    const name = requiredString(fields, 'proxyName');
+  router.route(deleteProxy, async (ctx, { body }) => {
+    const { instanceID: id, proxyName: name } = body;
     const { record, applied } = await supervisor.editProxies(id, (config) => config.deleteProxy(name));
     reply(
       ctx,
@@ -73,12 +177,8 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
     );
   });
 
-  router.post('/setStatus', 'admin', async (ctx) => {
-    const fields = body(ctx);
-    const id = requiredId(fields, 'instanceID');
-    const name = requiredString(fields, 'proxyName');
-    if (typeof fields.enabled !== 'boolean') throw badRequest('enabled is required and must be true or false');
-    const enabled = fields.enabled;
+  router.route(setProxyStatus, async (ctx, { body }) => {
+    const { instanceID: id, proxyName: name, enabled } = body;
     const { record, applied } = await supervisor.editProxies(id, (config) => config.setProxyEnabled(name, enabled));
     reply(ctx, `proxy ${name} of instance ${record.name} ${enabled ? 'enabled' : 'disabled'}${how(applied)}`, {
       ...edited(id, record.configPath, name, applied),
@@ -86,8 +186,8 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
     });
   });
 
-  router.get('/list', 'visitor', async (ctx) => {
-    const id = instanceIdParam(ctx);
+  router.route(listProxies, async (ctx, { query }) => {
+    const id = query.instanceID;
     const live = supervisor.status.of(id);
     const privileged = hasRole(ctx.state.auth.user.type, 'admin');
     // Each proxy with what frpc says of it while the tunnel runs (null otherwise, or before it is known).
