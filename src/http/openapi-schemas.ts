@@ -356,7 +356,7 @@ export const SCHEMAS: Record<string, Json> = {
         modifiedData: mapOf(
           'label key to its new value, or null to remove it (the Labels rules); the others stay as they are',
           { anyOf: [str(undefined, { pattern: LABEL_VALUE_PATTERN }), { type: 'null' }] },
-          { minProperties: 1, propertyNames: { pattern: LABEL_KEY_PATTERN, maxLength: 317 } },
+          { propertyNames: { pattern: LABEL_KEY_PATTERN, maxLength: 317 } },
         ),
       }),
     ],

@@ -3,25 +3,13 @@ import { loadSoftwareInfo, type SoftwareInfo } from '../system/software-info.js'
 import type { Access } from './auth.js';
 import { CLOSE, SEQ_PATTERN } from './log-streams.js';
 import { jsonSchemaOf, NAMED_SCHEMAS, queryParameters, type Operation as DeclaredOperation } from './operation.js';
-import { ID_STRING_PATTERN, MAX_IDS } from './params.js';
-import {
-  arrayOf,
-  bool,
-  CONFIG_MISSING,
-  ERRORS,
-  obj,
-  ok,
-  RESPONSES,
-  schema,
-  SCHEMAS,
-  str,
-  type Json,
-} from './openapi-schemas.js';
+import { ID_STRING_PATTERN } from './params.js';
+import { ERRORS, RESPONSES, schema, SCHEMAS, str, type Json } from './openapi-schemas.js';
 import { declaredOperations } from './routes/operations.js';
 
 /**
- * The OpenAPI 3.1 description of the HTTP API: every operation the routes declare (src/http/operation.ts), the
- * routes still described here, and the three WebSocket streams. `test/http/openapi.test.ts` checks it against the
+ * The OpenAPI 3.1 description of the HTTP API: every operation the routes declare (src/http/operation.ts), and the
+ * three WebSocket streams. `test/http/openapi.test.ts` checks it against the
  * routes the app really serves.
  */
 
@@ -118,187 +106,6 @@ function operation(method: 'get' | 'post', path: string, op: Operation): Json {
     responses,
   };
 }
-
-const instanceIdParam = { $ref: '#/components/parameters/InstanceID' };
-
-const NO_INSTANCE = 'No instance with that id.';
-const BAD_ID = 'instanceID missing or not a positive integer.';
-
-/** Every Koa route: [method, path, operation]. */
-const ROUTES: Array<['get' | 'post', string, Operation]> = [
-  // Instances
-  [
-    'post',
-    '/tunnelAct/instanceMgr/create',
-    {
-      tag: 'instances',
-      summary: 'Create an instance and its config file',
-      access: 'admin',
-      body: schema('InstanceCreateRequest'),
-      ok: ok('Created; bootServiceError says when its boot service could not be set up', schema('InstanceCreated')),
-      errors: {
-        400: 'A missing or invalid field (a name of digits only is refused: it would read as an id), an unknown runUser, or a config key frpc would refuse.',
-        409: 'An instance with that name exists.',
-        500: 'The config file could not be written.',
-      },
-    },
-  ],
-  [
-    'post',
-    '/tunnelAct/instanceMgr/import',
-    {
-      tag: 'instances',
-      summary: 'Create an instance from an existing frpc config file',
-      description:
-        "The content is read in its format (guessed when not given) and stored in frpc's current TOML, with its proxies and visitors, every key checked as the other operations check it. Nothing is created when any part is refused. Its own webServer gives way to tunnelward's admin endpoint; the message notes what was changed.",
-      access: 'admin',
-      body: schema('InstanceImportRequest'),
-      ok: ok('Imported', schema('InstanceImported')),
-      errors: {
-        400: 'A missing field, content that does not parse, or something in it that cannot be represented (the message names it).',
-        409: 'An instance with that name exists, or a proxy would clash with one of another instance on the same server.',
-      },
-    },
-  ],
-  [
-    'post',
-    '/tunnelAct/instanceMgr/delete',
-    {
-      tag: 'instances',
-      summary: 'Stop an instance (or several) and remove its config file and record (and its log, with purge)',
-      description:
-        'With instanceIDs each instance is deleted on its own and the reply says how each went; one failing is that instance’s, not the request’s. There is no all form.',
-      access: 'admin',
-      body: {
-        ...obj({
-          'instanceID?': schema('Id'),
-          'instanceIDs?': { ...arrayOf(schema('Id'), 'repeated ids count once'), minItems: 1, maxItems: MAX_IDS },
-          'purge?': bool('remove their logs too (default false: the logs are kept)'),
-        }),
-        oneOf: [{ required: ['instanceID'] }, { required: ['instanceIDs'] }],
-      },
-      ok: ok('Deleted', { oneOf: [schema('InstanceDeleted'), schema('BulkCommandResult')] }),
-      errors: {
-        400: `${BAD_ID} Or both forms, or all.`,
-        404: `${NO_INSTANCE} (With instanceIDs, an unknown id is a failed result instead.)`,
-        500: 'Its tunnel could not be stopped.',
-      },
-    },
-  ],
-  [
-    'post',
-    '/tunnelAct/instanceMgr/modify',
-    {
-      tag: 'instances',
-      summary: "Change an instance's config file, record or environment",
-      description:
-        'configFile changes top-level frpc keys (a running tunnel is restarted to apply them); systemConfig changes name, bootAtStart and runUser (and the boot service: a failure still succeeds, with bootServiceError); environment sets write-only variables; labels sets (a string) or removes (null) labels.',
-      access: 'admin',
-      body: schema('InstanceModifyRequest'),
-      ok: ok('Modified', schema('InstanceModified')),
-      errors: {
-        400: 'An invalid field, an unknown type or key, or a value frpc would refuse.',
-        404: NO_INSTANCE,
-        409: 'The new name is taken, or a proxy would clash with one of another instance on the same server.',
-        500: 'The change is made but the restart that applies it failed.',
-      },
-    },
-  ],
-  [
-    'post',
-    '/tunnelAct/instanceMgr/replaceConfig',
-    {
-      tag: 'instances',
-      summary: "Replace an instance's whole config file",
-      description:
-        "Every key, the rules between keys, every proxy and visitor are checked as the other edits check them, and what the proxies hold on their server against the other instances; the file is written atomically. tunnelward's admin endpoint (webServer) is kept whatever the text says (a note says so). A running tunnel applies a change of proxies or visitors by frpc reload (rolled back with a 400 if frpc refuses it) and a change of top-level settings by a restart; applied says which.",
-      access: 'admin',
-      body: schema('InstanceReplaceConfigRequest'),
-      ok: ok('Replaced (or unchanged): the diff and how it was applied', schema('InstanceConfigReplaced')),
-      errors: {
-        400: 'content missing or not TOML, a key or value frpc would refuse (every problem named), or frpc refused the reload.',
-        404: NO_INSTANCE,
-        409: 'The file changed since baseVersion, or a proxy would clash with one of this or another instance on the same server.',
-        500: 'The change is made but the restart that applies it failed.',
-      },
-    },
-  ],
-  ...(['start', 'stop', 'restart'] as const).map((command): ['post', string, Operation] => [
-    'post',
-    `/tunnelAct/instanceMgr/${command}`,
-    {
-      tag: 'instances',
-      summary: `${command[0]!.toUpperCase()}${command.slice(1)} one instance, several, or all`,
-      description:
-        'Replies once the outcome is known. With instanceIDs or all, each instance gets its own command and the reply says how each went; one failing is that instance’s, not the request’s.',
-      access: 'admin',
-      body: schema('InstanceCommandRequest'),
-      ok: ok(`${command}: the outcome`, schema('CommandOutcome')),
-      errors: {
-        400: 'More than one of instanceID, instanceIDs, all; an invalid id; or a config file that cannot start (its runUser cannot reach or read it, a placeholder with no variable).',
-        404: `${NO_INSTANCE} (In the many-instance forms, an unknown id is a failed result instead.)`,
-        409: 'The state refuses the command (starting a running instance, or another command in progress).',
-        500: 'The command failed: the message says how (exit code, signal, last log lines).',
-      },
-    },
-  ]),
-  [
-    'get',
-    '/tunnelAct/instanceMgr/status',
-    {
-      tag: 'instances',
-      summary: "An instance's state and process",
-      access: 'visitor',
-      query: [instanceIdParam],
-      ok: ok('Its status', schema('InstanceStatus')),
-      errors: { 400: BAD_ID, 404: NO_INSTANCE },
-    },
-  ],
-  [
-    'get',
-    '/tunnelAct/instanceMgr/list',
-    {
-      tag: 'instances',
-      summary: "Every user's instances",
-      access: 'visitor',
-      ok: ok('Every instance', arrayOf(schema('InstanceSummary'))),
-    },
-  ],
-  [
-    'get',
-    '/tunnelAct/instanceMgr/getInfo',
-    {
-      tag: 'instances',
-      summary: "An instance's record and server",
-      description: 'serverAddr, serverPort and environment are shown to admins and superusers only.',
-      access: 'visitor',
-      query: [instanceIdParam],
-      ok: ok('Its details', schema('InstanceInfo')),
-      errors: { 400: BAD_ID, 404: NO_INSTANCE, 409: CONFIG_MISSING },
-    },
-  ],
-  [
-    'get',
-    '/tunnelAct/instanceMgr/export',
-    {
-      tag: 'instances',
-      summary: "An instance's config file, as TOML",
-      description:
-        'Secrets are shown as ******** unless the caller is a superuser (masked says which). A visitor may export only while Visitor.ShowDetails shows details, and without serverAddr and serverPort (as getInfo).',
-      access: 'visitor',
-      query: [instanceIdParam],
-      ok: ok('The config file', schema('InstanceExport')),
-      errors: {
-        400: BAD_ID,
-        403: 'A visitor, while Visitor.ShowDetails hides details.',
-        404: NO_INSTANCE,
-        409: CONFIG_MISSING,
-      },
-    },
-  ],
-
-  // Proxies
-];
 
 // ---- WebSocket streams ----
 
@@ -470,7 +277,7 @@ The WebSocket streams are listed as GET operations with \`x-websocket: true\` an
 /** The OpenAPI 3.1 document of the whole API, as plain data. */
 export function openApiDocument(info: Pick<SoftwareInfo, 'Version'> = loadSoftwareInfo()): Json {
   const paths: Record<string, Json> = {};
-  for (const [method, path, op] of [...declaredOperations().map(declared), ...ROUTES])
+  for (const [method, path, op] of declaredOperations().map(declared))
     paths[path] = { ...paths[path], [method]: operation(method, path, op) };
   for (const [path, stream] of STREAMS) paths[path] = { ...paths[path], get: streamOperation(path, stream) };
   return {

@@ -69,26 +69,3 @@ export function queryParam(ctx: Context, name: string): string | undefined {
 
 /** Most ids one request may name (a list longer than any host's instances is a mistake, not a request). */
 export const MAX_IDS = 100_000;
-
-/** A list of ids, each as `requiredId` takes one; repeated ids count once, in the order first given. */
-export function idList(fields: Fields, name: string): number[] {
-  const v = fields[name];
-  if (!Array.isArray(v)) throw badRequest(`${name} must be an array of instance ids`);
-  if (v.length === 0) throw badRequest(`${name} must name at least one instance`);
-  if (v.length > MAX_IDS) throw badRequest(`${name} may name at most ${MAX_IDS} instances`);
-  return [...new Set(v.map((item, i) => requiredId({ [`${name}[${i}]`]: item }, `${name}[${i}]`)))];
-}
-
-/** An integer when given; a number with a fraction, or anything else, is a 400. */
-export function optionalInt(fields: Fields, name: string): number | undefined {
-  const v = fields[name];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw badRequest(`${name} must be a whole number`);
-  return v;
-}
-
-/** Refuses fields the operation does not take: a misspelt one (`expires` for `expiresIn`) must not be ignored. */
-export function onlyFields(fields: Fields, known: readonly string[]): void {
-  const unknown = Object.keys(fields).filter((name) => !known.includes(name));
-  if (unknown.length > 0) throw badRequest(`unknown field ${unknown[0]}: this operation takes ${known.join(', ')}`);
-}

@@ -13,23 +13,21 @@ import { AppError, badRequest, conflict, forbidden } from '../../errors.js';
 import { checkLabels } from '../../instances/labels.js';
 import { seesOnlyGuestView } from '../exposure.js';
 import { reply, replyWithSecrets } from '../envelope.js';
+import { z } from 'zod';
+import { arrayOf, CONFIG_MISSING, ok, schema } from '../openapi-schemas.js';
+import { operation } from '../operation.js';
 import {
-  body,
-  idList,
+  idField,
+  ID_STRING_PATTERN,
+  MAX_IDS,
   optionalBool,
   optionalString,
-  queryParam,
   requiredId,
   requiredString,
   type Fields,
 } from '../params.js';
 import type { RouteDeps } from '../app.js';
 import { ResourceRouter } from '../resource-router.js';
-
-/** The instance id of a GET request (query, then X-InstanceID header). */
-export function instanceIdParam(ctx: Context): number {
-  return requiredId({ instanceID: queryParam(ctx, 'instanceID') }, 'instanceID');
-}
 
 function objectField(fields: Fields, name: string, required: boolean): Fields | undefined {
   const v = fields[name];
@@ -52,16 +50,233 @@ const isRunning = (view: InstanceView) => view.state === 'running';
 /** Only a superuser reads secrets in a config file. */
 const secretsMasked = (ctx: Context) => ctx.state.auth.user.type !== 'superuser';
 
-/** The instances a command on many names (`instanceIDs` or `all: true`); undefined for the one-instance form. */
-function bulkTargets(fields: Fields, everyId: () => number[]): number[] | undefined {
-  const forms = ['instanceID', 'instanceIDs', 'all'].filter((k) => fields[k] !== undefined);
-  if (forms.length > 1) throw badRequest(`give one of instanceID, instanceIDs or all, not ${forms.join(' and ')}`);
-  if (fields.all !== undefined) {
-    if (fields.all !== true) throw badRequest('all must be true (or left out)');
-    return everyId();
-  }
-  return fields.instanceIDs === undefined ? undefined : idList(fields, 'instanceIDs');
-}
+const FORMS = ['instanceID', 'instanceIDs', 'all'] as const;
+
+/**
+ * The instances a command names: one (`instanceID`, the contract's form), several (`instanceIDs`), or every one
+ * (`all: true`); exactly one form. Delete takes no `all`.
+ */
+const targets = (forms: readonly (typeof FORMS)[number][]) =>
+  z
+    .object({
+      instanceID: idField.optional(),
+      instanceIDs: z
+        .array(idField, { error: 'must be an array of instance ids' })
+        .min(1, 'must name at least one instance')
+        .max(MAX_IDS, `may name at most ${MAX_IDS} instances`)
+        .describe('repeated ids count once')
+        .optional(),
+      all: z.literal(true, { error: 'must be true (or left out)' }).describe('every instance').optional(),
+    })
+    .superRefine((body, ctx) => {
+      if (body.all !== undefined && !forms.includes('all')) {
+        ctx.addIssue({ code: 'custom', message: 'delete takes instanceID or instanceIDs, never all' });
+        return;
+      }
+      const given = FORMS.filter((form) => body[form] !== undefined);
+      if (given.length > 1) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `give one of instanceID, instanceIDs or all, not ${given.join(' and ')}`,
+        });
+      } else if (given.length === 0) ctx.addIssue({ code: 'custom', path: ['instanceID'], message: 'is required' });
+    })
+    .meta({
+      oneOf: forms.map((form) => ({ required: [form] })),
+      ...(forms.includes('all') ? {} : { not: { required: ['all'] } }),
+    });
+
+/** The one instance of a GET (query, then X-instanceID header). */
+const instanceQuery = z.object({
+  instanceID: z
+    .string()
+    .min(1, 'is required')
+    .regex(new RegExp(ID_STRING_PATTERN), 'must be a positive integer')
+    .describe('the instance')
+    .transform(Number),
+});
+
+const NO_INSTANCE = 'No instance with that id.';
+const BAD_ID = 'instanceID missing or not a positive integer.';
+const RESTART_FAILED = 'The change is made but the restart that applies it failed.';
+/** A body whose fields the handler and the config check one by one, as the named component documents them. */
+const documentedBy = (component: string) => z.looseObject({}).meta({ $ref: `#/components/schemas/${component}` });
+
+export const createInstance = operation({
+  method: 'post',
+  path: '/tunnelAct/instanceMgr/create',
+  tag: 'instances',
+  summary: 'Create an instance and its config file',
+  access: 'admin',
+  body: documentedBy('InstanceCreateRequest'),
+  ok: ok('Created; bootServiceError says when its boot service could not be set up', schema('InstanceCreated')),
+  errors: {
+    400: 'A missing or invalid field (a name of digits only is refused: it would read as an id), an unknown runUser, or a config key frpc would refuse.',
+    409: 'An instance with that name exists.',
+    500: 'The config file could not be written.',
+  },
+});
+
+export const importInstance = operation({
+  method: 'post',
+  path: '/tunnelAct/instanceMgr/import',
+  tag: 'instances',
+  summary: 'Create an instance from an existing frpc config file',
+  description:
+    "The content is read in its format (guessed when not given) and stored in frpc's current TOML, with its proxies and visitors, every key checked as the other operations check it. Nothing is created when any part is refused. Its own webServer gives way to tunnelward's admin endpoint; the message notes what was changed.",
+  access: 'admin',
+  body: documentedBy('InstanceImportRequest'),
+  ok: ok('Imported', schema('InstanceImported')),
+  errors: {
+    400: 'A missing field, content that does not parse, or something in it that cannot be represented (the message names it).',
+    409: 'An instance with that name exists, or a proxy would clash with one of another instance on the same server.',
+  },
+});
+
+export const deleteInstance = operation({
+  method: 'post',
+  path: '/tunnelAct/instanceMgr/delete',
+  tag: 'instances',
+  summary: 'Stop an instance (or several) and remove its config file and record (and its log, with purge)',
+  description:
+    'With instanceIDs each instance is deleted on its own and the reply says how each went; one failing is that instance’s, not the request’s. There is no all form.',
+  access: 'admin',
+  body: targets(['instanceID', 'instanceIDs']).and(
+    z.object({ purge: z.boolean().optional().describe('remove their logs too (default false: the logs are kept)') }),
+  ),
+  ok: ok('Deleted', { oneOf: [schema('InstanceDeleted'), schema('BulkCommandResult')] }),
+  errors: {
+    400: `${BAD_ID} Or both forms, or all.`,
+    404: `${NO_INSTANCE} (With instanceIDs, an unknown id is a failed result instead.)`,
+    500: 'Its tunnel could not be stopped.',
+  },
+});
+
+export const modifyInstance = operation({
+  method: 'post',
+  path: '/tunnelAct/instanceMgr/modify',
+  tag: 'instances',
+  summary: "Change an instance's config file, record or environment",
+  description:
+    'configFile changes top-level frpc keys (a running tunnel is restarted to apply them); systemConfig changes name, bootAtStart and runUser (and the boot service: a failure still succeeds, with bootServiceError); environment sets write-only variables; labels sets (a string) or removes (null) labels.',
+  access: 'admin',
+  body: documentedBy('InstanceModifyRequest'),
+  ok: ok('Modified', schema('InstanceModified')),
+  errors: {
+    400: 'An invalid field, an unknown type or key, or a value frpc would refuse.',
+    404: NO_INSTANCE,
+    409: 'The new name is taken, or a proxy would clash with one of another instance on the same server.',
+    500: RESTART_FAILED,
+  },
+});
+
+export const replaceConfig = operation({
+  method: 'post',
+  path: '/tunnelAct/instanceMgr/replaceConfig',
+  tag: 'instances',
+  summary: "Replace an instance's whole config file",
+  description:
+    "Every key, the rules between keys, every proxy and visitor are checked as the other edits check them, and what the proxies hold on their server against the other instances; the file is written atomically. tunnelward's admin endpoint (webServer) is kept whatever the text says (a note says so). A running tunnel applies a change of proxies or visitors by frpc reload (rolled back with a 400 if frpc refuses it) and a change of top-level settings by a restart; applied says which.",
+  access: 'admin',
+  body: documentedBy('InstanceReplaceConfigRequest'),
+  ok: ok('Replaced (or unchanged): the diff and how it was applied', schema('InstanceConfigReplaced')),
+  errors: {
+    400: 'content missing or not TOML, a key or value frpc would refuse (every problem named), or frpc refused the reload.',
+    404: NO_INSTANCE,
+    409: 'The file changed since baseVersion, or a proxy would clash with one of this or another instance on the same server.',
+    500: RESTART_FAILED,
+  },
+});
+
+const COMMANDS = ['start', 'stop', 'restart'] as const;
+
+const commandOperation = (command: (typeof COMMANDS)[number]) =>
+  operation({
+    method: 'post',
+    path: `/tunnelAct/instanceMgr/${command}`,
+    tag: 'instances',
+    summary: `${command[0]!.toUpperCase()}${command.slice(1)} one instance, several, or all`,
+    description:
+      'Replies once the outcome is known. With instanceIDs or all, each instance gets its own command and the reply says how each went; one failing is that instance’s, not the request’s.',
+    access: 'admin',
+    body: targets(FORMS),
+    ok: ok(`${command}: the outcome`, schema('CommandOutcome')),
+    errors: {
+      400: 'More than one of instanceID, instanceIDs, all; an invalid id; or a config file that cannot start (its runUser cannot reach or read it, a placeholder with no variable).',
+      404: `${NO_INSTANCE} (In the many-instance forms, an unknown id is a failed result instead.)`,
+      409: 'The state refuses the command (starting a running instance, or another command in progress).',
+      500: 'The command failed: the message says how (exit code, signal, last log lines).',
+    },
+  });
+
+export const commandOperations = {
+  start: commandOperation('start'),
+  stop: commandOperation('stop'),
+  restart: commandOperation('restart'),
+};
+
+export const instanceStatus = operation({
+  method: 'get',
+  path: '/tunnelAct/instanceMgr/status',
+  tag: 'instances',
+  summary: "An instance's state and process",
+  access: 'visitor',
+  query: instanceQuery,
+  ok: ok('Its status', schema('InstanceStatus')),
+  errors: { 400: BAD_ID, 404: NO_INSTANCE },
+});
+
+export const listInstances = operation({
+  method: 'get',
+  path: '/tunnelAct/instanceMgr/list',
+  tag: 'instances',
+  summary: "Every user's instances",
+  access: 'visitor',
+  ok: ok('Every instance', arrayOf(schema('InstanceSummary'))),
+});
+
+export const instanceInfo = operation({
+  method: 'get',
+  path: '/tunnelAct/instanceMgr/getInfo',
+  tag: 'instances',
+  summary: "An instance's record and server",
+  description: 'serverAddr, serverPort and environment are shown to admins and superusers only.',
+  access: 'visitor',
+  query: instanceQuery,
+  ok: ok('Its details', schema('InstanceInfo')),
+  errors: { 400: BAD_ID, 404: NO_INSTANCE, 409: CONFIG_MISSING },
+});
+
+export const exportInstance = operation({
+  method: 'get',
+  path: '/tunnelAct/instanceMgr/export',
+  tag: 'instances',
+  summary: "An instance's config file, as TOML",
+  description:
+    'Secrets are shown as ******** unless the caller is a superuser (masked says which). A visitor may export only while Visitor.ShowDetails shows details, and without serverAddr and serverPort (as getInfo).',
+  access: 'visitor',
+  query: instanceQuery,
+  ok: ok('The config file', schema('InstanceExport')),
+  errors: {
+    400: BAD_ID,
+    403: 'A visitor, while Visitor.ShowDetails hides details.',
+    404: NO_INSTANCE,
+    409: CONFIG_MISSING,
+  },
+});
+
+export const operations = [
+  createInstance,
+  importInstance,
+  deleteInstance,
+  modifyInstance,
+  replaceConfig,
+  ...Object.values(commandOperations),
+  instanceStatus,
+  listInstances,
+  instanceInfo,
+  exportInstance,
+];
 
 /**
  * The reply to a command on many instances: how many went well (of them, how many were already as asked), how many
@@ -93,8 +308,7 @@ async function commandOutcome(supervisor: InstanceSupervisor, id: number, comman
 export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
   const router = new ResourceRouter('/tunnelAct/instanceMgr', guards);
 
-  router.post('/create', 'admin', async (ctx) => {
-    const fields = body(ctx);
+  router.route(createInstance, async (ctx, { body: fields }) => {
     const info = objectField(fields, 'instanceInfo', true)!;
     const { record, bootServiceError } = await supervisor.catalogue.create(
       {
@@ -124,8 +338,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
   });
 
   // An existing frpc config file (TOML, INI, YAML or JSON) as a new instance, rewritten in frpc's current TOML.
-  router.post('/import', 'admin', async (ctx) => {
-    const fields = body(ctx);
+  router.route(importInstance, async (ctx, { body: fields }) => {
     const done = await supervisor.catalogue.importConfig(
       {
         name: requiredString(fields, 'name'),
@@ -159,8 +372,8 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
 
   // The config file as it may leave tunnelward: current TOML, without tunnelward's own admin endpoint, secrets
   // masked for everyone but a superuser, and without the server for a visitor (as getInfo shows it).
-  router.get('/export', 'visitor', async (ctx) => {
-    const record = supervisor.catalogue.record(instanceIdParam(ctx));
+  router.route(exportInstance, async (ctx, { query }) => {
+    const record = supervisor.catalogue.record(query.instanceID);
     const type = ctx.state.auth.user.type;
     if (seesOnlyGuestView(ctx.state.exposure, type)) {
       throw forbidden('a visitor cannot export config files on this server (Visitor.ShowDetails)');
@@ -185,8 +398,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
 
   // The whole config file replaced by an operator's text (an export, edited): checked as every edit is, applied as
   // proxy edits (reload) or top-level ones (restart) are; with baseVersion, refused when the file changed meanwhile.
-  router.post('/replaceConfig', 'admin', async (ctx) => {
-    const fields = body(ctx);
+  router.route(replaceConfig, async (ctx, { body: fields }) => {
     const id = requiredId(fields, 'instanceID');
     const content = fields.content;
     if (typeof content !== 'string') throw badRequest('content is required: the whole config file, as TOML');
@@ -220,14 +432,12 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
 
   // One instance, or many (`instanceIDs: [...]`; never `all`): each delete is answered on its own, as the commands.
   // The log stays (for whoever wants to know what the tunnel did) unless purge is true.
-  router.post('/delete', 'admin', async (ctx) => {
-    const fields = body(ctx);
-    if (fields.all !== undefined) throw badRequest('delete takes instanceID or instanceIDs, never all');
-    const purge = optionalBool(fields, 'purge') ?? false;
+  router.route(deleteInstance, async (ctx, { body }) => {
+    const purge = body.purge ?? false;
     const kept = purge ? '' : '; its log is kept (purge removes it)';
-    const ids = bulkTargets(fields, () => []);
+    const ids = body.instanceIDs && [...new Set(body.instanceIDs)];
     if (!ids) {
-      const record = await supervisor.catalogue.remove(requiredId(fields, 'instanceID'), { purgeLog: purge });
+      const record = await supervisor.catalogue.remove(body.instanceID!, { purgeLog: purge });
       reply(ctx, `instance ${record.name} deleted${purge ? ', its log too' : kept}`, {
         instanceID: record.id,
         name: record.name,
@@ -251,8 +461,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
     replyMany(ctx, 'delete', results);
   });
 
-  router.post('/modify', 'admin', async (ctx) => {
-    const fields = body(ctx);
+  router.route(modifyInstance, async (ctx, { body: fields }) => {
     const id = requiredId(fields, 'instanceID');
     const type = requiredString(fields, 'type');
     const data = objectField(fields, 'modifiedData', true)!;
@@ -298,20 +507,22 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
   });
 
   // One instance (`instanceID`, the contract's form), or many: `instanceIDs: [...]` or `all: true`.
-  for (const command of ['start', 'stop', 'restart'] as const) {
-    router.post(`/${command}`, 'admin', async (ctx) => {
-      const fields = body(ctx);
-      const ids = bulkTargets(fields, () => supervisor.views().map((v) => v.record.id));
+  for (const command of COMMANDS) {
+    router.route(commandOperations[command], async (ctx, { body }) => {
+      // Repeated ids count once, in the order first given.
+      const ids = body.all
+        ? supervisor.views().map((v) => v.record.id)
+        : body.instanceIDs && [...new Set(body.instanceIDs)];
       if (!ids) {
-        reply(ctx, await commandOutcome(supervisor, requiredId(fields, 'instanceID'), command), {});
+        reply(ctx, await commandOutcome(supervisor, body.instanceID!, command), {});
         return;
       }
       replyMany(ctx, command, await supervisor.commandMany(ids, command));
     });
   }
 
-  router.get('/status', 'visitor', async (ctx) => {
-    const view = supervisor.view(instanceIdParam(ctx));
+  router.route(instanceStatus, async (ctx, { query }) => {
+    const view = supervisor.view(query.instanceID);
     reply(ctx, `instance ${view.record.name} is ${view.state}`, {
       name: view.record.name,
       initSystem: supervisor.lifecycle.initSystem,
@@ -324,15 +535,15 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
   });
 
   // The list is what UIs poll: the supervisor keeps it as JSON until something it shows changes.
-  router.get('/list', 'visitor', async (ctx) => {
+  router.route(listInstances, async (ctx) => {
     const { json, count } = supervisor.listJson();
     ctx.status = 200;
     ctx.type = 'application/json';
     ctx.body = `{"success":true,"message":"${count} instances","data":${json}}`;
   });
 
-  router.get('/getInfo', 'visitor', async (ctx) => {
-    const view = supervisor.view(instanceIdParam(ctx));
+  router.route(instanceInfo, async (ctx, { query }) => {
+    const view = supervisor.view(query.instanceID);
     const config = await supervisor.catalogue.readConfig(view.record.id);
     const privileged = hasRole(ctx.state.auth.user.type, 'admin');
     const guest = seesOnlyGuestView(ctx.state.exposure, ctx.state.auth.user.type);

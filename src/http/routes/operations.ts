@@ -1,6 +1,7 @@
 import type { Operation } from '../operation.js';
 import { operations as accounts } from './accounts.js';
 import { operations as apiKeys } from './api-keys.js';
+import { operations as instances } from './instances.js';
 import { operations as metrics } from './metrics.js';
 import { operations as document } from './openapi.js';
 import { operations as proxies } from './proxies.js';
@@ -19,5 +20,6 @@ export const declaredOperations = (): Operation[] => [
   ...sessions,
   ...apiKeys,
   ...settings,
+  ...instances,
   ...proxies,
 ];
