@@ -24,7 +24,8 @@ test('--log-format pretty writes lines for a person; through a pipe the default 
 
   const json = await startDaemon({ settingsToml: instanceSettings() });
   t.teardown(() => dispose(json));
-  const line = JSON.parse(json.output.find((l) => l.includes('"msg":"listening"'))!);
+  // The log is written asynchronously: its line may come after the daemon said where it listens.
+  const line = JSON.parse((await json.waitForOutput(/^\{.*"msg":"listening".*\}$/))[0]);
   t.like(line, { level: 30, msg: 'listening', url: json.url });
 });
 

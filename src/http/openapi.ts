@@ -304,15 +304,6 @@ export function openApiDocument(info: Pick<SoftwareInfo, 'Version'> = loadSoftwa
     components: {
       schemas: { ...SCHEMAS, ...NAMED_SCHEMAS },
       responses: RESPONSES,
-      parameters: {
-        InstanceID: {
-          name: 'instanceID',
-          in: 'query',
-          required: true,
-          description: 'The instance (also accepted as an X-instanceID header).',
-          schema: str(undefined, { pattern: ID_STRING_PATTERN }),
-        },
-      },
       securitySchemes: {
         Token: {
           type: 'apiKey',
