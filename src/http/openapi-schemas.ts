@@ -2,6 +2,7 @@ import { DEFAULTS } from '../settings/defaults.js';
 import { INSTANCE_NAME, ONLY_DIGITS } from '../../actors/instance-catalogue.js';
 import { PROXY_NAME } from '../config/proxy-edit.js';
 import { LABEL_KEY_PATTERN, LABEL_VALUE_PATTERN, MAX_LABELS } from '../instances/labels.js';
+import { z } from 'zod';
 import { SETTING_KEYS, settingDocument } from '../settings/table.js';
 import { jsonSchemaOf } from './operation.js';
 import { ID_STRING_PATTERN, MAX_IDS } from './params.js';
@@ -71,11 +72,17 @@ export const CONFIG_MISSING =
   'Its config file is missing (removed outside tunnelward): restore it, or delete the instance.';
 
 /** Every persisted setting, under its flat name, as its table entry declares it (src/settings/table.ts). */
-export const SETTINGS: Record<string, Json> = Object.fromEntries(
-  SETTING_KEYS.map((key) => [key, settingDocument(key, jsonSchemaOf)]),
-);
+const settingsDocument = (): Record<string, Json> =>
+  Object.fromEntries(SETTING_KEYS.map((key) => [key, settingDocument(key, jsonSchemaOf)]));
 
-export const ID_INPUT = {
+/** A body the handler and the config check field by field, as the named component documents it. */
+export const documentedBy = (component: string) =>
+  z.looseObject({}).meta({ $ref: `#/components/schemas/${component}` });
+
+export const NO_INSTANCE = 'No instance with that id.';
+export const RESTART_FAILED = 'The change is made but the restart that applies it failed.';
+
+const ID_INPUT = {
   description: 'An id: an integer, or a string holding one (the contract sends ids as strings).',
   oneOf: [
     int(undefined, { minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
@@ -83,620 +90,625 @@ export const ID_INPUT = {
   ],
 };
 
-export const SCHEMAS: Record<string, Json> = {
-  // The envelope
-  Envelope: obj(
-    {
-      success: bool('true when the operation succeeded'),
-      message: str('what happened, for a person to read'),
-      'data?': { description: 'the result; absent for operations that have none' },
-    },
-    { description: 'Every HTTP response body except those of /metrics and /openapi.json.' },
-  ),
-  Done: {
-    description: 'Success without data.',
-    allOf: [schema('Envelope'), obj({ 'success?': { const: true } }, { not: { required: ['data'] } })],
-  },
-  Failure: obj({ success: { const: false }, message: str('why, naming the field or resource at fault') }),
-  Id: ID_INPUT,
-
-  // System
-  SystemStatus: obj({ Status: str(undefined, { enum: ['Online'] }) }),
-  SoftwareInfo: obj({
-    Name: str(),
-    Version: str(),
-    Developer: str(),
-    BuildVer: int('an int16', { minimum: 0, maximum: 32767 }),
-    Description: str(),
-    BuildType: str(undefined, { enum: ['debug', 'release'] }),
-  }),
-  CheckResult: obj({
-    name: str('what was checked'),
-    ok: bool(),
-    severity: str('ok; warn for a problem the daemon works on with; fail for one it does not', {
-      enum: ['ok', 'warn', 'fail'],
-    }),
-    message: str('what was found'),
-  }),
-  SelfCheck: obj({ ok: bool('true when every check passed'), checks: arrayOf(schema('CheckResult')) }),
-
-  // Accounts, users, sessions
-  UserType: str('Roles, highest first: superuser > admin > visitor.', { enum: USER_TYPES }),
-  Username: str('3-32 characters of A-Z a-z 0-9 _ . -, unique ignoring case', { minLength: 3, maxLength: 32 }),
-  Password: str(
-    '8-256 characters with an uppercase letter, a lowercase letter, a digit and one of !@#$%^&*()_+-=[]{}|;:,.<>?',
-    { minLength: 8, maxLength: 256 },
-  ),
-  Credentials: obj({ username: schema('Username'), passwd: schema('Password'), 'type?': schema('UserType') }),
-  Account: obj({ userID: int(), username: str(), type: schema('UserType') }),
-  LoginResult: obj({
-    token: str('send it as X-Token; valid for 1 hour, or until logout or session removal'),
-    userID: int(),
-    username: str(),
-    type: schema('UserType'),
-    expireAt: dateTime('when the token expires (ISO 8601)'),
-  }),
-  WhoAmI: obj({
-    userID: int(),
-    username: str(),
-    type: schema('UserType'),
-    expireAt: {
-      type: ['string', 'null'],
-      format: 'date-time',
-      description: 'when the token (or API key) stops working; null for a key without an expiry',
-    },
-    'sessionID?': str('with a token: the session it belongs to (as /sessionMgr/list shows it)'),
-    'keyID?': str('with an API key: its public id'),
-    'keyName?': str('with an API key: its name'),
-  }),
-  ApiKeyName: str("1-64 characters of A-Z a-z 0-9 _ . -, unique among the owner's keys ignoring case", {
-    minLength: 1,
-    maxLength: 64,
-  }),
-  ApiKey: obj({
-    keyID: str('the public id: the middle part of the key, never secret'),
-    name: schema('ApiKeyName'),
-    userID: int('the owner'),
-    username: str(),
-    role: {
-      ...schema('UserType'),
-      description: "the highest role the key acts with; the owner's own role caps it too",
-    },
-    ratePerMinute: int('requests per minute (the per-token limit unless set)'),
-    createdAt: dateTime(),
-    createdBy: str('the owner, or the superuser who created it for them'),
-    expiresAt: { type: ['string', 'null'], format: 'date-time', description: 'null: it never expires' },
-    lastUsedAt: {
-      type: ['string', 'null'],
-      format: 'date-time',
-      description: 'the last request made with it (kept on disk to the minute); null: never used',
-    },
-  }),
-  NewApiKey: {
-    allOf: [
-      schema('ApiKey'),
-      obj({
-        key: str('the key, `twk_<id>_<secret>`: shown in this reply only; send it as Authorization: Bearer <key>', {
-          pattern: '^twk_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$',
-        }),
-      }),
-    ],
-  },
-  User: obj({
-    UserID: int(),
-    Username: str(),
-    Passwd: str('always empty', { const: '' }),
-    Type: schema('UserType'),
-    CreatedAt: str('YYYY-MM-DD HH:MM:SS', { pattern: '^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}$' }),
-  }),
-  Session: obj({ ID: str(), UserID: int(), Username: str(), ExpireAt: dateTime() }),
-
-  // Settings
-  Settings: obj(SETTINGS, {
-    description: 'Every setting under its flat name (dots included).',
-    additionalProperties: false,
-  }),
-  SettingsPatch: {
-    type: 'object',
-    properties: SETTINGS,
-    description:
-      'Any settings to change, several per request. Every key is checked first: an invalid value is a 400 naming it, and nothing changes. A key tunnelward does not know is logged as a warning and ignored (a 400 with ?strict=true).',
-  },
-  Setting: obj({ key: str(), value: { description: 'the value, of the type the Settings schema gives the key' } }),
-
-  // Instances
-  InstanceState: str(
-    'stopped; starting (spawned, not yet up for Instance.StartSecs); running; stopping; backoff (crashed, the watchdog restarts it); failed (given up, only a manual start leaves it)',
-    { enum: INSTANCE_STATES },
-  ),
-  LastExit: obj({
-    code: int(undefined, { type: ['integer', 'null'] }),
-    signal: str(undefined, { type: ['string', 'null'] }),
-    at: dateTime(),
-  }),
-  InstanceRuntime: obj(
-    {
-      state: schema('InstanceState'),
-      pid: int('the process id while it has one (starting, running, stopping)', { type: ['integer', 'null'] }),
-      'startedAt?': dateTime('while running: when its process started'),
-      'uptimeSecs?': int('while running', { minimum: 0 }),
-      restarts: int('automatic restarts since the last start by an operator', { minimum: 0 }),
-      lastExit: { description: 'the last end of its process', oneOf: [schema('LastExit'), { type: 'null' }] },
-      'nextStartAt?': dateTime('in backoff: when the watchdog starts it again'),
-      connected: {
-        description: 'logged in to its server, as frpc says; null while not running or not yet known',
-        type: ['boolean', 'null'],
-      },
-      proxyStatus: mapOf(
-        'how many of its proxies are in each status frpc reports, e.g. {"running": 2, "start error": 1}',
-        int(undefined, { minimum: 0 }),
-      ),
-    },
-    { description: 'What every view of an instance shows of its process, beside its record.' },
-  ),
-  Labels: mapOf(
-    `labels of the instance, key to value: a key is [prefix/]name (name 1-63 letters, digits, "-", "_", "." starting and ending with a letter or digit; prefix a DNS subdomain), a value empty or like a name; at most ${MAX_LABELS}`,
-    str(undefined, { pattern: LABEL_VALUE_PATTERN }),
-    { propertyNames: { pattern: LABEL_KEY_PATTERN, maxLength: 317 }, maxProperties: MAX_LABELS },
-  ),
-  InstanceSummary: {
-    allOf: [
-      obj({
-        instanceID: int(),
-        name: str(),
-        createdAt: dateTime(),
-        createdBy: str('username of the creator'),
-        bootAtStart: bool('started at boot'),
-        labels: schema('Labels'),
-        isRunning: bool('state is running'),
-        'cpuPercent?': num(
-          'while running: the share of one core its process used (100 = one core) since the previous list at least a second before, or since it started; read from /proc at most once a second',
-          { minimum: 0 },
-        ),
-        'rssBytes?': int('while running: its resident memory, from /proc', { minimum: 0 }),
-      }),
-      schema('InstanceRuntime'),
-    ],
-  },
-  InstanceStatus: {
-    allOf: [
-      obj({
-        name: str(),
-        initSystem: str('what runs the tunnels', { enum: INIT_SYSTEMS }),
-        'serviceName?': str('the service name (absent on Windows)'),
-        isRunning: bool('state is running'),
-      }),
-      schema('InstanceRuntime'),
-    ],
-  },
-  InstanceInfo: {
-    allOf: [
-      obj({
-        instanceID: int(),
-        name: str(),
-        serviceName: str(),
-        createdAt: dateTime(),
-        createdBy: str(),
-        isRunning: bool(),
-        auth_method: str('auth.method of the config file'),
-        bootAtStart: bool(),
-        labels: schema('Labels'),
-        'runUser?': str('left out for a visitor while Visitor.ShowDetails hides details'),
-        'configPath?': str('left out for a visitor while Visitor.ShowDetails hides details'),
-        'serverAddr?': str('admin and superuser only'),
-        'serverPort?': str('admin and superuser only'),
-        'environment?': mapOf(
-          'admin and superuser only: the names of its environment variables, each value shown as ********',
-          str(undefined, { const: '********' }),
-        ),
-      }),
-      schema('InstanceRuntime'),
-    ],
-  },
-  InstanceCreateRequest: obj({
-    instanceInfo: obj({
-      name: schema('InstanceName'),
-      serverAddr: str('frps address'),
-      serverPort: str('frps port'),
-      auth_method: str('auth.method towards frps'),
-    }),
-    'bootAtStart?': bool('start at boot (default false)'),
-    'runUser?': str('operating-system user the tunnel runs as (default root)'),
-    'labels?': schema('Labels'),
-    'additionalProperties?': mapOf(
-      "frpc's top-level config keys, nested or dotted; an unknown key or a wrong type is a 400 naming it",
-    ),
-  }),
-  BootServiceFailure: obj(
-    {
-      'bootServiceError?': str('what failed when creating or removing the boot service'),
-      'instanceName?': str(),
-    },
-    { description: 'Present only when a boot-service operation failed; the request still succeeded.' },
-  ),
-  InstanceCreated: {
-    allOf: [
-      obj({ instanceID: int(), name: str(), configPath: str(), bootAtStart: bool(), labels: schema('Labels') }),
-      schema('BootServiceFailure'),
-    ],
-  },
-  InstanceDeleted: obj({ instanceID: int(), name: str(), logKept: bool('whether its log was left in place') }),
-  InstanceModifyRequest: {
-    description: 'One of three kinds of change, chosen by type.',
-    oneOf: [
-      obj({
-        instanceID: schema('Id'),
-        type: { const: 'configFile' },
-        modifiedData: mapOf(
-          "frpc's top-level keys (server, auth, transport, log, ...), nested or dotted; null removes a key. Proxies are untouched.",
-        ),
-      }),
-      obj({
-        instanceID: schema('Id'),
-        type: { const: 'systemConfig' },
-        modifiedData: obj(
-          { 'name?': schema('InstanceName'), 'bootAtStart?': bool(), 'runUser?': str() },
-          {
-            additionalProperties: false,
-          },
-        ),
-      }),
-      obj({
-        instanceID: schema('Id'),
-        type: { const: 'environment' },
-        modifiedData: mapOf(
-          'environment variable NAME to its value (write-only), or null to remove it; the config file reads them as {{ .Envs.NAME }}',
-          { type: ['string', 'null'] },
-          { minProperties: 1 },
-        ),
-      }),
-      obj({
-        instanceID: schema('Id'),
-        type: { const: 'labels' },
-        modifiedData: mapOf(
-          'label key to its new value, or null to remove it (the Labels rules); the others stay as they are',
-          { anyOf: [str(undefined, { pattern: LABEL_VALUE_PATTERN }), { type: 'null' }] },
-          { propertyNames: { pattern: LABEL_KEY_PATTERN, maxLength: 317 } },
-        ),
-      }),
-    ],
-  },
-  InstanceModified: {
-    description: 'What the change did, by the type of the request.',
-    oneOf: [
-      obj(
-        {
-          instanceID: int(),
-          configPath: str(),
-          applied: str('a running tunnel is restarted to apply it', { enum: ['restart', 'on next start'] }),
-        },
-        { title: 'configFile' },
-      ),
+/** The component schemas, built when the document is (not at start-up: the settings' come from zod). */
+export function componentSchemas(): Record<string, Json> {
+  const SETTINGS = settingsDocument();
+  return {
+    // The envelope
+    Envelope: obj(
       {
-        title: 'systemConfig',
-        allOf: [
-          obj({ instanceID: int(), configPath: str(), bootAtStart: bool(), runUser: str() }),
-          schema('BootServiceFailure'),
+        success: bool('true when the operation succeeded'),
+        message: str('what happened, for a person to read'),
+        'data?': { description: 'the result; absent for operations that have none' },
+      },
+      { description: 'Every HTTP response body except those of /metrics and /openapi.json.' },
+    ),
+    Done: {
+      description: 'Success without data.',
+      allOf: [schema('Envelope'), obj({ 'success?': { const: true } }, { not: { required: ['data'] } })],
+    },
+    Failure: obj({ success: { const: false }, message: str('why, naming the field or resource at fault') }),
+    Id: ID_INPUT,
+
+    // System
+    SystemStatus: obj({ Status: str(undefined, { enum: ['Online'] }) }),
+    SoftwareInfo: obj({
+      Name: str(),
+      Version: str(),
+      Developer: str(),
+      BuildVer: int('an int16', { minimum: 0, maximum: 32767 }),
+      Description: str(),
+      BuildType: str(undefined, { enum: ['debug', 'release'] }),
+    }),
+    CheckResult: obj({
+      name: str('what was checked'),
+      ok: bool(),
+      severity: str('ok; warn for a problem the daemon works on with; fail for one it does not', {
+        enum: ['ok', 'warn', 'fail'],
+      }),
+      message: str('what was found'),
+    }),
+    SelfCheck: obj({ ok: bool('true when every check passed'), checks: arrayOf(schema('CheckResult')) }),
+
+    // Accounts, users, sessions
+    UserType: str('Roles, highest first: superuser > admin > visitor.', { enum: USER_TYPES }),
+    Username: str('3-32 characters of A-Z a-z 0-9 _ . -, unique ignoring case', { minLength: 3, maxLength: 32 }),
+    Password: str(
+      '8-256 characters with an uppercase letter, a lowercase letter, a digit and one of !@#$%^&*()_+-=[]{}|;:,.<>?',
+      { minLength: 8, maxLength: 256 },
+    ),
+    Credentials: obj({ username: schema('Username'), passwd: schema('Password'), 'type?': schema('UserType') }),
+    Account: obj({ userID: int(), username: str(), type: schema('UserType') }),
+    LoginResult: obj({
+      token: str('send it as X-Token; valid for 1 hour, or until logout or session removal'),
+      userID: int(),
+      username: str(),
+      type: schema('UserType'),
+      expireAt: dateTime('when the token expires (ISO 8601)'),
+    }),
+    WhoAmI: obj({
+      userID: int(),
+      username: str(),
+      type: schema('UserType'),
+      expireAt: {
+        type: ['string', 'null'],
+        format: 'date-time',
+        description: 'when the token (or API key) stops working; null for a key without an expiry',
+      },
+      'sessionID?': str('with a token: the session it belongs to (as /sessionMgr/list shows it)'),
+      'keyID?': str('with an API key: its public id'),
+      'keyName?': str('with an API key: its name'),
+    }),
+    ApiKeyName: str("1-64 characters of A-Z a-z 0-9 _ . -, unique among the owner's keys ignoring case", {
+      minLength: 1,
+      maxLength: 64,
+    }),
+    ApiKey: obj({
+      keyID: str('the public id: the middle part of the key, never secret'),
+      name: schema('ApiKeyName'),
+      userID: int('the owner'),
+      username: str(),
+      role: {
+        ...schema('UserType'),
+        description: "the highest role the key acts with; the owner's own role caps it too",
+      },
+      ratePerMinute: int('requests per minute (the per-token limit unless set)'),
+      createdAt: dateTime(),
+      createdBy: str('the owner, or the superuser who created it for them'),
+      expiresAt: { type: ['string', 'null'], format: 'date-time', description: 'null: it never expires' },
+      lastUsedAt: {
+        type: ['string', 'null'],
+        format: 'date-time',
+        description: 'the last request made with it (kept on disk to the minute); null: never used',
+      },
+    }),
+    NewApiKey: {
+      allOf: [
+        schema('ApiKey'),
+        obj({
+          key: str('the key, `twk_<id>_<secret>`: shown in this reply only; send it as Authorization: Bearer <key>', {
+            pattern: '^twk_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$',
+          }),
+        }),
+      ],
+    },
+    User: obj({
+      UserID: int(),
+      Username: str(),
+      Passwd: str('always empty', { const: '' }),
+      Type: schema('UserType'),
+      CreatedAt: str('YYYY-MM-DD HH:MM:SS', { pattern: '^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}$' }),
+    }),
+    Session: obj({ ID: str(), UserID: int(), Username: str(), ExpireAt: dateTime() }),
+
+    // Settings
+    Settings: obj(SETTINGS, {
+      description: 'Every setting under its flat name (dots included).',
+      additionalProperties: false,
+    }),
+    SettingsPatch: {
+      type: 'object',
+      properties: SETTINGS,
+      description:
+        'Any settings to change, several per request. Every key is checked first: an invalid value is a 400 naming it, and nothing changes. A key tunnelward does not know is logged as a warning and ignored (a 400 with ?strict=true).',
+    },
+    Setting: obj({ key: str(), value: { description: 'the value, of the type the Settings schema gives the key' } }),
+
+    // Instances
+    InstanceState: str(
+      'stopped; starting (spawned, not yet up for Instance.StartSecs); running; stopping; backoff (crashed, the watchdog restarts it); failed (given up, only a manual start leaves it)',
+      { enum: INSTANCE_STATES },
+    ),
+    LastExit: obj({
+      code: int(undefined, { type: ['integer', 'null'] }),
+      signal: str(undefined, { type: ['string', 'null'] }),
+      at: dateTime(),
+    }),
+    InstanceRuntime: obj(
+      {
+        state: schema('InstanceState'),
+        pid: int('the process id while it has one (starting, running, stopping)', { type: ['integer', 'null'] }),
+        'startedAt?': dateTime('while running: when its process started'),
+        'uptimeSecs?': int('while running', { minimum: 0 }),
+        restarts: int('automatic restarts since the last start by an operator', { minimum: 0 }),
+        lastExit: { description: 'the last end of its process', oneOf: [schema('LastExit'), { type: 'null' }] },
+        'nextStartAt?': dateTime('in backoff: when the watchdog starts it again'),
+        connected: {
+          description: 'logged in to its server, as frpc says; null while not running or not yet known',
+          type: ['boolean', 'null'],
+        },
+        proxyStatus: mapOf(
+          'how many of its proxies are in each status frpc reports, e.g. {"running": 2, "start error": 1}',
+          int(undefined, { minimum: 0 }),
+        ),
+      },
+      { description: 'What every view of an instance shows of its process, beside its record.' },
+    ),
+    Labels: mapOf(
+      `labels of the instance, key to value: a key is [prefix/]name (name 1-63 letters, digits, "-", "_", "." starting and ending with a letter or digit; prefix a DNS subdomain), a value empty or like a name; at most ${MAX_LABELS}`,
+      str(undefined, { pattern: LABEL_VALUE_PATTERN }),
+      { propertyNames: { pattern: LABEL_KEY_PATTERN, maxLength: 317 }, maxProperties: MAX_LABELS },
+    ),
+    InstanceSummary: {
+      allOf: [
+        obj({
+          instanceID: int(),
+          name: str(),
+          createdAt: dateTime(),
+          createdBy: str('username of the creator'),
+          bootAtStart: bool('started at boot'),
+          labels: schema('Labels'),
+          isRunning: bool('state is running'),
+          'cpuPercent?': num(
+            'while running: the share of one core its process used (100 = one core) since the previous list at least a second before, or since it started; read from /proc at most once a second',
+            { minimum: 0 },
+          ),
+          'rssBytes?': int('while running: its resident memory, from /proc', { minimum: 0 }),
+        }),
+        schema('InstanceRuntime'),
+      ],
+    },
+    InstanceStatus: {
+      allOf: [
+        obj({
+          name: str(),
+          initSystem: str('what runs the tunnels', { enum: INIT_SYSTEMS }),
+          'serviceName?': str('the service name (absent on Windows)'),
+          isRunning: bool('state is running'),
+        }),
+        schema('InstanceRuntime'),
+      ],
+    },
+    InstanceInfo: {
+      allOf: [
+        obj({
+          instanceID: int(),
+          name: str(),
+          serviceName: str(),
+          createdAt: dateTime(),
+          createdBy: str(),
+          isRunning: bool(),
+          auth_method: str('auth.method of the config file'),
+          bootAtStart: bool(),
+          labels: schema('Labels'),
+          'runUser?': str('left out for a visitor while Visitor.ShowDetails hides details'),
+          'configPath?': str('left out for a visitor while Visitor.ShowDetails hides details'),
+          'serverAddr?': str('admin and superuser only'),
+          'serverPort?': str('admin and superuser only'),
+          'environment?': mapOf(
+            'admin and superuser only: the names of its environment variables, each value shown as ********',
+            str(undefined, { const: '********' }),
+          ),
+        }),
+        schema('InstanceRuntime'),
+      ],
+    },
+    InstanceCreateRequest: obj({
+      instanceInfo: obj({
+        name: schema('InstanceName'),
+        serverAddr: str('frps address'),
+        serverPort: str('frps port'),
+        auth_method: str('auth.method towards frps'),
+      }),
+      'bootAtStart?': bool('start at boot (default false)'),
+      'runUser?': str('operating-system user the tunnel runs as (default root)'),
+      'labels?': schema('Labels'),
+      'additionalProperties?': mapOf(
+        "frpc's top-level config keys, nested or dotted; an unknown key or a wrong type is a 400 naming it",
+      ),
+    }),
+    BootServiceFailure: obj(
+      {
+        'bootServiceError?': str('what failed when creating or removing the boot service'),
+        'instanceName?': str(),
+      },
+      { description: 'Present only when a boot-service operation failed; the request still succeeded.' },
+    ),
+    InstanceCreated: {
+      allOf: [
+        obj({ instanceID: int(), name: str(), configPath: str(), bootAtStart: bool(), labels: schema('Labels') }),
+        schema('BootServiceFailure'),
+      ],
+    },
+    InstanceDeleted: obj({ instanceID: int(), name: str(), logKept: bool('whether its log was left in place') }),
+    InstanceModifyRequest: {
+      description: 'One of three kinds of change, chosen by type.',
+      oneOf: [
+        obj({
+          instanceID: schema('Id'),
+          type: { const: 'configFile' },
+          modifiedData: mapOf(
+            "frpc's top-level keys (server, auth, transport, log, ...), nested or dotted; null removes a key. Proxies are untouched.",
+          ),
+        }),
+        obj({
+          instanceID: schema('Id'),
+          type: { const: 'systemConfig' },
+          modifiedData: obj(
+            { 'name?': schema('InstanceName'), 'bootAtStart?': bool(), 'runUser?': str() },
+            {
+              additionalProperties: false,
+            },
+          ),
+        }),
+        obj({
+          instanceID: schema('Id'),
+          type: { const: 'environment' },
+          modifiedData: mapOf(
+            'environment variable NAME to its value (write-only), or null to remove it; the config file reads them as {{ .Envs.NAME }}',
+            { type: ['string', 'null'] },
+            { minProperties: 1 },
+          ),
+        }),
+        obj({
+          instanceID: schema('Id'),
+          type: { const: 'labels' },
+          modifiedData: mapOf(
+            'label key to its new value, or null to remove it (the Labels rules); the others stay as they are',
+            { anyOf: [str(undefined, { pattern: LABEL_VALUE_PATTERN }), { type: 'null' }] },
+            { propertyNames: { pattern: LABEL_KEY_PATTERN, maxLength: 317 } },
+          ),
+        }),
+      ],
+    },
+    InstanceModified: {
+      description: 'What the change did, by the type of the request.',
+      oneOf: [
+        obj(
+          {
+            instanceID: int(),
+            configPath: str(),
+            applied: str('a running tunnel is restarted to apply it', { enum: ['restart', 'on next start'] }),
+          },
+          { title: 'configFile' },
+        ),
+        {
+          title: 'systemConfig',
+          allOf: [
+            obj({ instanceID: int(), configPath: str(), bootAtStart: bool(), runUser: str() }),
+            schema('BootServiceFailure'),
+          ],
+        },
+        obj(
+          {
+            instanceID: int(),
+            environment: mapOf('its variables, each value shown as ********', str(undefined, { const: '********' })),
+          },
+          { title: 'environment' },
+        ),
+        obj({ instanceID: int(), labels: schema('Labels') }, { title: 'labels' }),
+      ],
+    },
+    InstanceCommandRequest: {
+      description:
+        'One instance (instanceID, the contract form), or many (instanceIDs, or all: true); exactly one of them.',
+      ...obj({
+        'instanceID?': schema('Id'),
+        'instanceIDs?': { ...arrayOf(schema('Id'), 'repeated ids count once'), minItems: 1, maxItems: MAX_IDS },
+        'all?': { const: true, description: 'every instance' },
+      }),
+      oneOf: [{ required: ['instanceID'] }, { required: ['instanceIDs'] }, { required: ['all'] }],
+    },
+    CommandResult: obj({
+      instanceID: int(),
+      name: str('null for an id that names no instance', { type: ['string', 'null'] }),
+      ok: bool('it succeeded, or it was already as asked'),
+      state: {
+        description: 'its state now; null for an id that names no instance',
+        oneOf: [schema('InstanceState'), { type: 'null' }],
+      },
+      unchanged: bool('it was already as asked (start of a running one, stop of a stopped one): ok, nothing done'),
+      message: str('what happened to it'),
+    }),
+    BulkCommandResult: obj({
+      ok: int('instances whose command succeeded, those already as asked included'),
+      failed: int('instances whose command failed'),
+      unchanged: int('of the ok ones, those already as asked'),
+      results: arrayOf(schema('CommandResult')),
+    }),
+    CommandOutcome: {
+      description: 'An empty object for the one-instance form; the outcome of each for the many-instance forms.',
+      oneOf: [{ type: 'object', maxProperties: 0 }, schema('BulkCommandResult')],
+    },
+    InstanceImportRequest: obj({
+      name: schema('InstanceName'),
+      content: str('the text of an frpc config file'),
+      'format?': str('guessed from the content when omitted', { enum: CONFIG_FORMATS }),
+      'bootAtStart?': bool('start at boot (default false)'),
+      'runUser?': str('operating-system user the tunnel runs as (default root)'),
+      'labels?': schema('Labels'),
+    }),
+    InstanceImported: {
+      allOf: [
+        obj({
+          instanceID: int(),
+          name: str(),
+          configPath: str(),
+          format: str('the format the content was read as', { enum: CONFIG_FORMATS }),
+          proxyCount: int('[[proxies]] imported', { minimum: 0 }),
+          visitorCount: int('[[visitors]] imported', { minimum: 0 }),
+          bootAtStart: bool(),
+          labels: schema('Labels'),
+        }),
+        schema('BootServiceFailure'),
+      ],
+    },
+    InstanceExport: obj({
+      instanceID: int(),
+      name: str(),
+      format: str(undefined, { const: 'toml' }),
+      content: str("the config file in frpc's current TOML, without tunnelward's own admin endpoint (webServer)"),
+      masked: bool('whether secrets were replaced by ********'),
+      version: str('the version of the file (a short hash of what it says); replaceConfig takes it as baseVersion'),
+    }),
+    InstanceReplaceConfigRequest: obj({
+      instanceID: schema('Id'),
+      content: str(
+        "the whole config file as TOML (an export, edited); a secret left as ******** keeps its value, and webServer stays tunnelward's",
+      ),
+      'baseVersion?': str('the version the edit started from (export gives it): a file changed since then is a 409'),
+      'dryRun?': bool('check and show the diff, write nothing'),
+    }),
+    InstanceConfigReplaced: obj({
+      instanceID: int(),
+      configPath: str(),
+      changed: bool('false when the text says what the file already said: nothing was written'),
+      applied: str(
+        'how the change reached the tunnel: frpc reload (only proxies or visitors changed), a restart (top-level settings changed), at its next start (not running); unchanged, or not applied (dry run)',
+        { enum: ['reload', 'restart', 'on next start', 'unchanged', 'not applied'] },
+      ),
+      diff: str('unified diff of the file (secrets masked as in export); empty when nothing changed'),
+      version: str('the version of the file now'),
+      notes: arrayOf(str(), 'what was kept or changed other than as written (webServer, log.to)'),
+    }),
+
+    // Proxies
+    Applied: str('how the change reached the tunnel: frpc reload, a restart, or at its next start', {
+      enum: ['reload', 'restart', 'on next start'],
+    }),
+    Proxy: obj(
+      {
+        name: str('identifies the proxy inside its instance'),
+        type: str('tcp, udp, http, https, tcpmux, stcp, sudp or xtcp'),
+        localIP: str("'' when absent"),
+        localPort: str("'' when absent"),
+        remotePort: str("'' when absent"),
+        enabled: bool(),
+      },
+      {
+        description:
+          'A [[proxies]] entry of the config file; every other key frpc knows for its type follows, nested as in the file, secrets shown as ********.',
+        additionalProperties: true,
+      },
+    ),
+    ListedProxy: {
+      allOf: [
+        schema('Proxy'),
+        obj(
+          {
+            status: str('as frpc reports it: running, start error, check failed, wait start, new, closed', {
+              type: ['string', 'null'],
+            }),
+            err: str("frpc's error, or ''"),
+            'remoteAddr?': str("address and port on the server (tcp, udp), or ''; admin and superuser only"),
+            statusSince: str('since when it has that status', { type: ['string', 'null'], format: 'date-time' }),
+          },
+          { description: "null/empty while the tunnel does not run or before frpc's status is known" },
+        ),
+      ],
+    },
+    ProxyList: obj({
+      instanceID: int(),
+      proxyCount: int(),
+      proxies: arrayOf({ oneOf: [schema('ListedProxy'), schema('GuestProxy')] }),
+      visitorCount: int(),
+      visitors: arrayOf(
+        { oneOf: [schema('Visitor'), schema('GuestVisitor')] },
+        'the [[visitors]] of the file, read-only',
+      ),
+    }),
+    Visitor: obj(
+      {
+        name: str(),
+        type: str('stcp, sudp or xtcp'),
+        serverName: str('the proxy it reaches'),
+        serverUser: str("the user of that proxy, '' for the same user"),
+        bindAddr: str("where it listens; '' when absent (frpc binds 127.0.0.1)"),
+        bindPort: str("'' when absent"),
+        enabled: bool(),
+      },
+      { description: 'A [[visitors]] entry of the config file; its secretKey is never shown.' },
+    ),
+    GuestVisitor: obj(
+      { name: str(), type: str(), enabled: bool() },
+      {
+        description:
+          'What a visitor is shown of a visitor while Visitor.ShowDetails is off: these fields and no other.',
+        additionalProperties: false,
+      },
+    ),
+    GuestProxy: obj(
+      {
+        name: str(),
+        type: str(),
+        enabled: bool(),
+        status: { type: ['string', 'null'] },
+        err: str(),
+        statusSince: { type: ['string', 'null'], format: 'date-time' },
+      },
+      {
+        description:
+          'What a visitor sees of a proxy while Visitor.ShowDetails hides details: these fields and no other (no address, no port).',
+        additionalProperties: false,
+      },
+    ),
+    AuditEntry: obj({
+      id: int('pages back with before=<id>'),
+      at: dateTime(),
+      userID: { type: ['integer', 'null'] },
+      username: str("who: the session's user, or the name a login or registration was tried with"),
+      ip: str('from where: the client, as TrustedProxies lets it be known'),
+      action: str('what: instance.create, instance.start, proxy.modify, settings.set, user.create, login, ...'),
+      targetType: {
+        type: ['string', 'null'],
+        description: 'instance, proxy, user, session, apiKey, settings or service',
+      },
+      targetID: { type: ['string', 'null'] },
+      targetName: { type: ['string', 'null'] },
+      detail: {
+        type: ['object', 'null'],
+        description: 'facts safe to keep: the keys changed (never their values), the kind of modification',
+      },
+      status: int('the HTTP status of the reply'),
+      outcome: str(undefined, { enum: ['ok', 'failed'] }),
+      message: str("the reply's message"),
+    }),
+    AuditPage: obj({
+      entries: arrayOf(schema('AuditEntry'), 'newest first'),
+      nextBefore: { type: ['integer', 'null'], description: 'before= for the next (older) page; null on the last' },
+    }),
+    ProxyInfo: obj(
+      {
+        'name?': str(),
+        'type?': str(),
+        'localIP?': str(),
+        'localPort?': { type: ['string', 'integer'] },
+        'remotePort?': { type: ['string', 'integer'] },
+        'enabled?': {
+          description: 'true or false, also as the strings "true" and "false" (as every frpc boolean here)',
+          oneOf: [bool(), str(undefined, { enum: ['true', 'false'] })],
+        },
+      },
+      {
+        description:
+          'A proxy: name and type (required to create), and any key frpc accepts for its type, nested or dotted; in a modify, a key left out keeps its value and null removes it. Ports are integers or strings holding them, booleans true/false or "true"/"false". Unknown keys and wrong types are a 400 naming them.',
+        additionalProperties: true,
+      },
+    ),
+    ProxyCreateRequest: obj({ instanceID: schema('Id'), proxyInfo: schema('ProxyInfo') }),
+    ProxyModifyRequest: obj(
+      {
+        instanceID: schema('Id'),
+        proxyInfo: schema('ProxyInfo'),
+        'oldName?': {
+          ...schema('ProxyName'),
+          description: 'the proxy to modify, when it is renamed (also accepted inside proxyInfo)',
+        },
+        'newName?': { ...schema('ProxyName'), description: 'its new name (also accepted inside proxyInfo)' },
+      },
+      {
+        description: 'proxyInfo.name selects the proxy, unless oldName is given.',
+        anyOf: [
+          { required: ['oldName'] },
+          { properties: { proxyInfo: { required: ['name'], properties: { name: schema('ProxyName') } } } },
         ],
       },
-      obj(
-        {
-          instanceID: int(),
-          environment: mapOf('its variables, each value shown as ********', str(undefined, { const: '********' })),
-        },
-        { title: 'environment' },
-      ),
-      obj({ instanceID: int(), labels: schema('Labels') }, { title: 'labels' }),
-    ],
-  },
-  InstanceCommandRequest: {
-    description:
-      'One instance (instanceID, the contract form), or many (instanceIDs, or all: true); exactly one of them.',
-    ...obj({
-      'instanceID?': schema('Id'),
-      'instanceIDs?': { ...arrayOf(schema('Id'), 'repeated ids count once'), minItems: 1, maxItems: MAX_IDS },
-      'all?': { const: true, description: 'every instance' },
+    ),
+    ProxyDeleteRequest: obj({ instanceID: schema('Id'), proxyName: schema('ProxyName') }),
+    ProxySetStatusRequest: obj({ instanceID: schema('Id'), proxyName: schema('ProxyName'), enabled: bool() }),
+    ProxyName: str('1-64 characters, each a letter, a digit, "_", "." or "-"; unique in its instance', {
+      pattern: PROXY_NAME.source,
     }),
-    oneOf: [{ required: ['instanceID'] }, { required: ['instanceIDs'] }, { required: ['all'] }],
-  },
-  CommandResult: obj({
-    instanceID: int(),
-    name: str('null for an id that names no instance', { type: ['string', 'null'] }),
-    ok: bool('it succeeded, or it was already as asked'),
-    state: {
-      description: 'its state now; null for an id that names no instance',
-      oneOf: [schema('InstanceState'), { type: 'null' }],
-    },
-    unchanged: bool('it was already as asked (start of a running one, stop of a stopped one): ok, nothing done'),
-    message: str('what happened to it'),
-  }),
-  BulkCommandResult: obj({
-    ok: int('instances whose command succeeded, those already as asked included'),
-    failed: int('instances whose command failed'),
-    unchanged: int('of the ok ones, those already as asked'),
-    results: arrayOf(schema('CommandResult')),
-  }),
-  CommandOutcome: {
-    description: 'An empty object for the one-instance form; the outcome of each for the many-instance forms.',
-    oneOf: [{ type: 'object', maxProperties: 0 }, schema('BulkCommandResult')],
-  },
-  InstanceImportRequest: obj({
-    name: schema('InstanceName'),
-    content: str('the text of an frpc config file'),
-    'format?': str('guessed from the content when omitted', { enum: CONFIG_FORMATS }),
-    'bootAtStart?': bool('start at boot (default false)'),
-    'runUser?': str('operating-system user the tunnel runs as (default root)'),
-    'labels?': schema('Labels'),
-  }),
-  InstanceImported: {
-    allOf: [
-      obj({
-        instanceID: int(),
-        name: str(),
-        configPath: str(),
-        format: str('the format the content was read as', { enum: CONFIG_FORMATS }),
-        proxyCount: int('[[proxies]] imported', { minimum: 0 }),
-        visitorCount: int('[[visitors]] imported', { minimum: 0 }),
-        bootAtStart: bool(),
-        labels: schema('Labels'),
+    InstanceName: {
+      ...str('1-64 characters, each a letter, a digit, "_", "." or "-", not only digits; unique', {
+        pattern: INSTANCE_NAME.source,
       }),
-      schema('BootServiceFailure'),
-    ],
-  },
-  InstanceExport: obj({
-    instanceID: int(),
-    name: str(),
-    format: str(undefined, { const: 'toml' }),
-    content: str("the config file in frpc's current TOML, without tunnelward's own admin endpoint (webServer)"),
-    masked: bool('whether secrets were replaced by ********'),
-    version: str('the version of the file (a short hash of what it says); replaceConfig takes it as baseVersion'),
-  }),
-  InstanceReplaceConfigRequest: obj({
-    instanceID: schema('Id'),
-    content: str(
-      "the whole config file as TOML (an export, edited); a secret left as ******** keeps its value, and webServer stays tunnelward's",
-    ),
-    'baseVersion?': str('the version the edit started from (export gives it): a file changed since then is a 409'),
-    'dryRun?': bool('check and show the diff, write nothing'),
-  }),
-  InstanceConfigReplaced: obj({
-    instanceID: int(),
-    configPath: str(),
-    changed: bool('false when the text says what the file already said: nothing was written'),
-    applied: str(
-      'how the change reached the tunnel: frpc reload (only proxies or visitors changed), a restart (top-level settings changed), at its next start (not running); unchanged, or not applied (dry run)',
-      { enum: ['reload', 'restart', 'on next start', 'unchanged', 'not applied'] },
-    ),
-    diff: str('unified diff of the file (secrets masked as in export); empty when nothing changed'),
-    version: str('the version of the file now'),
-    notes: arrayOf(str(), 'what was kept or changed other than as written (webServer, log.to)'),
-  }),
+      not: { pattern: ONLY_DIGITS.source },
+    },
+    ProxyEdited: obj({ instanceID: int(), configPath: str(), proxyName: str(), applied: schema('Applied') }),
 
-  // Proxies
-  Applied: str('how the change reached the tunnel: frpc reload, a restart, or at its next start', {
-    enum: ['reload', 'restart', 'on next start'],
-  }),
-  Proxy: obj(
-    {
-      name: str('identifies the proxy inside its instance'),
-      type: str('tcp, udp, http, https, tcpmux, stcp, sudp or xtcp'),
-      localIP: str("'' when absent"),
-      localPort: str("'' when absent"),
-      remotePort: str("'' when absent"),
-      enabled: bool(),
-    },
-    {
-      description:
-        'A [[proxies]] entry of the config file; every other key frpc knows for its type follows, nested as in the file, secrets shown as ********.',
-      additionalProperties: true,
-    },
-  ),
-  ListedProxy: {
-    allOf: [
-      schema('Proxy'),
-      obj(
-        {
-          status: str('as frpc reports it: running, start error, check failed, wait start, new, closed', {
-            type: ['string', 'null'],
-          }),
-          err: str("frpc's error, or ''"),
-          'remoteAddr?': str("address and port on the server (tcp, udp), or ''; admin and superuser only"),
-          statusSince: str('since when it has that status', { type: ['string', 'null'], format: 'date-time' }),
-        },
-        { description: "null/empty while the tunnel does not run or before frpc's status is known" },
-      ),
-    ],
-  },
-  ProxyList: obj({
-    instanceID: int(),
-    proxyCount: int(),
-    proxies: arrayOf({ oneOf: [schema('ListedProxy'), schema('GuestProxy')] }),
-    visitorCount: int(),
-    visitors: arrayOf(
-      { oneOf: [schema('Visitor'), schema('GuestVisitor')] },
-      'the [[visitors]] of the file, read-only',
-    ),
-  }),
-  Visitor: obj(
-    {
-      name: str(),
-      type: str('stcp, sudp or xtcp'),
-      serverName: str('the proxy it reaches'),
-      serverUser: str("the user of that proxy, '' for the same user"),
-      bindAddr: str("where it listens; '' when absent (frpc binds 127.0.0.1)"),
-      bindPort: str("'' when absent"),
-      enabled: bool(),
-    },
-    { description: 'A [[visitors]] entry of the config file; its secretKey is never shown.' },
-  ),
-  GuestVisitor: obj(
-    { name: str(), type: str(), enabled: bool() },
-    {
-      description: 'What a visitor is shown of a visitor while Visitor.ShowDetails is off: these fields and no other.',
-      additionalProperties: false,
-    },
-  ),
-  GuestProxy: obj(
-    {
-      name: str(),
-      type: str(),
-      enabled: bool(),
-      status: { type: ['string', 'null'] },
-      err: str(),
-      statusSince: { type: ['string', 'null'], format: 'date-time' },
-    },
-    {
-      description:
-        'What a visitor sees of a proxy while Visitor.ShowDetails hides details: these fields and no other (no address, no port).',
-      additionalProperties: false,
-    },
-  ),
-  AuditEntry: obj({
-    id: int('pages back with before=<id>'),
-    at: dateTime(),
-    userID: { type: ['integer', 'null'] },
-    username: str("who: the session's user, or the name a login or registration was tried with"),
-    ip: str('from where: the client, as TrustedProxies lets it be known'),
-    action: str('what: instance.create, instance.start, proxy.modify, settings.set, user.create, login, ...'),
-    targetType: {
-      type: ['string', 'null'],
-      description: 'instance, proxy, user, session, apiKey, settings or service',
-    },
-    targetID: { type: ['string', 'null'] },
-    targetName: { type: ['string', 'null'] },
-    detail: {
-      type: ['object', 'null'],
-      description: 'facts safe to keep: the keys changed (never their values), the kind of modification',
-    },
-    status: int('the HTTP status of the reply'),
-    outcome: str(undefined, { enum: ['ok', 'failed'] }),
-    message: str("the reply's message"),
-  }),
-  AuditPage: obj({
-    entries: arrayOf(schema('AuditEntry'), 'newest first'),
-    nextBefore: { type: ['integer', 'null'], description: 'before= for the next (older) page; null on the last' },
-  }),
-  ProxyInfo: obj(
-    {
-      'name?': str(),
-      'type?': str(),
-      'localIP?': str(),
-      'localPort?': { type: ['string', 'integer'] },
-      'remotePort?': { type: ['string', 'integer'] },
-      'enabled?': {
-        description: 'true or false, also as the strings "true" and "false" (as every frpc boolean here)',
-        oneOf: [bool(), str(undefined, { enum: ['true', 'false'] })],
-      },
-    },
-    {
-      description:
-        'A proxy: name and type (required to create), and any key frpc accepts for its type, nested or dotted; in a modify, a key left out keeps its value and null removes it. Ports are integers or strings holding them, booleans true/false or "true"/"false". Unknown keys and wrong types are a 400 naming them.',
-      additionalProperties: true,
-    },
-  ),
-  ProxyCreateRequest: obj({ instanceID: schema('Id'), proxyInfo: schema('ProxyInfo') }),
-  ProxyModifyRequest: obj(
-    {
-      instanceID: schema('Id'),
-      proxyInfo: schema('ProxyInfo'),
-      'oldName?': {
-        ...schema('ProxyName'),
-        description: 'the proxy to modify, when it is renamed (also accepted inside proxyInfo)',
-      },
-      'newName?': { ...schema('ProxyName'), description: 'its new name (also accepted inside proxyInfo)' },
-    },
-    {
-      description: 'proxyInfo.name selects the proxy, unless oldName is given.',
-      anyOf: [
-        { required: ['oldName'] },
-        { properties: { proxyInfo: { required: ['name'], properties: { name: schema('ProxyName') } } } },
+    // Streams
+    LogEntry: obj({
+      content: str(),
+      timestamp: str('YYYY-MM-DD HH:MM:SS.mmm', {
+        pattern: '^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}\\.\\d{3}$',
+      }),
+    }),
+    SystemLogEntry: {
+      allOf: [
+        schema('LogEntry'),
+        obj({ level: int('0 DEBUG, 1 INFO, 2 WARNING, 3 ERROR, 4 FATAL', { minimum: 0, maximum: 4 }) }),
       ],
     },
-  ),
-  ProxyDeleteRequest: obj({ instanceID: schema('Id'), proxyName: schema('ProxyName') }),
-  ProxySetStatusRequest: obj({ instanceID: schema('Id'), proxyName: schema('ProxyName'), enabled: bool() }),
-  ProxyName: str('1-64 characters, each a letter, a digit, "_", "." or "-"; unique in its instance', {
-    pattern: PROXY_NAME.source,
-  }),
-  InstanceName: {
-    ...str('1-64 characters, each a letter, a digit, "_", "." or "-", not only digits; unique', {
-      pattern: INSTANCE_NAME.source,
-    }),
-    not: { pattern: ONLY_DIGITS.source },
-  },
-  ProxyEdited: obj({ instanceID: int(), configPath: str(), proxyName: str(), applied: schema('Applied') }),
-
-  // Streams
-  LogEntry: obj({
-    content: str(),
-    timestamp: str('YYYY-MM-DD HH:MM:SS.mmm', {
-      pattern: '^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}\\.\\d{3}$',
-    }),
-  }),
-  SystemLogEntry: {
-    allOf: [
-      schema('LogEntry'),
-      obj({ level: int('0 DEBUG, 1 INFO, 2 WARNING, 3 ERROR, 4 FATAL', { minimum: 0, maximum: 4 }) }),
-    ],
-  },
-  InstanceLogEntry: {
-    allOf: [schema('LogEntry'), obj({ level: str(undefined, { enum: ['DEBUG', 'INFO', 'WARN', 'ERROR'] }) })],
-  },
-  Event: obj({
-    event: str(undefined, {
-      enum: [
-        'instance.state',
-        'instance.started',
-        'instance.stopped',
-        'instance.crashed',
-        'instance.restarting',
-        'instance.failed',
-        'instance.created',
-        'instance.modified',
-        'instance.deleted',
-        'instance.bootServiceError',
-        'instance.logFailed',
-        'instance.logRecovered',
-        'instance.connected',
-        'instance.disconnected',
-        'instance.status',
-        'proxy.up',
-        'proxy.down',
-        'service.started',
-        'service.stopping',
-      ],
-    }),
-    instanceID: int(undefined, { type: ['integer', 'null'] }),
-    name: str(),
-    from: str('state before', { type: ['string', 'null'] }),
-    to: str('state after (for proxy.up/down: the proxy status)', { type: ['string', 'null'] }),
-    exitCode: int(undefined, { type: ['integer', 'null'] }),
-    signal: str(undefined, { type: ['string', 'null'] }),
-    'attempt?': int('instance.restarting: crashes in a row'),
-    'delayMs?': int('instance.restarting: delay before the next start'),
-    'message?': str('what happened (bootServiceError, logFailed, logRecovered, modified)'),
-    'proxy?': str('proxy.up, proxy.down: which proxy'),
-    'err?': str("proxy.down: frpc's error"),
-    'connected?': {
-      type: ['boolean', 'null'],
-      description: 'instance.status: logged in to its server (null: not running or not known)',
+    InstanceLogEntry: {
+      allOf: [schema('LogEntry'), obj({ level: str(undefined, { enum: ['DEBUG', 'INFO', 'WARN', 'ERROR'] }) })],
     },
-    'proxyStatus?': mapOf('instance.status: how many of its proxies are in each status', int()),
-    at: dateTime(),
-    seq: int('one counter, persisted, shared with the webhooks; only goes up'),
-  }),
-  EventsStart: obj(
-    {
-      event: { const: 'events.start' },
-      lastSeq: int('the seq of the latest event'),
-      'replayed?': int('with since: how many missed events follow'),
-      'lost?': { const: true, description: 'with since: some missed events are no longer kept; read the list again' },
-      'oldestKept?': int(undefined, { type: ['integer', 'null'] }),
-      'message?': str(),
-    },
-    { description: 'The first message of /system/events: where the stream stands.' },
-  ),
-};
+    Event: obj({
+      event: str(undefined, {
+        enum: [
+          'instance.state',
+          'instance.started',
+          'instance.stopped',
+          'instance.crashed',
+          'instance.restarting',
+          'instance.failed',
+          'instance.created',
+          'instance.modified',
+          'instance.deleted',
+          'instance.bootServiceError',
+          'instance.logFailed',
+          'instance.logRecovered',
+          'instance.connected',
+          'instance.disconnected',
+          'instance.status',
+          'proxy.up',
+          'proxy.down',
+          'service.started',
+          'service.stopping',
+        ],
+      }),
+      instanceID: int(undefined, { type: ['integer', 'null'] }),
+      name: str(),
+      from: str('state before', { type: ['string', 'null'] }),
+      to: str('state after (for proxy.up/down: the proxy status)', { type: ['string', 'null'] }),
+      exitCode: int(undefined, { type: ['integer', 'null'] }),
+      signal: str(undefined, { type: ['string', 'null'] }),
+      'attempt?': int('instance.restarting: crashes in a row'),
+      'delayMs?': int('instance.restarting: delay before the next start'),
+      'message?': str('what happened (bootServiceError, logFailed, logRecovered, modified)'),
+      'proxy?': str('proxy.up, proxy.down: which proxy'),
+      'err?': str("proxy.down: frpc's error"),
+      'connected?': {
+        type: ['boolean', 'null'],
+        description: 'instance.status: logged in to its server (null: not running or not known)',
+      },
+      'proxyStatus?': mapOf('instance.status: how many of its proxies are in each status', int()),
+      at: dateTime(),
+      seq: int('one counter, persisted, shared with the webhooks; only goes up'),
+    }),
+    EventsStart: obj(
+      {
+        event: { const: 'events.start' },
+        lastSeq: int('the seq of the latest event'),
+        'replayed?': int('with since: how many missed events follow'),
+        'lost?': { const: true, description: 'with since: some missed events are no longer kept; read the list again' },
+        'oldestKept?': int(undefined, { type: ['integer', 'null'] }),
+        'message?': str(),
+      },
+      { description: 'The first message of /system/events: where the stream stands.' },
+    ),
+  };
+}
 
 // ---- Responses ----
 

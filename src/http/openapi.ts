@@ -2,9 +2,9 @@ import { DEFAULTS } from '../settings/defaults.js';
 import { loadSoftwareInfo, type SoftwareInfo } from '../system/software-info.js';
 import type { Access } from './auth.js';
 import { CLOSE, SEQ_PATTERN } from './log-streams.js';
-import { jsonSchemaOf, NAMED_SCHEMAS, queryParameters, type Operation as DeclaredOperation } from './operation.js';
+import { jsonSchemaOf, NAMED_SCHEMAS, queryParameters, type Operation } from './operation.js';
 import { ID_STRING_PATTERN } from './params.js';
-import { ERRORS, RESPONSES, schema, SCHEMAS, str, type Json } from './openapi-schemas.js';
+import { componentSchemas, ERRORS, RESPONSES, schema, str, type Json } from './openapi-schemas.js';
 import { declaredOperations } from './routes/operations.js';
 
 /**
@@ -40,20 +40,6 @@ const SECURITY: Record<Access, Json[]> = {
   ],
 };
 
-interface Operation {
-  tag: string;
-  summary: string;
-  description?: string;
-  access: Access;
-  /** Query parameters (a GET's; each may also come as an `X-<name>` header). */
-  query?: Json[];
-  /** The JSON body of a POST. */
-  body?: Json;
-  ok: Json;
-  /** Statuses this operation answers beyond those every operation of its method and access level may. */
-  errors?: Partial<Record<number, string>>;
-}
-
 /** The statuses an operation may answer because of its method and access level alone. */
 function commonStatuses(method: 'get' | 'post', access: Access): number[] {
   const statuses = [500];
@@ -77,19 +63,11 @@ const operationId = (path: string) =>
     .replaceAll('/', '.');
 
 /** A declared operation as the document shows it: its schemas turned into JSON Schema. */
-function declared(op: DeclaredOperation): [method: 'get' | 'post', path: string, Operation] {
-  const { method, path, query, body, ...rest } = op;
-  return [
-    method,
-    path,
-    { ...rest, ...(query ? { query: queryParameters(query) } : {}), ...(body ? { body: jsonSchemaOf(body) } : {}) },
-  ];
-}
-
-function operation(method: 'get' | 'post', path: string, op: Operation): Json {
-  const statuses = new Set([...commonStatuses(method, op.access), ...Object.keys(op.errors ?? {}).map(Number)]);
+function operation(op: Operation): Json {
+  const parameters = op.query ? queryParameters(op.query) : [];
+  const statuses = new Set([...commonStatuses(op.method, op.access), ...Object.keys(op.errors ?? {}).map(Number)]);
   // A parameter may be malformed, or given twice.
-  if (op.query?.length) statuses.add(400);
+  if (parameters.length > 0) statuses.add(400);
   const responses: Json = { '200': op.ok };
   for (const status of [...statuses].sort((a, b) => a - b)) {
     responses[String(status)] = errorResponse(status, op.errors?.[status]);
@@ -98,11 +76,13 @@ function operation(method: 'get' | 'post', path: string, op: Operation): Json {
     tags: [op.tag],
     summary: op.summary,
     description: `${op.description ? `${op.description}\n\n` : ''}Access: ${ACCESS_TEXT[op.access]}.`,
-    operationId: operationId(path),
+    operationId: operationId(op.path),
     'x-access': op.access,
     security: SECURITY[op.access],
-    ...(op.query ? { parameters: op.query } : {}),
-    ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: op.body } } } } : {}),
+    ...(op.query ? { parameters } : {}),
+    ...(op.body
+      ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchemaOf(op.body) } } } }
+      : {}),
     responses,
   };
 }
@@ -277,8 +257,7 @@ The WebSocket streams are listed as GET operations with \`x-websocket: true\` an
 /** The OpenAPI 3.1 document of the whole API, as plain data. */
 export function openApiDocument(info: Pick<SoftwareInfo, 'Version'> = loadSoftwareInfo()): Json {
   const paths: Record<string, Json> = {};
-  for (const [method, path, op] of declaredOperations().map(declared))
-    paths[path] = { ...paths[path], [method]: operation(method, path, op) };
+  for (const op of declaredOperations()) paths[op.path] = { ...paths[op.path], [op.method]: operation(op) };
   for (const [path, stream] of STREAMS) paths[path] = { ...paths[path], get: streamOperation(path, stream) };
   return {
     openapi: '3.1.0',
@@ -302,7 +281,7 @@ export function openApiDocument(info: Pick<SoftwareInfo, 'Version'> = loadSoftwa
     ],
     paths,
     components: {
-      schemas: { ...SCHEMAS, ...NAMED_SCHEMAS },
+      schemas: { ...componentSchemas(), ...NAMED_SCHEMAS },
       responses: RESPONSES,
       securitySchemes: {
         Token: {

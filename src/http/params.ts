@@ -48,6 +48,15 @@ export const idField = z
   .describe('an id: an integer, or a string holding one')
   .transform(Number);
 
+/** An id in a query string (or its X- header): digits, parsed to a number. */
+export const idParam = (description: string) =>
+  z
+    .string()
+    .min(1, 'is required')
+    .regex(ID_STRING, 'must be a positive integer')
+    .describe(description)
+    .transform(Number);
+
 /** An id: an integer, or a string holding one (the contract sends ids both ways). */
 export function requiredId(fields: Fields, name: string): number {
   const v = fields[name];

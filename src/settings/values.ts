@@ -43,10 +43,7 @@ export const optionalPath = z.union([z.literal(''), absolutePath], saying(PATH_R
 /** A program: an absolute path, or a bare name looked up on PATH (a relative path would depend on the working dir). */
 export const PROGRAM_NAME = /^[A-Za-z0-9_+-][A-Za-z0-9_.+-]*$/;
 const COMMAND_RULE = 'must be an absolute path, or a program name on PATH (letters, digits and _ . + -)';
-export const command = z.union(
-  [z.string().regex(PROGRAM_NAME), z.string().regex(new RegExp(ABSOLUTE_PATH_PATTERN))],
-  saying(COMMAND_RULE),
-);
+export const command = z.union([z.string().regex(PROGRAM_NAME), absolutePath], saying(COMMAND_RULE));
 
 /** A host name as ListenAddr takes one (an IP address is the other form). */
 export const HOST_NAME_PATTERN = '^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$';

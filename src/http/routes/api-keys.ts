@@ -8,7 +8,7 @@ import { viaApiKey } from '../auth.js';
 import { reply } from '../envelope.js';
 import { arrayOf, int, obj, ok, schema, str } from '../openapi-schemas.js';
 import { operation } from '../operation.js';
-import { idField, ID_STRING_PATTERN } from '../params.js';
+import { idField, idParam } from '../params.js';
 import type { RouteDeps } from '../app.js';
 import { ResourceRouter } from '../resource-router.js';
 
@@ -70,11 +70,7 @@ export const listApiKeys = operation({
   description: 'Your own; a superuser may name any user. Expired keys are listed until revoked.',
   access: 'visitor',
   query: z.object({
-    userID: z
-      .string()
-      .regex(new RegExp(ID_STRING_PATTERN), 'must be a positive integer')
-      .optional()
-      .describe('whose keys; yourself when left out'),
+    userID: idParam('whose keys; yourself when left out').optional(),
   }),
   ok: ok('The keys, oldest first', arrayOf(schema('ApiKey'))),
   errors: {
@@ -140,7 +136,7 @@ export function apiKeyRoutes({ apiKeys, guards }: RouteDeps): ResourceRouter {
   });
 
   router.route(listApiKeys, async (ctx, { query }) => {
-    const userID = query.userID === undefined ? ctx.state.auth.user.id : Number(query.userID);
+    const userID = query.userID ?? ctx.state.auth.user.id;
     const { owner, keys } = apiKeys.list(ctx.state.auth.user, userID);
     reply(
       ctx,

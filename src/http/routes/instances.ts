@@ -14,11 +14,11 @@ import { checkLabels } from '../../instances/labels.js';
 import { seesOnlyGuestView } from '../exposure.js';
 import { reply, replyWithSecrets } from '../envelope.js';
 import { z } from 'zod';
-import { arrayOf, CONFIG_MISSING, ok, schema } from '../openapi-schemas.js';
+import { arrayOf, CONFIG_MISSING, documentedBy, NO_INSTANCE, ok, RESTART_FAILED, schema } from '../openapi-schemas.js';
 import { operation } from '../operation.js';
 import {
   idField,
-  ID_STRING_PATTERN,
+  idParam,
   MAX_IDS,
   optionalBool,
   optionalString,
@@ -87,20 +87,9 @@ const targets = (forms: readonly (typeof FORMS)[number][]) =>
     });
 
 /** The one instance of a GET (query, then X-instanceID header). */
-const instanceQuery = z.object({
-  instanceID: z
-    .string()
-    .min(1, 'is required')
-    .regex(new RegExp(ID_STRING_PATTERN), 'must be a positive integer')
-    .describe('the instance')
-    .transform(Number),
-});
+export const instanceQuery = z.object({ instanceID: idParam('the instance') });
 
-const NO_INSTANCE = 'No instance with that id.';
 const BAD_ID = 'instanceID missing or not a positive integer.';
-const RESTART_FAILED = 'The change is made but the restart that applies it failed.';
-/** A body whose fields the handler and the config check one by one, as the named component documents them. */
-const documentedBy = (component: string) => z.looseObject({}).meta({ $ref: `#/components/schemas/${component}` });
 
 export const createInstance = operation({
   method: 'post',

@@ -5,15 +5,22 @@ import { z } from 'zod';
 import { PROXY_NAME } from '../../config/proxy-edit.js';
 import { badRequest } from '../../errors.js';
 import { reply } from '../envelope.js';
-import { bool, CONFIG_MISSING, obj, ok, schema } from '../openapi-schemas.js';
+import {
+  bool,
+  CONFIG_MISSING,
+  documentedBy,
+  NO_INSTANCE,
+  obj,
+  ok,
+  RESTART_FAILED,
+  schema,
+} from '../openapi-schemas.js';
+import { instanceQuery } from './instances.js';
 import { operation } from '../operation.js';
-import { idField, ID_STRING_PATTERN, optionalString, type Fields } from '../params.js';
+import { idField, optionalString, type Fields } from '../params.js';
 import type { RouteDeps } from '../app.js';
 import { ResourceRouter } from '../resource-router.js';
 import { guestProxyView, guestVisitorView, seesOnlyGuestView } from '../exposure.js';
-
-const NO_INSTANCE = 'No instance with that id.';
-const RESTART_FAILED = 'The change is made but the restart that applies it failed.';
 
 /** A proxy's name, as the config checks it. */
 const proxyName = z
@@ -22,7 +29,7 @@ const proxyName = z
   .regex(PROXY_NAME, 'must be 1-64 characters, each a letter, a digit, "_", "." or "-"');
 
 /** A proxy's keys: frpc's, by type and plugin (checked by the config; the document's ProxyInfo describes them). */
-const proxyInfo = z.looseObject({}).meta({ $ref: '#/components/schemas/ProxyInfo' });
+const proxyInfo = documentedBy('ProxyInfo');
 
 export const createProxy = operation({
   method: 'post',
@@ -110,14 +117,7 @@ export const listProxies = operation({
   tag: 'proxies',
   summary: "An instance's proxies, from its config file, with frpc's live status",
   access: 'visitor',
-  query: z.object({
-    instanceID: z
-      .string()
-      .min(1, 'is required')
-      .regex(new RegExp(ID_STRING_PATTERN), 'must be a positive integer')
-      .describe('the instance')
-      .transform(Number),
-  }),
+  query: instanceQuery,
   ok: ok('Its proxies', schema('ProxyList')),
   errors: { 400: 'instanceID missing or not a positive integer.', 404: NO_INSTANCE, 409: CONFIG_MISSING },
 });

@@ -3,9 +3,8 @@ import { SETTING_KEYS, type Settings } from '../../settings/table.js';
 import { isSettingKey, namedUnknownKeys } from '../../settings/schema.js';
 import { badRequest, notFound } from '../../errors.js';
 import { reply } from '../envelope.js';
-import { ok, schema, SETTINGS } from '../openapi-schemas.js';
+import { documentedBy, ok, schema } from '../openapi-schemas.js';
 import { operation } from '../operation.js';
-import { body } from '../params.js';
 import type { RouteDeps } from '../app.js';
 import { ResourceRouter } from '../resource-router.js';
 
@@ -52,7 +51,7 @@ export const setSettings = operation({
       ),
   }),
   // Each value is checked by the settings themselves (src/settings/table.ts), which say what the document shows.
-  body: z.looseObject({}).meta({ properties: SETTINGS }),
+  body: documentedBy('SettingsPatch'),
   ok: ok(
     'Saved: the message names the settings changed, and each unknown key ignored with the key it most likely meant',
   ),
@@ -82,11 +81,11 @@ export function settingsRoutes({ settings, log, guards }: RouteDeps): ResourceRo
     reply(ctx, key, { key, value: shown(current, key) });
   });
 
-  router.route(setSettings, async (ctx, { query }) => {
+  router.route(setSettings, async (ctx, { query, body: given }) => {
     if ((ctx.request as { body?: unknown }).body === undefined) {
       throw badRequest('request body is required: a JSON object of settings to change');
     }
-    const patch = { ...body(ctx) };
+    const patch: Record<string, unknown> = { ...given };
     // A header sent back masked, as /settings/get shows it, keeps its current value.
     const headers = patch['Webhook.Headers'];
     if (headers && typeof headers === 'object' && !Array.isArray(headers)) {
