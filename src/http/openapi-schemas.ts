@@ -331,46 +331,6 @@ export function componentSchemas(): Record<string, Json> {
       ],
     },
     InstanceDeleted: obj({ instanceID: int(), name: str(), logKept: bool('whether its log was left in place') }),
-    InstanceModifyRequest: {
-      description: 'One of three kinds of change, chosen by type.',
-      oneOf: [
-        obj({
-          instanceID: schema('Id'),
-          type: { const: 'configFile' },
-          modifiedData: mapOf(
-            "frpc's top-level keys (server, auth, transport, log, ...), nested or dotted; null removes a key. Proxies are untouched.",
-          ),
-        }),
-        obj({
-          instanceID: schema('Id'),
-          type: { const: 'systemConfig' },
-          modifiedData: obj(
-            { 'name?': schema('InstanceName'), 'bootAtStart?': bool(), 'runUser?': str() },
-            {
-              additionalProperties: false,
-            },
-          ),
-        }),
-        obj({
-          instanceID: schema('Id'),
-          type: { const: 'environment' },
-          modifiedData: mapOf(
-            'environment variable NAME to its value (write-only), or null to remove it; the config file reads them as {{ .Envs.NAME }}',
-            { type: ['string', 'null'] },
-            { minProperties: 1 },
-          ),
-        }),
-        obj({
-          instanceID: schema('Id'),
-          type: { const: 'labels' },
-          modifiedData: mapOf(
-            'label key to its new value, or null to remove it (the Labels rules); the others stay as they are',
-            { anyOf: [str(undefined, { pattern: LABEL_VALUE_PATTERN }), { type: 'null' }] },
-            { propertyNames: { pattern: LABEL_KEY_PATTERN, maxLength: 317 } },
-          ),
-        }),
-      ],
-    },
     InstanceModified: {
       description: 'What the change did, by the type of the request.',
       oneOf: [

@@ -47,6 +47,7 @@ const TYPE_WORDS: Record<string, string> = {
   int: 'a whole number',
   boolean: 'a boolean (true or false)',
   object: 'an object',
+  record: 'an object',
   array: 'an array',
   null: 'null',
 };
@@ -60,7 +61,8 @@ function orList(values: readonly unknown[]): string {
 const ruleOf: z.core.$ZodErrorMap = (issue) => {
   switch (issue.code) {
     case 'invalid_type':
-      if (issue.input === undefined || issue.input === null) return 'is required';
+      if (issue.input === undefined) return 'is required';
+      if (issue.input === null) return `must be ${TYPE_WORDS[issue.expected] ?? issue.expected}, not null`;
       return `must be ${TYPE_WORDS[issue.expected] ?? issue.expected}`;
     case 'too_small':
       if (issue.origin === 'string') return `must be at least ${issue.minimum} characters long`;
@@ -72,6 +74,9 @@ const ruleOf: z.core.$ZodErrorMap = (issue) => {
       return `must be at most ${issue.maximum}`;
     case 'invalid_value':
       return `must be ${orList(issue.values)}`;
+    case 'invalid_union':
+      // A discriminated union names its choices (`type must be configFile, systemConfig, ...`).
+      return 'options' in issue && Array.isArray(issue.options) ? `must be ${orList(issue.options)}` : 'is not valid';
     case 'invalid_format':
       return issue.format === 'regex' ? `must match ${issue.pattern}` : `must be a valid ${issue.format}`;
     default:

@@ -10,7 +10,7 @@ import { serviceNameOf } from '../../../actors/boot-services.js';
 import type { Command } from '../../../machines/instance.machine.js';
 import { hasRole } from '../../accounts/rules.js';
 import { AppError, badRequest, conflict, forbidden } from '../../errors.js';
-import { checkLabels } from '../../instances/labels.js';
+import { checkLabels, LABEL_KEY_PATTERN, LABEL_VALUE_PATTERN } from '../../instances/labels.js';
 import { seesOnlyGuestView } from '../exposure.js';
 import { reply, replyWithSecrets } from '../envelope.js';
 import { z } from 'zod';
@@ -141,6 +141,10 @@ export const deleteInstance = operation({
   },
 });
 
+/** One kind of modify request: its type, and what modifiedData holds for it. */
+const modification = <Type extends string, Data extends z.ZodType>(type: Type, modifiedData: Data) =>
+  z.object({ instanceID: idField, type: z.literal(type), modifiedData });
+
 export const modifyInstance = operation({
   method: 'post',
   path: '/tunnelAct/instanceMgr/modify',
@@ -149,7 +153,47 @@ export const modifyInstance = operation({
   description:
     'configFile changes top-level frpc keys (a running tunnel is restarted to apply them); systemConfig changes name, bootAtStart and runUser (and the boot service: a failure still succeeds, with bootServiceError); environment sets write-only variables; labels sets (a string) or removes (null) labels.',
   access: 'admin',
-  body: documentedBy('InstanceModifyRequest'),
+  body: z
+    .discriminatedUnion('type', [
+      modification(
+        'configFile',
+        z
+          .record(z.string(), z.unknown())
+          .describe(
+            "frpc's top-level keys (server, auth, transport, log, ...), nested or dotted; null removes a key. Proxies are untouched.",
+          ),
+      ),
+      modification(
+        'systemConfig',
+        z.strictObject({
+          name: z.string().optional().meta({ $ref: '#/components/schemas/InstanceName' }),
+          bootAtStart: z.boolean().optional(),
+          runUser: z.string().optional().describe('operating-system user the tunnel runs as'),
+        }),
+      ),
+      modification(
+        'environment',
+        z
+          .record(z.string(), z.string({ error: 'must be a string, or null' }).nullable())
+          .refine((changes) => Object.keys(changes).length > 0, 'must name at least one variable')
+          .describe(
+            'environment variable NAME to its value (write-only), or null to remove it; the config file reads them as {{ .Envs.NAME }}',
+          ),
+      ),
+      modification(
+        'labels',
+        z
+          .record(
+            // The rules are checked by checkLabels, whose messages say which part of a key is wrong.
+            z.string().meta({ pattern: LABEL_KEY_PATTERN, maxLength: 317 }),
+            z.string().meta({ pattern: LABEL_VALUE_PATTERN }).nullable(),
+          )
+          .describe(
+            'label key to its new value, or null to remove it (the Labels rules); the others stay as they are',
+          ),
+      ),
+    ])
+    .describe('One of four kinds of change, chosen by type.'),
   ok: ok('Modified', schema('InstanceModified')),
   errors: {
     400: 'An invalid field, an unknown type or key, or a value frpc would refuse.',
@@ -451,9 +495,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
   });
 
   router.route(modifyInstance, async (ctx, { body: fields }) => {
-    const id = requiredId(fields, 'instanceID');
-    const type = requiredString(fields, 'type');
-    const data = objectField(fields, 'modifiedData', true)!;
+    const { instanceID: id, type, modifiedData: data } = fields;
     if (type === 'configFile') {
       const { record, applied } = await supervisor.modifyConfig(id, data);
       const how = applied === 'restart' ? 'applied by a restart' : 'it applies at the next start';
@@ -463,13 +505,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
         applied,
       });
     } else if (type === 'systemConfig') {
-      const unknown = Object.keys(data).filter((k) => !['name', 'bootAtStart', 'runUser'].includes(k));
-      if (unknown.length > 0) throw badRequest(`unknown systemConfig keys: ${unknown.join(', ')}`);
-      const { record, bootServiceError } = await supervisor.catalogue.modifySystem(id, {
-        name: optionalString(data, 'name'),
-        bootAtStart: optionalBool(data, 'bootAtStart'),
-        runUser: optionalString(data, 'runUser'),
-      });
+      const { record, bootServiceError } = await supervisor.catalogue.modifySystem(id, data);
       reply(
         ctx,
         `instance ${record.name} modified${bootServiceError ? ', but its boot service could not be changed' : ''}`,
@@ -490,8 +526,6 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
     } else if (type === 'labels') {
       const record = await supervisor.catalogue.modifyLabels(id, checkLabels(data, 'modifiedData', true));
       reply(ctx, `labels of instance ${record.name} changed`, { instanceID: record.id, labels: record.labels });
-    } else {
-      throw badRequest('type must be configFile, systemConfig, environment or labels');
     }
   });
 
