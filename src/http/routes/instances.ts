@@ -188,9 +188,7 @@ export const modifyInstance = operation({
             z.string().meta({ pattern: LABEL_KEY_PATTERN, maxLength: 317 }),
             z.string().meta({ pattern: LABEL_VALUE_PATTERN }).nullable(),
           )
-          .describe(
-            'label key to its new value, or null to remove it (the Labels rules); the others stay as they are',
-          ),
+          .describe('label key to its new value, or null to remove it (the Labels rules); the others stay as they are'),
       ),
     ])
     .describe('One of four kinds of change, chosen by type.'),
