@@ -44,8 +44,12 @@ export function readProxyChanges(input: unknown): ProxyChange[] {
   const changes: ProxyChange[] = [];
   const givenAs = new Map<string, string>();
   for (const [path, label, value] of leaves(input)) {
-    if (value === undefined || value === '' || (Array.isArray(value) && value.length === 0)) continue; // blanks: not given
     const change = changeAt(path, label, value);
+    // A blank is "not given"; a key no proxy has is refused whatever its value.
+    if (value === undefined || value === '' || (Array.isArray(value) && value.length === 0)) {
+      if (change === undefined && !isKeyGroup(path)) unknown.push(label);
+      continue;
+    }
     if (change === undefined) {
       unknown.push(label);
       continue;

@@ -7,10 +7,11 @@ import { isTable, type Table } from './toml-tree.js';
 
 // Checking one value we are asked to write against its key's spec. Messages name the key, never the value.
 
-const MAP_ENTRY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+export const MAP_ENTRY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 const ENTRY_NAME_RULE = '1-64 characters from A-Z, a-z, 0-9, "_", "." and "-"';
 /** frpc checks annotation keys as Kubernetes does: an optional DNS-subdomain prefix and "/", then a name. */
-const ANNOTATION_KEY = /^(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+export const ANNOTATION_KEY =
+  /^(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 const HOST_LABEL = /^(?!-)[A-Za-z0-9_-]{1,63}(?<!-)$/;
 const DNS_LABEL = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
 const BANDWIDTH = /^\d{1,12}(?:\.\d{1,6})?(?:MB|KB)$/;
@@ -34,6 +35,9 @@ const FORMATS: Readonly<Record<StringFormat, { test: (value: string) => boolean;
     many: 'numbers followed by MB or KB',
   },
 };
+
+/** What a string of this format must be, as messages and the document say it. */
+export const formatRule = (format: StringFormat): string => FORMATS[format].one;
 
 /** Checks a value against its key's spec and returns it in the type frpc wants. */
 export function checkValue(label: string, spec: KeySpec, value: unknown): unknown {
@@ -108,6 +112,11 @@ export function checkString(label: string, value: unknown, spec: Partial<KeySpec
   return value;
 }
 
+/** An integer as a string, as toInteger reads it; a port as a string (1 to 65535, leading zeros allowed). */
+export const INTEGER_TEXT = /^-?\d{1,15}$/;
+export const PORT_TEXT_PATTERN =
+  '^(?=[0-9]{1,15}$)0*(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$';
+
 export function checkPort(label: string, value: unknown): number {
   const port = toInteger(value);
   if (port === undefined || port < 1 || port > 65535)
@@ -117,7 +126,7 @@ export function checkPort(label: string, value: unknown): number {
 
 export function toInteger(value: unknown): number | undefined {
   if (typeof value === 'number') return Number.isSafeInteger(value) ? value : undefined;
-  if (typeof value === 'string' && /^-?\d{1,15}$/.test(value)) return Number(value);
+  if (typeof value === 'string' && INTEGER_TEXT.test(value)) return Number(value);
   return undefined;
 }
 

@@ -1,6 +1,7 @@
 import { DEFAULTS } from '../settings/defaults.js';
 import { INSTANCE_NAME, ONLY_DIGITS } from '../../actors/instance-catalogue.js';
 import { PROXY_NAME } from '../config/proxy-edit.js';
+import { proxyComponentSchemas } from '../config/proxy-schema.js';
 import { LABEL_KEY_PATTERN, LABEL_VALUE_PATTERN, MAX_LABELS } from '../instances/labels.js';
 import { z } from 'zod';
 import { SETTING_KEYS, settingDocument } from '../settings/table.js';
@@ -547,29 +548,12 @@ export function componentSchemas(): Record<string, Json> {
       entries: arrayOf(schema('AuditEntry'), 'newest first'),
       nextBefore: { type: ['integer', 'null'], description: 'before= for the next (older) page; null on the last' },
     }),
-    ProxyInfo: obj(
-      {
-        'name?': str(),
-        'type?': str(),
-        'localIP?': str(),
-        'localPort?': { type: ['string', 'integer'] },
-        'remotePort?': { type: ['string', 'integer'] },
-        'enabled?': {
-          description: 'true or false, also as the strings "true" and "false" (as every frpc boolean here)',
-          oneOf: [bool(), str(undefined, { enum: ['true', 'false'] })],
-        },
-      },
-      {
-        description:
-          'A proxy: name and type (required to create), and any key frpc accepts for its type, nested or dotted; in a modify, a key left out keeps its value and null removes it. Ports are integers or strings holding them, booleans true/false or "true"/"false". Unknown keys and wrong types are a 400 naming them.',
-        additionalProperties: true,
-      },
-    ),
+    ...proxyComponentSchemas(),
     ProxyCreateRequest: obj({ instanceID: schema('Id'), proxyInfo: schema('ProxyInfo') }),
     ProxyModifyRequest: obj(
       {
         instanceID: schema('Id'),
-        proxyInfo: schema('ProxyInfo'),
+        proxyInfo: schema('ProxyChanges'),
         'oldName?': {
           ...schema('ProxyName'),
           description: 'the proxy to modify, when it is renamed (also accepted inside proxyInfo)',

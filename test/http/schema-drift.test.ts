@@ -57,6 +57,34 @@ test('what the server refuses, the document refuses; what it takes, the document
       body: { instanceID: id, proxyInfo: { ...tcpProxy('str_bool', 7202), enabled: 'false' } },
       server: 200,
     },
+    // The proxy body is documented per type and plugin: a blank key of another type is "not given" (a form may send
+    // every key), an unknown key is refused whatever its value (a blank one was taken before).
+    {
+      path: '/tunnelAct/proxyMgr/create',
+      body: {
+        instanceID: id,
+        proxyInfo: { ...tcpProxy('blank_other', 7203), customDomains: '', plugin: { crtPath: '' } },
+      },
+      server: 200,
+    },
+    {
+      path: '/tunnelAct/proxyMgr/create',
+      body: { instanceID: id, proxyInfo: { ...tcpProxy('blank_unknown', 7204), bogus: '' } },
+      server: 400,
+    },
+    {
+      path: '/tunnelAct/proxyMgr/create',
+      body: { instanceID: id, proxyInfo: { ...tcpProxy('http_key', 7205), customDomains: ['a.example.com'] } },
+      server: 400,
+    },
+    {
+      path: '/tunnelAct/proxyMgr/create',
+      body: {
+        instanceID: id,
+        proxyInfo: { ...tcpProxy('other_plugin', 7206), plugin: { type: 'socks5', localPath: '/srv' } },
+      },
+      server: 400,
+    },
     // A conformance run found null taken as "left out" here, where the document says a string.
     {
       path: '/tunnelAct/instanceMgr/modify',

@@ -28,8 +28,12 @@ const proxyName = z
   .min(1, 'is required')
   .regex(PROXY_NAME, 'must be 1-64 characters, each a letter, a digit, "_", "." or "-"');
 
-/** A proxy's keys: frpc's, by type and plugin (checked by the config; the document's ProxyInfo describes them). */
+/**
+ * A proxy's keys: frpc's, by type and plugin. The config checks them key by key (src/config/proxy-edit.ts); the
+ * document describes them from the same key tables (src/config/proxy-schema.ts).
+ */
 const proxyInfo = documentedBy('ProxyInfo');
+const proxyChanges = documentedBy('ProxyChanges');
 
 export const createProxy = operation({
   method: 'post',
@@ -59,7 +63,7 @@ export const modifyProxy = operation({
   body: z
     .object({
       instanceID: idField,
-      proxyInfo,
+      proxyInfo: proxyChanges,
       oldName: proxyName
         .optional()
         .describe('the proxy to modify, when it is renamed (also accepted inside proxyInfo)'),
