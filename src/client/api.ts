@@ -1,6 +1,7 @@
 import WebSocket from 'ws';
 import { isApiKey } from '../accounts/tokens.js';
 import { CliError, EXIT } from './errors.js';
+import type { paths } from '../http/api-types.js';
 
 /** The response envelope every HTTP endpoint answers with. */
 interface Envelope<T> {
@@ -13,6 +14,27 @@ export interface Reply<T> {
   message: string;
   data: T;
 }
+
+// What each operation takes and answers, from the document's types (src/http/api-types.ts): a call names its path,
+// and its body and reply are typed by what the daemon declares for that path.
+type Method = 'get' | 'post';
+/** The paths that have an operation of this method. */
+export type PathOf<M extends Method> = {
+  [P in keyof paths]: paths[P][M] extends { responses: object } ? P : never;
+}[keyof paths];
+type Operation<M extends Method, P extends PathOf<M>> = paths[P][M];
+/** The `data` of the operation's 200 reply (undefined for one that has none). */
+export type DataOf<M extends Method, P extends PathOf<M>> =
+  Operation<M, P> extends { responses: { 200: { content: { 'application/json': infer Body } } } }
+    ? Body extends { data: infer Data }
+      ? Data
+      : Body extends { data?: infer Data }
+        ? Data | undefined
+        : undefined
+    : never;
+/** The JSON body a POST takes. */
+export type BodyOf<P extends PathOf<'post'>> =
+  Operation<'post', P> extends { requestBody?: { content: { 'application/json': infer Body } } } ? Body : never;
 
 /** What a stream's close says: the code, and the reason the server gave. */
 export interface StreamEnd {
@@ -42,14 +64,28 @@ export class ApiClient {
     return isApiKey(this.token) ? { Authorization: `Bearer ${this.token}` } : { 'X-Token': this.token };
   }
 
-  get<T>(path: string, query: Record<string, string | number> = {}): Promise<Reply<T>> {
+  get<P extends PathOf<'get'>>(path: P, query: Record<string, string | number> = {}): Promise<Reply<DataOf<'get', P>>> {
     const params = new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)]));
     const search = params.size > 0 ? `?${params}` : '';
-    return this.request<T>('GET', `${path}${search}`);
+    return this.request('GET', `${path}${search}`);
   }
 
-  post<T>(path: string, body: unknown = {}): Promise<Reply<T>> {
-    return this.request<T>('POST', path, JSON.stringify(body));
+  post<P extends PathOf<'post'>>(
+    path: P,
+    body: BodyOf<P>,
+    query: Record<string, string> = {},
+  ): Promise<Reply<DataOf<'post', P>>> {
+    const search = Object.keys(query).length > 0 ? `?${new URLSearchParams(query)}` : '';
+    return this.request('POST', `${path}${search}`, JSON.stringify(body ?? {}));
+  }
+
+  /** A POST whose body holds what the user typed as it is (a proxy's keys, a setting): the server checks it. */
+  postAsTyped<P extends PathOf<'post'>>(
+    path: P,
+    body: object,
+    query: Record<string, string> = {},
+  ): Promise<Reply<DataOf<'post', P>>> {
+    return this.post(path, body as BodyOf<P>, query);
   }
 
   private async request<T>(method: string, path: string, body?: string, retried = false): Promise<Reply<T>> {

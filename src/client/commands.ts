@@ -1,7 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { basename, extname } from 'node:path';
 import { writeFileAtomic } from '../fs/atomic.js';
-import { ApiClient } from './api.js';
+import { ApiClient, type Reply } from './api.js';
+import type { components } from '../http/api-types.js';
 import { endOfStream, stopOnSignal } from './streams.js';
 import { flag, has, helpAsked, keyValues, parseArgs } from './args.js';
 import { outcomeLine, print, type Command, type Context, type Io } from './command.js';
@@ -92,7 +93,7 @@ const login: Command = {
     const username = flag(ctx.args, 'user') || ctx.io.env.TUNNELWARD_USER || (await ask('username: '));
     const passwd = ctx.io.env.TUNNELWARD_PASSWORD ?? (await ask(`password for ${username}: `, true));
     const client = new ApiClient(ctx.url);
-    const { data } = await client.post<{ token: string; username: string; type: string }>('/login', {
+    const { data } = await client.post('/login', {
       username,
       passwd,
     });
@@ -135,13 +136,7 @@ const whoami: Command = {
   summary: 'who the stored token belongs to, and until when it is valid',
   async run(ctx) {
     const client = await ctx.client();
-    const { data } = await client.get<{
-      userID: number;
-      username: string;
-      type: string;
-      expireAt: string | null;
-      keyName?: string;
-    }>('/whoami');
+    const { data } = await client.get('/whoami');
     if (ctx.json) print(ctx, { url: ctx.url, ...data });
     else if (data.keyName === undefined) {
       ctx.io.out(`${data.username} (${data.type}) at ${ctx.url}, session valid until ${data.expireAt}\n`);
@@ -185,9 +180,7 @@ const status: Command = {
     const client = await ctx.client();
     const infos = [];
     for (const { id } of await resolveAll(client, ctx.args.positional, ids))
-      infos.push(
-        (await client.get<Record<string, unknown>>('/tunnelAct/instanceMgr/getInfo', { instanceID: id })).data,
-      );
+      infos.push((await client.get('/tunnelAct/instanceMgr/getInfo', { instanceID: id })).data);
     if (ctx.json) return print(ctx, infos);
     for (const info of infos) {
       const shown = Object.entries(info).filter(([, v]) => v !== null && v !== undefined && v !== '');
@@ -200,10 +193,16 @@ const status: Command = {
 };
 
 /** How one instance of a command on many went, as the server says: `ok`/`failed` and what happened to it. */
-interface BulkResults {
-  ok: number;
-  failed: number;
-  results: Array<{ instanceID: number; name: string | null; ok: boolean; state: string | null; message: string }>;
+type BulkResults = components['schemas']['BulkCommandResult'];
+
+/** The reply to a command sent with instanceIDs or all, which the server answers in the bulk form. */
+function bulkReply(reply: Reply<object | undefined>): { message: string; data: BulkResults } {
+  if (reply.data === undefined || !('results' in reply.data))
+    throw new CliError(
+      EXIT.failed,
+      `the server answered a command on several instances with no results: ${reply.message}`,
+    );
+  return reply as { message: string; data: BulkResults };
 }
 
 /** Each instance's outcome line, then the server's summary (made of the same results); exit 1 when any failed. */
@@ -238,9 +237,9 @@ function lifecycle(command: 'start' | 'stop' | 'restart'): Command {
         throw usageError(`${command} needs instance names, ids, patterns or labels, or --all`);
       const client = await ctx.client();
       const { found, unknown } = all ? { found: [], unknown: [] } : selected(ctx.args, await listInstances(client));
-      const target = all ? { all: true } : { instanceIDs: found.map((t) => t.id) };
-      const reply = await client.post<BulkResults>(`/tunnelAct/instanceMgr/${command}`, target);
-      return reportBulk(ctx, command, reply, unknown);
+      const target = all ? { all: true as const } : { instanceIDs: found.map((t) => t.id) };
+      const reply = await client.post(`/tunnelAct/instanceMgr/${command}`, target);
+      return reportBulk(ctx, command, bulkReply(reply), unknown);
     },
   };
 }
@@ -293,11 +292,8 @@ const proxies: Command = {
     const client = await ctx.client();
     const { id } = await onlyInstance(client, ctx.args);
     const [{ data }, info] = await Promise.all([
-      client.get<{ proxies: Array<Record<string, unknown>>; visitors?: Array<Record<string, unknown>> }>(
-        '/tunnelAct/proxyMgr/list',
-        { instanceID: id },
-      ),
-      client.get<{ serverAddr?: string }>('/tunnelAct/instanceMgr/getInfo', { instanceID: id }),
+      client.get('/tunnelAct/proxyMgr/list', { instanceID: id }),
+      client.get('/tunnelAct/instanceMgr/getInfo', { instanceID: id }),
     ]);
     if (ctx.json) return print(ctx, data.proxies);
     const visitors = data.visitors ?? [];
@@ -328,7 +324,7 @@ const create: Command = {
     const match = server?.match(/^(.+):(\d{1,5})$/);
     if (!match) throw usageError('--server HOST:PORT is required');
     const client = await ctx.client();
-    const { message, data } = await client.post<{ instanceID: number }>('/tunnelAct/instanceMgr/create', {
+    const { message, data } = await client.post('/tunnelAct/instanceMgr/create', {
       instanceInfo: {
         name,
         serverAddr: match[1]!.replace(/^\[(.*)\]$/, '$1'),
@@ -357,18 +353,27 @@ const rm: Command = {
     const refusal = await runningRefusal(ctx, found);
     const refused = refusal ? found.filter(isRunning) : [];
     const deleted = found.filter((t) => !refused.includes(t));
-    const none = { message: 'delete: nothing to delete', data: { ok: 0, failed: 0, results: [] } as BulkResults };
+    const none = { message: 'delete: nothing to delete', data: { ok: 0, failed: 0, unchanged: 0, results: [] } };
     const reply =
       deleted.length === 0
         ? none
-        : await client.post<BulkResults>('/tunnelAct/instanceMgr/delete', {
-            instanceIDs: deleted.map((t) => t.id),
-            ...(has(ctx.args, 'purge') ? { purge: true } : {}),
-          });
+        : bulkReply(
+            await client.post('/tunnelAct/instanceMgr/delete', {
+              instanceIDs: deleted.map((t) => t.id),
+              ...(has(ctx.args, 'purge') ? { purge: true } : {}),
+            }),
+          );
     // Those not confirmed are this command's failures, reported as the server reports its own.
-    const results = [
+    const results: BulkResults['results'] = [
       ...reply.data.results,
-      ...refused.map((t) => ({ instanceID: t.id, name: t.name, ok: false, state: null, message: refusal!(t) })),
+      ...refused.map((t) => ({
+        instanceID: t.id,
+        name: t.name,
+        ok: false,
+        state: null,
+        unchanged: false,
+        message: refusal!(t),
+      })),
     ];
     const data = { ...reply.data, failed: reply.data.failed + refused.length, results };
     return reportBulk(ctx, 'delete', { message: reply.message, data }, unknown);
@@ -431,7 +436,7 @@ const importCommand: Command = {
     const name = flag(ctx.args, 'name') ?? basename(file, extname(file));
     const format = flag(ctx.args, 'format') ?? FORMATS[extname(file).toLowerCase()];
     const client = await ctx.client();
-    const { message, data } = await client.post<Record<string, unknown>>('/tunnelAct/instanceMgr/import', {
+    const { message, data } = await client.postAsTyped('/tunnelAct/instanceMgr/import', {
       name,
       content,
       ...(format ? { format } : {}),
@@ -451,7 +456,7 @@ const exportCommand: Command = {
   async run(ctx) {
     const client = await ctx.client();
     const { id } = await onlyInstance(client, ctx.args);
-    const { data } = await client.get<{ content: string; masked: boolean }>('/tunnelAct/instanceMgr/export', {
+    const { data } = await client.get('/tunnelAct/instanceMgr/export', {
       instanceID: id,
     });
     const output = flag(ctx.args, 'output');
@@ -467,7 +472,7 @@ const users: Command = {
   usage: 'users',
   summary: 'every user (superuser)',
   async run(ctx) {
-    const { data } = await (await ctx.client()).get<Array<Record<string, unknown>>>('/userMgr/list');
+    const { data } = await (await ctx.client()).get('/userMgr/list');
     if (ctx.json) return print(ctx, data);
     const rows = data.map((u) => [String(u.UserID), String(u.Username), String(u.Type), String(u.CreatedAt)]);
     ctx.io.out(table(['id', 'username', 'type', 'created'], rows, () => undefined, ctx.io.colour));
@@ -492,15 +497,15 @@ const settings: Command = {
     const client = await ctx.client();
     if (action === 'get') {
       if (rest.length > 1) throw usageError('settings get takes one key at most');
-      const { data } = await client.get<Record<string, unknown>>('/settings/get', rest[0] ? { key: rest[0] } : {});
+      const { data } = await client.get('/settings/get', rest[0] ? { key: rest[0] } : {});
       if (ctx.json) return print(ctx, data);
-      const entries = rest[0] ? [[String(data.key), data.value] as const] : Object.entries(data);
+      const entries = rest[0] && 'key' in data ? [[data.key, data.value] as const] : Object.entries(data);
       const rows = entries.map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]);
       return ctx.io.out(rest[0] ? `${rows[0]![1]}\n` : table(['key', 'value'], rows, () => undefined, ctx.io.colour));
     }
     if (action === 'set') {
       if (rest.length === 0) throw usageError('settings set needs KEY=VALUE');
-      const { data: current } = await client.get<Record<string, unknown>>('/settings/get');
+      const current: Record<string, unknown> = (await client.get('/settings/get')).data;
       const patch: Record<string, unknown> = {};
       for (const pair of rest) {
         const eq = pair.indexOf('=');
@@ -508,7 +513,7 @@ const settings: Command = {
         const key = pair.slice(0, eq);
         patch[key] = settingValue(pair.slice(eq + 1), current[key]);
       }
-      const { message } = await client.post('/settings/set?strict=true', patch);
+      const { message } = await client.postAsTyped('/settings/set', patch, { strict: 'true' });
       if (ctx.json) print(ctx, { message });
       else ctx.io.out(`${message}\n`);
       return;

@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ENV_NAME } from '../config/go-template.js';
-import type { ApiClient, Reply } from './api.js';
+import type { ApiClient, DataOf, Reply } from './api.js';
 import { flag, keyValues, type Parsed } from './args.js';
 import { outcomeLine, print, type Command, type Context } from './command.js';
 import { CliError, EXIT, usageError, type ExitCode } from './errors.js';
@@ -89,8 +89,8 @@ const proxy: Command = {
       if (action === 'add' && pairs.length === 0) throw usageError('proxy add needs at least type=...');
       return change(ctx, target, () =>
         action === 'add'
-          ? client.post('/tunnelAct/proxyMgr/create', { instanceID, proxyInfo: { name, ...info } })
-          : client.post('/tunnelAct/proxyMgr/modify', { instanceID, oldName: name, proxyInfo: info }),
+          ? client.postAsTyped('/tunnelAct/proxyMgr/create', { instanceID, proxyInfo: { name, ...info } })
+          : client.postAsTyped('/tunnelAct/proxyMgr/modify', { instanceID, oldName: name, proxyInfo: info }),
       );
     }
     // rm, enable and disable take several proxies: each is its own change, each said.
@@ -160,22 +160,8 @@ const boot: Command = {
   },
 };
 
-interface Exported {
-  content: string;
-  version: string;
-  masked: boolean;
-}
-
-interface Replaced {
-  changed: boolean;
-  applied: string;
-  diff: string;
-  version: string;
-  notes: string[];
-}
-
 const readForEdit = async (client: ApiClient, id: number) =>
-  (await client.get<Exported>('/tunnelAct/instanceMgr/export', { instanceID: id })).data;
+  (await client.get('/tunnelAct/instanceMgr/export', { instanceID: id })).data;
 
 /** Comment lines put above the file when it is opened again, removed before it is sent. */
 function header(lines: string[]): string {
@@ -249,9 +235,9 @@ const edit: Command = {
           );
           return top === '' ? EXIT.ok : EXIT.failed;
         }
-        let reply: Reply<Replaced>;
+        let reply: Reply<DataOf<'post', '/tunnelAct/instanceMgr/replaceConfig'>>;
         try {
-          reply = await client.post<Replaced>('/tunnelAct/instanceMgr/replaceConfig', {
+          reply = await client.post('/tunnelAct/instanceMgr/replaceConfig', {
             instanceID: String(target.id),
             content: saved,
             baseVersion: base.version,
@@ -277,7 +263,7 @@ const edit: Command = {
           continue;
         }
         const { message, data } = reply;
-        if (ctx.json) print(ctx, { instanceID: target.id, name: target.name, message, ...data });
+        if (ctx.json) print(ctx, { ...data, instanceID: target.id, name: target.name, message });
         else {
           showDiff(ctx, data.diff);
           if (data.changed && data.diff === '') ctx.io.out('(only secret values changed: they are not shown)\n');

@@ -68,7 +68,7 @@ const hasLabels = (i: Listed, selector: ReadonlyArray<[string, string]>) =>
   selector.every(([key, value]) => Object.hasOwn(i.labels ?? {}, key) && i.labels[key] === value);
 
 export async function listInstances(client: ApiClient): Promise<Listed[]> {
-  return (await client.get<Listed[]>('/tunnelAct/instanceMgr/list')).data;
+  return (await client.get('/tunnelAct/instanceMgr/list')).data;
 }
 
 /** An instance a command acts on. */

@@ -6,20 +6,6 @@ import { CliError, EXIT, usageError } from './errors.js';
 import { ask } from './prompt.js';
 import { table } from './render.js';
 
-/** A key as the server lists it. */
-interface ListedKey {
-  keyID: string;
-  name: string;
-  userID: number;
-  username: string;
-  role: string;
-  ratePerMinute: number;
-  createdAt: string;
-  createdBy: string;
-  expiresAt: string | null;
-  lastUsedAt: string | null;
-}
-
 const UNIT_SECS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400, w: 604_800 };
 
 /** `90s`, `45m`, `12h`, `30d`, `2w` in seconds. */
@@ -35,9 +21,7 @@ export async function loginWithKey(ctx: Context): Promise<void> {
   // Never a command-line argument: those are visible to every user of the host.
   const key = (ctx.io.env.TUNNELWARD_API_KEY || (await ask('API key: ', true))).trim();
   if (!isApiKey(key)) throw new CliError(EXIT.unauthorised, 'that is not a tunnelward API key (twk_<id>_<secret>)');
-  const { data } = await new ApiClient(ctx.url, key).get<{ username: string; type: string; keyName: string }>(
-    '/whoami',
-  );
+  const { data } = await new ApiClient(ctx.url, key).get('/whoami');
   await ctx.credentials.save(ctx.url, {
     token: key,
     username: data.username,
@@ -53,7 +37,7 @@ export async function loginWithKey(ctx: Context): Promise<void> {
 async function ownerId(args: Parsed, client: ApiClient): Promise<number | undefined> {
   const username = flag(args, 'user');
   if (username === undefined) return undefined;
-  const { data } = await client.get<Array<{ UserID: number; Username: string }>>('/userMgr/list');
+  const { data } = await client.get('/userMgr/list');
   const user = data.find((u) => u.Username.toLowerCase() === username.toLowerCase());
   if (!user) throw new CliError(EXIT.failed, `no user named ${username}`);
   return user.UserID;
@@ -95,7 +79,7 @@ export const keys: Command = {
       const role = flag(ctx.args, 'role');
       const client = await ctx.client();
       const userID = await ownerId(ctx.args, client);
-      const { data } = await client.post<ListedKey & { key: string }>('/apiKeyMgr/create', {
+      const { data } = await client.postAsTyped('/apiKeyMgr/create', {
         name,
         ...(userID !== undefined ? { userID } : {}),
         ...(role !== undefined ? { role } : {}),
@@ -115,7 +99,7 @@ export const keys: Command = {
       only([]);
       const client = await ctx.client();
       const userID = await ownerId(ctx.args, client);
-      const { data } = await client.get<ListedKey[]>('/apiKeyMgr/list', userID !== undefined ? { userID } : {});
+      const { data } = await client.get('/apiKeyMgr/list', userID !== undefined ? { userID } : {});
       if (ctx.json) return print(ctx, data);
       if (data.length === 0) return ctx.io.out('no API keys\n');
       const rows = data.map((k) => [

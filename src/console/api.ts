@@ -4,19 +4,16 @@
  * sessionStorage (never in a URL of the page); the WebSocket streams take it as `?token=`, as the API requires.
  */
 
-export type Role = 'superuser' | 'admin' | 'visitor';
+import type { components } from '../http/api-types.js';
+
+export type Role = components['schemas']['UserType'];
 
 export const ROLES: Role[] = ['visitor', 'admin', 'superuser'];
 
 /** Whether `role` is at least `minimum` (superuser > admin > visitor). */
 export const atLeast = (role: Role, minimum: Role): boolean => ROLES.indexOf(role) >= ROLES.indexOf(minimum);
 
-export interface Me {
-  userID: number;
-  username: string;
-  type: Role;
-  expireAt: string;
-}
+export type Me = components['schemas']['WhoAmI'];
 
 /** A refusal or failure, with the API's own message. */
 export class ApiError extends Error {
@@ -188,146 +185,33 @@ export function explain(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-// ---- What the API returns (see GET /openapi.json) ----
+// ---- What the API returns: the document's schemas (src/http/api-types.ts, generated from the declarations) ----
 
-export type InstanceState = 'stopped' | 'starting' | 'running' | 'stopping' | 'backoff' | 'failed';
+type Schemas = components['schemas'];
 
-export interface InstanceRuntime {
-  state: InstanceState;
-  pid: number | null;
-  startedAt?: string;
-  uptimeSecs?: number;
-  restarts: number;
-  lastExit: { code: number | null; signal: string | null; at: string } | null;
-  nextStartAt?: string;
-  connected: boolean | null;
-  proxyStatus: Record<string, number>;
-}
-
-export interface InstanceSummary extends InstanceRuntime {
-  instanceID: number;
-  name: string;
-  createdAt: string;
-  createdBy: string;
-  isRunning: boolean;
-  /** `{"env": "prod"}`, keys sorted. */
-  labels: Record<string, string>;
-}
-
-export interface InstanceInfo extends InstanceSummary {
-  serviceName: string;
-  auth_method: string;
-  bootAtStart: boolean;
-  runUser?: string;
-  configPath?: string;
-  serverAddr?: string;
-  serverPort?: string;
-  environment?: Record<string, string>;
-}
-
-export interface Proxy {
-  name: string;
-  type: string;
-  localIP?: string;
-  localPort?: string;
-  remotePort?: string;
-  enabled: boolean;
-  status: string | null;
-  err: string;
-  remoteAddr?: string;
-  statusSince: string | null;
-  [key: string]: unknown;
-}
-
-/** A [[visitors]] entry; a guest is shown only name, type and enabled. */
-export interface Visitor {
-  name: string;
-  type: string;
-  serverName?: string;
-  serverUser?: string;
-  bindAddr?: string;
-  bindPort?: string;
-  enabled: boolean;
-}
-
-export interface ProxyList {
-  instanceID: number;
-  proxyCount: number;
-  proxies: Proxy[];
-  visitorCount: number;
-  visitors: Visitor[];
-}
-
-export interface BulkResult {
-  ok: number;
-  failed: number;
-  results: Array<{
-    instanceID: number;
-    name: string | null;
-    ok: boolean;
-    state: InstanceState | null;
-    message: string;
-  }>;
-}
-
-export interface User {
-  UserID: number;
-  Username: string;
-  Type: Role;
-  CreatedAt: string;
-}
-
-export interface Session {
-  ID: string;
-  UserID: number;
-  Username: string;
-  ExpireAt: string;
-}
-
-/** One event of /system/events. */
-export interface ServerEvent {
-  event: string;
-  instanceID?: number | null;
-  name?: string;
-  from?: string | null;
-  to?: string | null;
-  proxy?: string;
-  message?: string;
-  seq?: number;
-  lastSeq?: number;
-  lost?: boolean;
-  replayed?: number;
-}
-
-export interface LogEntry {
-  content: string;
-  timestamp: string;
-  level: string | number;
-}
-
+export type InstanceState = Schemas['InstanceState'];
+export type InstanceRuntime = Schemas['InstanceRuntime'];
+export type InstanceSummary = Schemas['InstanceSummary'];
+export type InstanceInfo = Schemas['InstanceInfo'];
+/** A proxy as the list shows it: what a guest is shown, and the keys and details an admin's view adds. */
+export type Proxy = Schemas['GuestProxy'] & Partial<Schemas['ListedProxy']>;
+/** A [[visitors]] entry: a guest is shown only name, type and enabled. */
+export type Visitor = Schemas['GuestVisitor'] & Partial<Schemas['Visitor']>;
+export type ProxyList = Schemas['ProxyList'];
+export type BulkResult = Schemas['BulkCommandResult'];
+export type User = Schemas['User'];
+export type Session = Schemas['Session'];
+/**
+ * One message of /system/events (an event, or the stream's first message), or `resync`: the console's own word
+ * to its pages that events were missed, so what they show must be read again.
+ */
+export type ServerEvent = Schemas['Event'] | Schemas['EventsStart'] | { event: 'resync' };
+/** A line of a log stream: the system log's (a pino level number) or an instance's (a level name). */
+export type LogEntry = Schemas['SystemLogEntry'] | Schemas['InstanceLogEntry'];
 /** What a check of GET /system/selfCheck found: `warn` is a problem the daemon works on with. */
-export type Severity = 'ok' | 'warn' | 'fail';
-
-export interface SelfCheck {
-  ok: boolean;
-  checks: Array<{ name: string; ok: boolean; severity: Severity; message: string }>;
-}
-
+export type Severity = Schemas['CheckResult']['severity'];
+export type SelfCheck = Schemas['SelfCheck'];
 /** A personal API key as /apiKeyMgr/list shows it: never its secret. */
-export interface ApiKey {
-  keyID: string;
-  name: string;
-  userID: number;
-  username: string;
-  role: Role;
-  ratePerMinute: number;
-  createdAt: string;
-  createdBy: string;
-  expiresAt: string | null;
-  lastUsedAt: string | null;
-}
-
+export type ApiKey = Schemas['ApiKey'];
 /** The reply of /apiKeyMgr/create: the only time the key itself is seen. */
-export interface NewApiKey extends ApiKey {
-  key: string;
-}
+export type NewApiKey = Schemas['NewApiKey'];

@@ -97,12 +97,16 @@ function Shell({ me }: { me: Me }) {
   useEffect(() => {
     events.start();
     health?.start(events);
-    // The event stream closes with 4401 when the token expires; should it be down then, ask once just after.
-    const expiresIn = Date.parse(me.expireAt) - serverNow() + 2000;
-    const timer = window.setTimeout(
-      () => get('/whoami').catch(() => undefined),
-      Math.min(Math.max(expiresIn, 1000), 2 ** 31 - 1),
-    );
+    // The event stream closes with 4401 when the token expires; should it be down then, ask once just after. (An
+    // API key's credentials have no expiry: expireAt is null.)
+    const expiresIn = me.expireAt === null ? undefined : Date.parse(me.expireAt) - serverNow() + 2000;
+    const timer =
+      expiresIn === undefined
+        ? undefined
+        : window.setTimeout(
+            () => get('/whoami').catch(() => undefined),
+            Math.min(Math.max(expiresIn, 1000), 2 ** 31 - 1),
+          );
     return () => {
       events.stop();
       health?.stop();

@@ -84,7 +84,7 @@ export class EventStream {
         if (event.lost || (reconnected && !event.replayed)) this.emit({ event: 'resync' });
         return;
       }
-      if (typeof event.seq === 'number') this.lastSeq = Math.max(this.lastSeq ?? 0, event.seq);
+      if ('seq' in event) this.lastSeq = Math.max(this.lastSeq ?? 0, event.seq);
       this.emit(event);
     };
     ws.onclose = (close) => {

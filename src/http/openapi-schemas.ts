@@ -45,7 +45,7 @@ const described = (description?: string): Json => (description ? { description }
 export const mapOf = (description: string, values?: Json, more: Json = {}): Json => ({
   type: 'object',
   description,
-  ...(values ? { additionalProperties: values } : {}),
+  additionalProperties: values ?? true,
   ...more,
 });
 

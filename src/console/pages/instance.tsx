@@ -114,7 +114,7 @@ export function InstancePage({ id }: { id: number }) {
         if (exportable.current) config$.request();
         return;
       }
-      if (event.instanceID !== id) return;
+      if (event.event === 'events.start' || event.instanceID !== id) return;
       if (event.event === 'instance.deleted') {
         notify(`Instance ${event.name ?? id} was deleted.`);
         location.hash = '#/instances';
