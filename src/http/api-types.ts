@@ -1429,10 +1429,7 @@ export interface components {
             /** @description operating-system user the tunnel runs as (default root) */
             runUser?: string;
             labels?: components["schemas"]["Labels"];
-            /** @description frpc's top-level config keys, nested or dotted; an unknown key or a wrong type is a 400 naming it */
-            additionalProperties?: {
-                [key: string]: unknown;
-            };
+            additionalProperties?: components["schemas"]["FrpcSettings"];
         };
         /** @description Present only when a boot-service operation failed; the request still succeeded. */
         BootServiceFailure: {
@@ -1783,6 +1780,79 @@ export interface components {
             oldName?: components["schemas"]["ProxyName"];
             /** @description as newName beside proxyInfo */
             newName?: components["schemas"]["ProxyName"];
+        };
+        /** @description frpc's top-level settings (server, auth, transport, log, ...), nested as in frpc's file (or dotted, or by their older snake_case names); null removes one (an entry of a map is removed by its dotted name, "metadatas.owner": null). webServer is tunnelward's own. An unknown key or a wrong value is a 400 naming it. */
+        FrpcSettings: {
+            user?: string | null;
+            clientID?: string | null;
+            serverAddr?: string | null;
+            /** @description a port from 1 to 65535, or a string holding one */
+            serverPort?: number | string | null;
+            natHoleStunServer?: string | null;
+            dnsServer?: string | null;
+            loginFailExit?: boolean | ("true" | "false") | null;
+            start?: string[] | string | null;
+            includes?: string[] | string | null;
+            udpPacketSize?: number | string | null;
+            metadatas?: {
+                [key: string]: string;
+            } | null;
+            featureGates?: {
+                [key: string]: boolean | ("true" | "false");
+            } | null;
+            auth?: {
+                method?: ("token" | "oidc") | null;
+                token?: string | null;
+                additionalScopes?: ("HeartBeats" | "NewWorkConns")[] | string | null;
+                oidc?: {
+                    clientID?: string | null;
+                    clientSecret?: string | null;
+                    audience?: string | null;
+                    scope?: string | null;
+                    tokenEndpointURL?: string | null;
+                    additionalEndpointParams?: {
+                        [key: string]: string;
+                    } | null;
+                    trustedCaFile?: string | null;
+                    insecureSkipVerify?: boolean | ("true" | "false") | null;
+                    proxyURL?: string | null;
+                };
+            };
+            log?: {
+                to?: "console" | null;
+                level?: ("trace" | "debug" | "info" | "warn" | "error") | null;
+                maxDays?: number | string | null;
+                disablePrintColor?: boolean | ("true" | "false") | null;
+            };
+            transport?: {
+                protocol?: ("tcp" | "kcp" | "quic" | "websocket" | "wss") | null;
+                wireProtocol?: ("v1" | "v2") | null;
+                dialServerTimeout?: number | string | null;
+                dialServerKeepalive?: number | string | null;
+                connectServerLocalIP?: string | null;
+                proxyURL?: string | null;
+                poolCount?: number | string | null;
+                tcpMux?: boolean | ("true" | "false") | null;
+                tcpMuxKeepaliveInterval?: number | string | null;
+                heartbeatInterval?: number | string | null;
+                heartbeatTimeout?: number | string | null;
+                quic?: {
+                    keepalivePeriod?: number | string | null;
+                    maxIdleTimeout?: number | string | null;
+                    maxIncomingStreams?: number | string | null;
+                };
+                tls?: {
+                    enable?: boolean | ("true" | "false") | null;
+                    disableCustomTLSFirstByte?: boolean | ("true" | "false") | null;
+                    certFile?: string | null;
+                    keyFile?: string | null;
+                    trustedCaFile?: string | null;
+                    serverName?: string | null;
+                };
+            };
+            virtualNet?: {
+                address?: string | null;
+            };
         };
         /** @description A plugin serves the connections itself: its type and its options. An object of left-out options is no plugin. */
         ProxyPlugin: components["schemas"]["ProxyPlugin.unix_domain_socket"] | components["schemas"]["ProxyPlugin.http_proxy"] | components["schemas"]["ProxyPlugin.socks5"] | components["schemas"]["ProxyPlugin.static_file"] | components["schemas"]["ProxyPlugin.https2http"] | components["schemas"]["ProxyPlugin.https2https"] | components["schemas"]["ProxyPlugin.http2https"] | components["schemas"]["ProxyPlugin.http2http"] | components["schemas"]["ProxyPlugin.tls2raw"] | {
@@ -3698,10 +3768,7 @@ export interface operations {
                     instanceID: number | string;
                     /** @constant */
                     type: "configFile";
-                    /** @description frpc's top-level keys (server, auth, transport, log, ...), nested or dotted; null removes a key. Proxies are untouched. */
-                    modifiedData: {
-                        [key: string]: unknown;
-                    };
+                    modifiedData: components["schemas"]["FrpcSettings"];
                 } | {
                     /** @description an id: an integer, or a string holding one */
                     instanceID: number | string;

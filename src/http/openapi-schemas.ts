@@ -1,7 +1,7 @@
 import { DEFAULTS } from '../settings/defaults.js';
 import { INSTANCE_NAME, ONLY_DIGITS } from '../../actors/instance-catalogue.js';
 import { PROXY_NAME } from '../config/proxy-edit.js';
-import { proxyComponentSchemas } from '../config/proxy-schema.js';
+import { frpcComponentSchemas } from '../config/key-schema.js';
 import { LABEL_KEY_PATTERN, LABEL_VALUE_PATTERN, MAX_LABELS } from '../instances/labels.js';
 import { z } from 'zod';
 import { SETTING_KEYS, settingDocument } from '../settings/table.js';
@@ -314,9 +314,7 @@ export function componentSchemas(): Record<string, Json> {
       'bootAtStart?': bool('start at boot (default false)'),
       'runUser?': str('operating-system user the tunnel runs as (default root)'),
       'labels?': schema('Labels'),
-      'additionalProperties?': mapOf(
-        "frpc's top-level config keys, nested or dotted; an unknown key or a wrong type is a 400 naming it",
-      ),
+      'additionalProperties?': schema('FrpcSettings'),
     }),
     BootServiceFailure: obj(
       {
@@ -548,7 +546,7 @@ export function componentSchemas(): Record<string, Json> {
       entries: arrayOf(schema('AuditEntry'), 'newest first'),
       nextBefore: { type: ['integer', 'null'], description: 'before= for the next (older) page; null on the last' },
     }),
-    ...proxyComponentSchemas(),
+    ...frpcComponentSchemas(),
     ProxyCreateRequest: obj({ instanceID: schema('Id'), proxyInfo: schema('ProxyInfo') }),
     ProxyModifyRequest: obj(
       {

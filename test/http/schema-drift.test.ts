@@ -85,6 +85,27 @@ test('what the server refuses, the document refuses; what it takes, the document
       },
       server: 400,
     },
+    // frpc's top-level settings are documented from their key table too (before: any key, any value).
+    {
+      path: '/tunnelAct/instanceMgr/modify',
+      body: { instanceID: id, type: 'configFile', modifiedData: { bogus: 1 } },
+      server: 400,
+    },
+    {
+      path: '/tunnelAct/instanceMgr/modify',
+      body: { instanceID: id, type: 'configFile', modifiedData: { transport: { tcpMux: 'maybe' } } },
+      server: 400,
+    },
+    {
+      path: '/tunnelAct/instanceMgr/modify',
+      body: { instanceID: id, type: 'configFile', modifiedData: { metadatas: { owner: null } } },
+      server: 400,
+    },
+    {
+      path: '/tunnelAct/instanceMgr/modify',
+      body: { instanceID: id, type: 'configFile', modifiedData: { metadatas: { owner: 'ops' }, user: null } },
+      server: 200,
+    },
     // A conformance run found null taken as "left out" here, where the document says a string.
     {
       path: '/tunnelAct/instanceMgr/modify',

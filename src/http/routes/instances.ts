@@ -157,11 +157,8 @@ export const modifyInstance = operation({
     .discriminatedUnion('type', [
       modification(
         'configFile',
-        z
-          .record(z.string(), z.unknown())
-          .describe(
-            "frpc's top-level keys (server, auth, transport, log, ...), nested or dotted; null removes a key. Proxies are untouched.",
-          ),
+        // The config checks them key by key; the document describes them from the same key table.
+        z.record(z.string(), z.unknown()).meta({ $ref: '#/components/schemas/FrpcSettings' }),
       ),
       modification(
         'systemConfig',

@@ -30,7 +30,7 @@ const proxyName = z
 
 /**
  * A proxy's keys: frpc's, by type and plugin. The config checks them key by key (src/config/proxy-edit.ts); the
- * document describes them from the same key tables (src/config/proxy-schema.ts).
+ * document describes them from the same key tables (src/config/key-schema.ts).
  */
 const proxyInfo = documentedBy('ProxyInfo');
 const proxyChanges = documentedBy('ProxyChanges');

@@ -1,4 +1,4 @@
-import type { KeySpec } from './frpc-keys.js';
+import { COMMON_KEYS, type KeySpec } from './frpc-keys.js';
 import {
   DOMAIN_TYPES,
   PLUGIN_TYPES,
@@ -10,10 +10,10 @@ import {
 import { ANNOTATION_KEY, formatRule, INTEGER_TEXT, MAP_ENTRY_NAME, PORT_TEXT_PATTERN } from './value-check.js';
 
 /**
- * The JSON Schemas of a proxy as the API takes it, made from the same key tables (proxy-keys.ts) that the edit
- * checks a proxy with: a schema per proxy type and per plugin type, each listing exactly the keys frpc accepts
- * for it, nested as frpc's file has them. Rules that only the check says (a host name's shape, the requirements
- * between keys) are in the descriptions; the check's 400 names them.
+ * The JSON Schemas of frpc's keys as the API takes them, made from the same key tables (frpc-keys.ts,
+ * proxy-keys.ts) that the edits check them with: a proxy per proxy type and per plugin type, and the top-level
+ * settings, each listing exactly the keys frpc accepts, nested as frpc's file has them. Rules that only the checks
+ * say (a host name's shape, the requirements between keys) are in the descriptions; the checks' 400 names them.
  */
 
 type Json = Record<string, unknown>;
@@ -25,7 +25,7 @@ const LEFT_OUT = 'ProxyKeyLeftOut';
 
 const SAFE_INTEGER = { type: 'integer', minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER };
 
-/** The schema of one key's value, as checkValue (and the edit, for lists) takes it. */
+/** The schema of one key's value, as checkValue (and the proxy edit, for lists) takes it. */
 function valueSchema(spec: KeySpec): Json {
   const description = [
     spec.format ? formatRule(spec.format) : undefined,
@@ -78,17 +78,28 @@ function valueSchema(spec: KeySpec): Json {
   }
 }
 
+/** A value, or null beside it (which removes the key). */
+const removable = (value: Json): Json => beside(value, { type: 'null' });
+
+/** `value`, or `other`: one list of alternatives (a value that already has some gets one more). */
+function beside(value: Json, other: Json): Json {
+  const { anyOf, ...rest } = value;
+  return Array.isArray(anyOf) ? { ...rest, anyOf: [...anyOf, other] } : { anyOf: [value, other] };
+}
+
 /** A key the request may leave out: its value, or one of the left-out forms. */
 function optional(value: Json): Json {
-  const { anyOf, ...rest } = value;
-  return Array.isArray(anyOf) ? { ...rest, anyOf: [...anyOf, ref(LEFT_OUT)] } : { anyOf: [value, ref(LEFT_OUT)] };
+  return beside(value, ref(LEFT_OUT));
 }
 
 /** A key's schema, by its dotted name. */
 type Leaf = (spec: KeySpec, key: string) => Json;
 
-/** Dotted keys (`transport.useEncryption`) as the nested objects frpc's file has, each key as `leaf` says. */
-function nested(table: Readonly<Record<string, KeySpec>>, leaf: Leaf, prefix = ''): Json {
+/**
+ * Dotted keys (`transport.useEncryption`) as the nested objects frpc's file has, each key as `leaf` says, each
+ * group as `group` says (a proxy's may be left out whole).
+ */
+function nested(table: Readonly<Record<string, KeySpec>>, leaf: Leaf, prefix = '', group = optional): Json {
   const properties: Record<string, Json> = {};
   const groups = new Map<string, Record<string, KeySpec>>();
   for (const [key, spec] of Object.entries(table)) {
@@ -99,7 +110,7 @@ function nested(table: Readonly<Record<string, KeySpec>>, leaf: Leaf, prefix = '
       groups.set(group, { ...groups.get(group), [key.slice(dot + 1)]: spec });
     }
   }
-  for (const [group, keys] of groups) properties[group] = optional(nested(keys, leaf, `${prefix}${group}.`));
+  for (const [name, keys] of groups) properties[name] = group(nested(keys, leaf, `${prefix}${name}.`, group));
   return { type: 'object', properties, additionalProperties: false };
 }
 
@@ -190,8 +201,26 @@ function proxyChanges(): Json {
   };
 }
 
-/** The component schemas of proxies: ProxyInfo (what a create sends), ProxyChanges (a modify), and their parts. */
-export function proxyComponentSchemas(): Record<string, Json> {
+/** frpc's top-level settings, as instance create (additionalProperties) and a configFile modify take them. */
+function frpcSettings(): Json {
+  const table = Object.fromEntries(Object.entries(COMMON_KEYS).filter(([key]) => !key.startsWith('webServer.')));
+  return {
+    ...nested(
+      table,
+      (spec) => removable(valueSchema(spec)),
+      '',
+      (group) => group,
+    ),
+    description:
+      "frpc's top-level settings (server, auth, transport, log, ...), nested as in frpc's file (or dotted, or by their older snake_case names); null removes one (an entry of a map is removed by its dotted name, \"metadatas.owner\": null). webServer is tunnelward's own. An unknown key or a wrong value is a 400 naming it.",
+  };
+}
+
+/**
+ * The component schemas of frpc's keys: ProxyInfo (what a proxy create sends), ProxyChanges (a proxy modify), their
+ * parts, and FrpcSettings (the top-level keys).
+ */
+export function frpcComponentSchemas(): Record<string, Json> {
   const components: Record<string, Json> = {
     [LEFT_OUT]: {
       description: 'null, "" or []: the key is left out (in a modify, null removes it)',
@@ -203,6 +232,7 @@ export function proxyComponentSchemas(): Record<string, Json> {
       oneOf: PROXY_TYPES.map((type) => ref(`ProxyInfo.${type}`)),
     },
     ProxyChanges: proxyChanges(),
+    FrpcSettings: frpcSettings(),
   };
   components[PLUGIN] = {
     description:
