@@ -1414,23 +1414,6 @@ export interface components {
                 [key: string]: "********";
             };
         } & components["schemas"]["InstanceRuntime"];
-        InstanceCreateRequest: {
-            instanceInfo: {
-                name: components["schemas"]["InstanceName"];
-                /** @description frps address */
-                serverAddr: string;
-                /** @description frps port */
-                serverPort: string;
-                /** @description auth.method towards frps */
-                auth_method: string;
-            };
-            /** @description start at boot (default false) */
-            bootAtStart?: boolean;
-            /** @description operating-system user the tunnel runs as (default root) */
-            runUser?: string;
-            labels?: components["schemas"]["Labels"];
-            additionalProperties?: components["schemas"]["FrpcSettings"];
-        };
         /** @description Present only when a boot-service operation failed; the request still succeeded. */
         BootServiceFailure: {
             /** @description what failed when creating or removing the boot service */
@@ -1509,21 +1492,6 @@ export interface components {
         };
         /** @description An empty object for the one-instance form; the outcome of each for the many-instance forms. */
         CommandOutcome: Record<string, never> | components["schemas"]["BulkCommandResult"];
-        InstanceImportRequest: {
-            name: components["schemas"]["InstanceName"];
-            /** @description the text of an frpc config file */
-            content: string;
-            /**
-             * @description guessed from the content when omitted
-             * @enum {string}
-             */
-            format?: "toml" | "ini" | "yaml" | "json";
-            /** @description start at boot (default false) */
-            bootAtStart?: boolean;
-            /** @description operating-system user the tunnel runs as (default root) */
-            runUser?: string;
-            labels?: components["schemas"]["Labels"];
-        };
         InstanceImported: {
             instanceID: number;
             name: string;
@@ -3634,7 +3602,23 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["InstanceCreateRequest"];
+                "application/json": {
+                    instanceInfo: {
+                        name: components["schemas"]["InstanceName"];
+                        /** @description frps address */
+                        serverAddr: string;
+                        /** @description frps port */
+                        serverPort: string;
+                        /** @description auth.method towards frps */
+                        auth_method: string;
+                    };
+                    /** @description start at boot (default false) */
+                    bootAtStart?: boolean;
+                    /** @description operating-system user the tunnel runs as (default root) */
+                    runUser?: string;
+                    labels?: components["schemas"]["Labels"];
+                    additionalProperties?: components["schemas"]["FrpcSettings"];
+                };
             };
         };
         responses: {
@@ -3673,7 +3657,21 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["InstanceImportRequest"];
+                "application/json": {
+                    name: components["schemas"]["InstanceName"];
+                    /** @description the text of an frpc config file */
+                    content: string;
+                    /**
+                     * @description guessed from the content when omitted
+                     * @enum {string}
+                     */
+                    format?: "toml" | "ini" | "yaml" | "json";
+                    /** @description start at boot (default false) */
+                    bootAtStart?: boolean;
+                    /** @description operating-system user the tunnel runs as (default root) */
+                    runUser?: string;
+                    labels?: components["schemas"]["Labels"];
+                };
             };
         };
         responses: {

@@ -1,5 +1,6 @@
 import { DEFAULTS } from '../settings/defaults.js';
 import { INSTANCE_NAME, ONLY_DIGITS } from '../../actors/instance-catalogue.js';
+import { IMPORT_FORMATS } from '../config/import-formats.js';
 import { PROXY_NAME } from '../config/proxy-edit.js';
 import { frpcComponentSchemas } from '../config/key-schema.js';
 import { LABEL_KEY_PATTERN, LABEL_VALUE_PATTERN, MAX_LABELS } from '../instances/labels.js';
@@ -66,7 +67,6 @@ export function obj(properties: Record<string, Json>, more: Json = {}): Json {
 const USER_TYPES = ['superuser', 'admin', 'visitor'];
 const INSTANCE_STATES = ['stopped', 'starting', 'running', 'stopping', 'backoff', 'failed'];
 const INIT_SYSTEMS = ['process', 'systemd', 'init.d', 'windows'];
-const CONFIG_FORMATS = ['toml', 'ini', 'yaml', 'json'];
 
 /** What any operation that reads an instance's config file answers when the file was removed behind tunnelward. */
 export const CONFIG_MISSING =
@@ -304,18 +304,6 @@ export function componentSchemas(): Record<string, Json> {
         schema('InstanceRuntime'),
       ],
     },
-    InstanceCreateRequest: obj({
-      instanceInfo: obj({
-        name: schema('InstanceName'),
-        serverAddr: str('frps address'),
-        serverPort: str('frps port'),
-        auth_method: str('auth.method towards frps'),
-      }),
-      'bootAtStart?': bool('start at boot (default false)'),
-      'runUser?': str('operating-system user the tunnel runs as (default root)'),
-      'labels?': schema('Labels'),
-      'additionalProperties?': schema('FrpcSettings'),
-    }),
     BootServiceFailure: obj(
       {
         'bootServiceError?': str('what failed when creating or removing the boot service'),
@@ -389,21 +377,13 @@ export function componentSchemas(): Record<string, Json> {
       description: 'An empty object for the one-instance form; the outcome of each for the many-instance forms.',
       oneOf: [{ type: 'object', maxProperties: 0 }, schema('BulkCommandResult')],
     },
-    InstanceImportRequest: obj({
-      name: schema('InstanceName'),
-      content: str('the text of an frpc config file'),
-      'format?': str('guessed from the content when omitted', { enum: CONFIG_FORMATS }),
-      'bootAtStart?': bool('start at boot (default false)'),
-      'runUser?': str('operating-system user the tunnel runs as (default root)'),
-      'labels?': schema('Labels'),
-    }),
     InstanceImported: {
       allOf: [
         obj({
           instanceID: int(),
           name: str(),
           configPath: str(),
-          format: str('the format the content was read as', { enum: CONFIG_FORMATS }),
+          format: str('the format the content was read as', { enum: [...IMPORT_FORMATS] }),
           proxyCount: int('[[proxies]] imported', { minimum: 0 }),
           visitorCount: int('[[visitors]] imported', { minimum: 0 }),
           bootAtStart: bool(),

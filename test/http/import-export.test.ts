@@ -373,7 +373,7 @@ test.serial('what cannot be represented is refused with a 400 naming it, and not
       { content: `{"serverAddr": "a", "__proto__": {"user": "x"}}` },
       /reserved key "__proto__" at its top level/,
     ],
-    ['an unknown format', { content: server, format: 'xml' }, /format must be one of: toml, ini, yaml, json/],
+    ['an unknown format', { content: server, format: 'xml' }, /format must be toml, ini, yaml or json/],
     ['no content', { content: '' }, /content is required/],
     ['a bad name', { name: 'bad name!', content: server }, /name must be 1-64 characters/],
     [

@@ -10,40 +10,20 @@ import { serviceNameOf } from '../../../actors/boot-services.js';
 import type { Command } from '../../../machines/instance.machine.js';
 import { hasRole } from '../../accounts/rules.js';
 import { AppError, badRequest, conflict, forbidden } from '../../errors.js';
+import { IMPORT_FORMATS } from '../../config/import-formats.js';
 import { checkLabels, LABEL_KEY_PATTERN, LABEL_VALUE_PATTERN } from '../../instances/labels.js';
 import { seesOnlyGuestView } from '../exposure.js';
 import { reply, replyWithSecrets } from '../envelope.js';
 import { z } from 'zod';
 import { arrayOf, CONFIG_MISSING, documentedBy, NO_INSTANCE, ok, RESTART_FAILED, schema } from '../openapi-schemas.js';
 import { operation } from '../operation.js';
-import {
-  idField,
-  idParam,
-  MAX_IDS,
-  optionalBool,
-  optionalString,
-  requiredId,
-  requiredString,
-  type Fields,
-} from '../params.js';
+import { idField, idParam, MAX_IDS, optionalBool, optionalString, requiredId } from '../params.js';
 import type { RouteDeps } from '../app.js';
 import { ResourceRouter } from '../resource-router.js';
 
-function objectField(fields: Fields, name: string, required: boolean): Fields | undefined {
-  const v = fields[name];
-  if (v === undefined || v === null) {
-    if (required) throw badRequest(`${name} is required`);
-    return undefined;
-  }
-  if (typeof v !== 'object' || Array.isArray(v)) throw badRequest(`${name} must be an object`);
-  return v as Fields;
-}
-
-/** `labels` of a create or an import: none when left out. */
-function optionalLabels(fields: Fields): Record<string, string> | undefined {
-  if (fields.labels === undefined || fields.labels === null) return undefined;
-  return checkLabels(fields.labels, 'labels') as Record<string, string>;
-}
+/** `labels` of a create or an import, each checked: none when left out. */
+const optionalLabels = (labels: Record<string, string> | undefined): Record<string, string> | undefined =>
+  labels === undefined ? undefined : (checkLabels(labels, 'labels') as Record<string, string>);
 
 const isRunning = (view: InstanceView) => view.state === 'running';
 
@@ -91,13 +71,34 @@ export const instanceQuery = z.object({ instanceID: idParam('the instance') });
 
 const BAD_ID = 'instanceID missing or not a positive integer.';
 
+const ref = (component: string) => ({ $ref: `#/components/schemas/${component}` });
+/** A text field the request must give (the catalogue checks its rule and says it). */
+const given = (description: string) => z.string().min(1, 'is required').describe(description);
+const instanceName = z.string().min(1, 'is required').meta(ref('InstanceName'));
+/** What a create and an import both take: how the instance runs, and its labels (checked by checkLabels). */
+const runFields = {
+  bootAtStart: z.boolean().optional().describe('start at boot (default false)'),
+  runUser: z.string().optional().describe('operating-system user the tunnel runs as (default root)'),
+  labels: z.record(z.string(), z.string()).optional().meta(ref('Labels')),
+};
+
 export const createInstance = operation({
   method: 'post',
   path: '/tunnelAct/instanceMgr/create',
   tag: 'instances',
   summary: 'Create an instance and its config file',
   access: 'admin',
-  body: documentedBy('InstanceCreateRequest'),
+  body: z.object({
+    instanceInfo: z.object({
+      name: instanceName,
+      serverAddr: given('frps address'),
+      serverPort: given('frps port'),
+      auth_method: given('auth.method towards frps'),
+    }),
+    ...runFields,
+    // The config checks them key by key; the document describes them from the same key table.
+    additionalProperties: z.record(z.string(), z.unknown()).optional().meta(ref('FrpcSettings')),
+  }),
   ok: ok('Created; bootServiceError says when its boot service could not be set up', schema('InstanceCreated')),
   errors: {
     400: 'A missing or invalid field (a name of digits only is refused: it would read as an id), an unknown runUser, or a config key frpc would refuse.',
@@ -114,7 +115,12 @@ export const importInstance = operation({
   description:
     "The content is read in its format (guessed when not given) and stored in frpc's current TOML, with its proxies and visitors, every key checked as the other operations check it. Nothing is created when any part is refused. Its own webServer gives way to tunnelward's admin endpoint; the message notes what was changed.",
   access: 'admin',
-  body: documentedBy('InstanceImportRequest'),
+  body: z.object({
+    name: instanceName,
+    content: given('the text of an frpc config file'),
+    format: z.enum(IMPORT_FORMATS).optional().describe('guessed from the content when omitted'),
+    ...runFields,
+  }),
   ok: ok('Imported', schema('InstanceImported')),
   errors: {
     400: 'A missing field, content that does not parse, or something in it that cannot be represented (the message names it).',
@@ -337,17 +343,17 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
   const router = new ResourceRouter('/tunnelAct/instanceMgr', guards);
 
   router.route(createInstance, async (ctx, { body: fields }) => {
-    const info = objectField(fields, 'instanceInfo', true)!;
+    const { instanceInfo: info } = fields;
     const { record, bootServiceError } = await supervisor.catalogue.create(
       {
-        name: requiredString(info, 'name'),
-        serverAddr: requiredString(info, 'serverAddr'),
-        serverPort: requiredString(info, 'serverPort'),
-        authMethod: requiredString(info, 'auth_method'),
-        bootAtStart: optionalBool(fields, 'bootAtStart') ?? false,
-        runUser: optionalString(fields, 'runUser') || 'root',
-        additional: objectField(fields, 'additionalProperties', false) ?? {},
-        labels: optionalLabels(fields),
+        name: info.name,
+        serverAddr: info.serverAddr,
+        serverPort: info.serverPort,
+        authMethod: info.auth_method,
+        bootAtStart: fields.bootAtStart ?? false,
+        runUser: fields.runUser || 'root',
+        additional: fields.additionalProperties ?? {},
+        labels: optionalLabels(fields.labels),
       },
       ctx.state.auth.user,
     );
@@ -369,12 +375,12 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
   router.route(importInstance, async (ctx, { body: fields }) => {
     const done = await supervisor.catalogue.importConfig(
       {
-        name: requiredString(fields, 'name'),
-        content: requiredString(fields, 'content'),
-        format: optionalString(fields, 'format'),
-        bootAtStart: optionalBool(fields, 'bootAtStart') ?? false,
-        runUser: optionalString(fields, 'runUser') || 'root',
-        labels: optionalLabels(fields),
+        name: fields.name,
+        content: fields.content,
+        format: fields.format,
+        bootAtStart: fields.bootAtStart ?? false,
+        runUser: fields.runUser || 'root',
+        labels: optionalLabels(fields.labels),
       },
       ctx.state.auth.user,
     );
