@@ -1520,15 +1520,6 @@ export interface components {
             /** @description the version of the file (a short hash of what it says); replaceConfig takes it as baseVersion */
             version: string;
         };
-        InstanceReplaceConfigRequest: {
-            instanceID: components["schemas"]["Id"];
-            /** @description the whole config file as TOML (an export, edited); a secret left as ******** keeps its value, and webServer stays tunnelward's */
-            content: string;
-            /** @description the version the edit started from (export gives it): a file changed since then is a 409 */
-            baseVersion?: string;
-            /** @description check and show the diff, write nothing */
-            dryRun?: boolean;
-        };
         InstanceConfigReplaced: {
             instanceID: number;
             configPath: string;
@@ -3837,7 +3828,16 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["InstanceReplaceConfigRequest"];
+                "application/json": {
+                    /** @description an id: an integer, or a string holding one */
+                    instanceID: number | string;
+                    /** @description the whole config file as TOML (an export, edited); a secret left as ******** keeps its value, and webServer stays tunnelward's */
+                    content: string;
+                    /** @description the version the edit started from (export gives it): a file changed since then is a 409 */
+                    baseVersion?: string;
+                    /** @description check and show the diff, write nothing */
+                    dryRun?: boolean;
+                };
             };
         };
         responses: {

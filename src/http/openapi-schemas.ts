@@ -400,14 +400,6 @@ export function componentSchemas(): Record<string, Json> {
       masked: bool('whether secrets were replaced by ********'),
       version: str('the version of the file (a short hash of what it says); replaceConfig takes it as baseVersion'),
     }),
-    InstanceReplaceConfigRequest: obj({
-      instanceID: schema('Id'),
-      content: str(
-        "the whole config file as TOML (an export, edited); a secret left as ******** keeps its value, and webServer stays tunnelward's",
-      ),
-      'baseVersion?': str('the version the edit started from (export gives it): a file changed since then is a 409'),
-      'dryRun?': bool('check and show the diff, write nothing'),
-    }),
     InstanceConfigReplaced: obj({
       instanceID: int(),
       configPath: str(),

@@ -12,24 +12,10 @@ export function body(ctx: Context): Fields {
   return b as Fields;
 }
 
-export function requiredString(fields: Fields, name: string): string {
-  const v = fields[name];
-  if (v === undefined || v === null || v === '') throw badRequest(`${name} is required`);
-  if (typeof v !== 'string') throw badRequest(`${name} must be a string`);
-  return v;
-}
-
 export function optionalString(fields: Fields, name: string): string | undefined {
   const v = fields[name];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'string') throw badRequest(`${name} must be a string`);
-  return v;
-}
-
-export function optionalBool(fields: Fields, name: string): boolean | undefined {
-  const v = fields[name];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'boolean') throw badRequest(`${name} must be a boolean (true or false)`);
   return v;
 }
 
@@ -56,17 +42,6 @@ export const idParam = (description: string) =>
     .regex(ID_STRING, 'must be a positive integer')
     .describe(description)
     .transform(Number);
-
-/** An id: an integer, or a string holding one (the contract sends ids both ways). */
-export function requiredId(fields: Fields, name: string): number {
-  const v = fields[name];
-  if (v === undefined || v === null || v === '') throw badRequest(`${name} is required`);
-  const n = typeof v === 'string' && ID_STRING.test(v) ? Number(v) : v;
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1) {
-    throw badRequest(`${name} must be a positive integer`);
-  }
-  return n;
-}
 
 /** A GET parameter: the query string first, then an `X-<Name>` header. */
 export function queryParam(ctx: Context, name: string): string | undefined {

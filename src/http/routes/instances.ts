@@ -9,15 +9,15 @@ import {
 import { serviceNameOf } from '../../../actors/boot-services.js';
 import type { Command } from '../../../machines/instance.machine.js';
 import { hasRole } from '../../accounts/rules.js';
-import { AppError, badRequest, conflict, forbidden } from '../../errors.js';
+import { AppError, conflict, forbidden } from '../../errors.js';
 import { IMPORT_FORMATS } from '../../config/import-formats.js';
 import { checkLabels, LABEL_KEY_PATTERN, LABEL_VALUE_PATTERN } from '../../instances/labels.js';
 import { seesOnlyGuestView } from '../exposure.js';
 import { reply, replyWithSecrets } from '../envelope.js';
 import { z } from 'zod';
-import { arrayOf, CONFIG_MISSING, documentedBy, NO_INSTANCE, ok, RESTART_FAILED, schema } from '../openapi-schemas.js';
+import { arrayOf, CONFIG_MISSING, NO_INSTANCE, ok, RESTART_FAILED, schema } from '../openapi-schemas.js';
 import { operation } from '../operation.js';
-import { idField, idParam, MAX_IDS, optionalBool, optionalString, requiredId } from '../params.js';
+import { idField, idParam, MAX_IDS } from '../params.js';
 import type { RouteDeps } from '../app.js';
 import { ResourceRouter } from '../resource-router.js';
 
@@ -212,7 +212,19 @@ export const replaceConfig = operation({
   description:
     "Every key, the rules between keys, every proxy and visitor are checked as the other edits check them, and what the proxies hold on their server against the other instances; the file is written atomically. tunnelward's admin endpoint (webServer) is kept whatever the text says (a note says so). A running tunnel applies a change of proxies or visitors by frpc reload (rolled back with a 400 if frpc refuses it) and a change of top-level settings by a restart; applied says which.",
   access: 'admin',
-  body: documentedBy('InstanceReplaceConfigRequest'),
+  body: z.object({
+    instanceID: idField,
+    content: z
+      .string({ error: 'is required: the whole config file, as TOML' })
+      .describe(
+        "the whole config file as TOML (an export, edited); a secret left as ******** keeps its value, and webServer stays tunnelward's",
+      ),
+    baseVersion: z
+      .string()
+      .optional()
+      .describe('the version the edit started from (export gives it): a file changed since then is a 409'),
+    dryRun: z.boolean().optional().describe('check and show the diff, write nothing'),
+  }),
   ok: ok('Replaced (or unchanged): the diff and how it was applied', schema('InstanceConfigReplaced')),
   errors: {
     400: 'content missing or not TOML, a key or value frpc would refuse (every problem named), or frpc refused the reload.',
@@ -433,14 +445,8 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
   // The whole config file replaced by an operator's text (an export, edited): checked as every edit is, applied as
   // proxy edits (reload) or top-level ones (restart) are; with baseVersion, refused when the file changed meanwhile.
   router.route(replaceConfig, async (ctx, { body: fields }) => {
-    const id = requiredId(fields, 'instanceID');
-    const content = fields.content;
-    if (typeof content !== 'string') throw badRequest('content is required: the whole config file, as TOML');
-    const done = await supervisor.replaceConfig(id, content, {
-      baseVersion: optionalString(fields, 'baseVersion'),
-      masked: secretsMasked(ctx),
-      dryRun: optionalBool(fields, 'dryRun') ?? false,
-    });
+    const { instanceID: id, content, baseVersion, dryRun = false } = fields;
+    const done = await supervisor.replaceConfig(id, content, { baseVersion, masked: secretsMasked(ctx), dryRun });
     const how = {
       unchanged: 'nothing to apply: the file is as it was',
       'not applied': 'checked, not applied (dry run)',
