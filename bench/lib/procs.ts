@@ -10,6 +10,16 @@ export function childrenOf(pid: number): number[] {
   }
 }
 
+/**
+ * The processes below `pid` but those in `leaves` and what is below them: with the tunnels as leaves, a few reads of
+ * /proc (the daemon, its spawner) whatever the number of tunnels, cheap enough to probe in a tight loop.
+ */
+export function descendantsBut(pid: number, leaves: ReadonlySet<number>): number[] {
+  const all: number[] = [];
+  for (const child of childrenOf(pid)) if (!leaves.has(child)) all.push(child, ...descendantsBut(child, leaves));
+  return all;
+}
+
 /** Every process below `pid`: its children, theirs, and so on (the tunnels are children of the daemon's spawner). */
 export function descendantsOf(pid: number): number[] {
   const all: number[] = [];
