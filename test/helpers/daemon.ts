@@ -276,11 +276,15 @@ export function collectLines(proc: ChildProcess, into: string[]): void {
   }
 }
 
-/** Stops the daemon, and the keeper of its tunnels' output it leaves (which writes there), and removes its data dir. */
+/**
+ * Stops the daemon, and the keeper of its tunnels' output it leaves (which writes there), and removes its data dir.
+ * The removal is tried again for a moment: a full CI run saw it meet a file written into logs/ while it emptied the
+ * dir (ENOTEMPTY), twice in one run, after the keeper was gone. A writer that goes on for longer still fails here.
+ */
 export async function dispose(daemon: Daemon): Promise<void> {
   await daemon.stop('SIGKILL');
   await stopKeeper(join(daemon.dataDir, 'logs'));
-  await rm(daemon.dataDir, { recursive: true, force: true });
+  await rm(daemon.dataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
 }
 
 /** A daemon for a whole test file, with a token of its first superuser. */
