@@ -21,11 +21,7 @@ export function descendantsBut(pid: number, leaves: ReadonlySet<number>): number
 }
 
 /** Every process below `pid`: its children, theirs, and so on (the tunnels are children of the daemon's spawner). */
-export function descendantsOf(pid: number): number[] {
-  const all: number[] = [];
-  for (const child of childrenOf(pid)) all.push(child, ...descendantsOf(child));
-  return all;
-}
+export const descendantsOf = (pid: number): number[] => descendantsBut(pid, new Set());
 
 /** Every live process whose command line holds `-c <config>`, keyed by that config path. */
 export async function processesByConfig(marker: string): Promise<Map<string, number[]>> {

@@ -1,5 +1,6 @@
 import { COMMON_KEYS, type KeySpec } from './frpc-keys.js';
 import {
+  ALL_PROXY_KEYS,
   DOMAIN_TYPES,
   PLUGIN_TYPES,
   PROXY_TYPES,
@@ -106,32 +107,26 @@ function nested(table: Readonly<Record<string, KeySpec>>, leaf: Leaf, prefix = '
     const dot = key.indexOf('.');
     if (dot < 0) properties[key] = leaf(spec, prefix + key);
     else {
-      const group = key.slice(0, dot);
-      groups.set(group, { ...groups.get(group), [key.slice(dot + 1)]: spec });
+      const head = key.slice(0, dot);
+      groups.set(head, { ...groups.get(head), [key.slice(dot + 1)]: spec });
     }
   }
   for (const [name, keys] of groups) properties[name] = group(nested(keys, leaf, `${prefix}${name}.`, group));
   return { type: 'object', properties, additionalProperties: false };
 }
 
-/** Every key of every proxy type and plugin, by dotted name. */
-const EVERY_KEY: Readonly<Record<string, KeySpec>> = Object.assign(
-  {},
-  ...PROXY_TYPES.flatMap((type) => PLUGIN_TYPES.map((plugin) => proxyKeyTable(type, plugin))),
-);
-
 /**
- * The keys of `among` (under `prefix`), each with its value when `own` has it, else only left out: a blank is
- * "not given", so a form that sends every key, blank where it does not apply, is taken.
+ * The keys of `among`, each with its value when `own` has it, else only left out: a blank is "not given", so a
+ * form that sends every key, blank where it does not apply, is taken.
  */
-const keysOf = (own: Readonly<Record<string, KeySpec>>, among: Readonly<Record<string, KeySpec>>, prefix = '') =>
-  nested(among, (spec, key) => (Object.hasOwn(own, prefix + key) ? optional(valueSchema(spec)) : ref(LEFT_OUT)));
+const keysOf = (own: Readonly<Record<string, KeySpec>>, among: Readonly<Record<string, KeySpec>>) =>
+  nested(among, (spec, key) => (Object.hasOwn(own, key) ? optional(valueSchema(spec)) : ref(LEFT_OUT)));
 
 const words = (items: readonly string[]) => items.join(', ');
 
 /** A plugin's options (without `plugin.`): those of `plugin`, or of every plugin when it is undefined. */
 function pluginOptions(plugin?: string): Record<string, KeySpec> {
-  const table = plugin === undefined ? EVERY_KEY : proxyKeyTable(PROXY_TYPES[0], plugin);
+  const table = plugin === undefined ? ALL_PROXY_KEYS : proxyKeyTable(PROXY_TYPES[0], plugin);
   return Object.fromEntries(
     Object.entries(table)
       .filter(([key]) => key.startsWith('plugin.') && key !== 'plugin.type')
@@ -164,13 +159,11 @@ function requirements(type: string): string {
   return `A ${type} proxy. It needs ${words(needs as string[])}.`;
 }
 
-/** The keys of a proxy outside its plugin table. */
-const PROXY_KEYS = Object.fromEntries(Object.entries(EVERY_KEY).filter(([key]) => !key.startsWith('plugin.')));
 const PLUGIN = 'ProxyPlugin';
 
-/** The proxy of one type that a create sends. */
-function proxyOfType(type: string): Json {
-  const schema = keysOf(proxyKeyTable(type), PROXY_KEYS);
+/** The proxy of one type that a create sends (`outside`: every proxy key outside the plugin table). */
+function proxyOfType(type: string, outside: Readonly<Record<string, KeySpec>>): Json {
+  const schema = keysOf(proxyKeyTable(type), outside);
   return {
     ...schema,
     title: `${type} proxy`,
@@ -187,7 +180,7 @@ function proxyOfType(type: string): Json {
 
 /** Every key of every proxy type and plugin: what a modify may change (the type is the proxy's own, or new). */
 function proxyChanges(): Json {
-  const schema = keysOf(EVERY_KEY, EVERY_KEY);
+  const schema = keysOf(ALL_PROXY_KEYS, ALL_PROXY_KEYS);
   const properties = schema.properties as Record<string, Json>;
   properties.name = ref('ProxyName');
   // What a listed proxy carries beside its keys is read-only, and ignored when it is sent back.
@@ -233,16 +226,17 @@ export function frpcComponentSchemas(): Record<string, Json> {
     },
     ProxyChanges: proxyChanges(),
     FrpcSettings: frpcSettings(),
+    [PLUGIN]: {
+      description:
+        'A plugin serves the connections itself: its type and its options. An object of left-out options is no plugin.',
+      oneOf: [
+        ...PLUGIN_TYPES.map((plugin) => ref(`${PLUGIN}.${plugin}`)),
+        { ...keysOf({}, { type: { kind: 'string' }, ...pluginOptions() }), title: 'no plugin' },
+      ],
+    },
   };
-  components[PLUGIN] = {
-    description:
-      'A plugin serves the connections itself: its type and its options. An object of left-out options is no plugin.',
-    oneOf: [
-      ...PLUGIN_TYPES.map((plugin) => ref(`${PLUGIN}.${plugin}`)),
-      { ...keysOf({}, { type: { kind: 'string' }, ...pluginOptions() }), title: 'no plugin' },
-    ],
-  };
-  for (const type of PROXY_TYPES) components[`ProxyInfo.${type}`] = proxyOfType(type);
+  const outside = Object.fromEntries(Object.entries(ALL_PROXY_KEYS).filter(([key]) => !key.startsWith('plugin.')));
+  for (const type of PROXY_TYPES) components[`ProxyInfo.${type}`] = proxyOfType(type, outside);
   for (const plugin of PLUGIN_TYPES) components[`${PLUGIN}.${plugin}`] = pluginSchema(plugin);
   return components;
 }

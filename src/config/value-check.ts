@@ -4,6 +4,7 @@ import type { KeySpec, StringFormat } from './frpc-keys.js';
 import { onlyPlaceholders, PLACEHOLDER_REASON, TEMPLATE_REASON } from './go-template.js';
 import { isReservedKey, reservedKeyMessage } from '../util/reserved-keys.js';
 import { isTable, type Table } from './toml-tree.js';
+import { portTextPattern } from '../settings/values.js';
 
 // Checking one value we are asked to write against its key's spec. Messages name the key, never the value.
 
@@ -112,10 +113,9 @@ export function checkString(label: string, value: unknown, spec: Partial<KeySpec
   return value;
 }
 
-/** An integer as a string, as toInteger reads it; a port as a string (1 to 65535, leading zeros allowed). */
+/** An integer as a string, as toInteger reads it; a port as a string of as many digits (leading zeros allowed). */
 export const INTEGER_TEXT = /^-?\d{1,15}$/;
-export const PORT_TEXT_PATTERN =
-  '^(?=[0-9]{1,15}$)0*(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$';
+export const PORT_TEXT_PATTERN = portTextPattern(15);
 
 export function checkPort(label: string, value: unknown): number {
   const port = toInteger(value);

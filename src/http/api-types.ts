@@ -1669,9 +1669,9 @@ export interface components {
             httpPassword?: string | components["schemas"]["ProxyKeyLeftOut"];
             hostHeaderRewrite?: string | components["schemas"]["ProxyKeyLeftOut"];
             routeByHTTPUser?: string | components["schemas"]["ProxyKeyLeftOut"];
+            multiplexer?: "httpconnect" | components["schemas"]["ProxyKeyLeftOut"];
             secretKey?: string | components["schemas"]["ProxyKeyLeftOut"];
             allowUsers?: string[] | string | components["schemas"]["ProxyKeyLeftOut"];
-            multiplexer?: "httpconnect" | components["schemas"]["ProxyKeyLeftOut"];
             transport?: {
                 useEncryption?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
                 useCompression?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
@@ -1859,9 +1859,9 @@ export interface components {
             httpPassword?: components["schemas"]["ProxyKeyLeftOut"];
             hostHeaderRewrite?: components["schemas"]["ProxyKeyLeftOut"];
             routeByHTTPUser?: components["schemas"]["ProxyKeyLeftOut"];
+            multiplexer?: components["schemas"]["ProxyKeyLeftOut"];
             secretKey?: components["schemas"]["ProxyKeyLeftOut"];
             allowUsers?: components["schemas"]["ProxyKeyLeftOut"];
-            multiplexer?: components["schemas"]["ProxyKeyLeftOut"];
             transport?: {
                 useEncryption?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
                 useCompression?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
@@ -1922,9 +1922,9 @@ export interface components {
             httpPassword?: components["schemas"]["ProxyKeyLeftOut"];
             hostHeaderRewrite?: components["schemas"]["ProxyKeyLeftOut"];
             routeByHTTPUser?: components["schemas"]["ProxyKeyLeftOut"];
+            multiplexer?: components["schemas"]["ProxyKeyLeftOut"];
             secretKey?: components["schemas"]["ProxyKeyLeftOut"];
             allowUsers?: components["schemas"]["ProxyKeyLeftOut"];
-            multiplexer?: components["schemas"]["ProxyKeyLeftOut"];
             transport?: {
                 useEncryption?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
                 useCompression?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
@@ -1985,9 +1985,9 @@ export interface components {
             httpPassword?: string | components["schemas"]["ProxyKeyLeftOut"];
             hostHeaderRewrite?: string | components["schemas"]["ProxyKeyLeftOut"];
             routeByHTTPUser?: string | components["schemas"]["ProxyKeyLeftOut"];
+            multiplexer?: components["schemas"]["ProxyKeyLeftOut"];
             secretKey?: components["schemas"]["ProxyKeyLeftOut"];
             allowUsers?: components["schemas"]["ProxyKeyLeftOut"];
-            multiplexer?: components["schemas"]["ProxyKeyLeftOut"];
             transport?: {
                 useEncryption?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
                 useCompression?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
@@ -2052,9 +2052,9 @@ export interface components {
             httpPassword?: components["schemas"]["ProxyKeyLeftOut"];
             hostHeaderRewrite?: components["schemas"]["ProxyKeyLeftOut"];
             routeByHTTPUser?: components["schemas"]["ProxyKeyLeftOut"];
+            multiplexer?: components["schemas"]["ProxyKeyLeftOut"];
             secretKey?: components["schemas"]["ProxyKeyLeftOut"];
             allowUsers?: components["schemas"]["ProxyKeyLeftOut"];
-            multiplexer?: components["schemas"]["ProxyKeyLeftOut"];
             transport?: {
                 useEncryption?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
                 useCompression?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
@@ -2114,9 +2114,9 @@ export interface components {
             httpPassword?: components["schemas"]["ProxyKeyLeftOut"];
             hostHeaderRewrite?: components["schemas"]["ProxyKeyLeftOut"];
             routeByHTTPUser?: components["schemas"]["ProxyKeyLeftOut"];
+            multiplexer?: components["schemas"]["ProxyKeyLeftOut"];
             secretKey?: string | components["schemas"]["ProxyKeyLeftOut"];
             allowUsers?: string[] | string | components["schemas"]["ProxyKeyLeftOut"];
-            multiplexer?: components["schemas"]["ProxyKeyLeftOut"];
             transport?: {
                 useEncryption?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
                 useCompression?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
@@ -2176,9 +2176,9 @@ export interface components {
             httpPassword?: components["schemas"]["ProxyKeyLeftOut"];
             hostHeaderRewrite?: components["schemas"]["ProxyKeyLeftOut"];
             routeByHTTPUser?: components["schemas"]["ProxyKeyLeftOut"];
+            multiplexer?: components["schemas"]["ProxyKeyLeftOut"];
             secretKey?: string | components["schemas"]["ProxyKeyLeftOut"];
             allowUsers?: string[] | string | components["schemas"]["ProxyKeyLeftOut"];
-            multiplexer?: components["schemas"]["ProxyKeyLeftOut"];
             transport?: {
                 useEncryption?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
                 useCompression?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
@@ -2238,9 +2238,9 @@ export interface components {
             httpPassword?: components["schemas"]["ProxyKeyLeftOut"];
             hostHeaderRewrite?: components["schemas"]["ProxyKeyLeftOut"];
             routeByHTTPUser?: components["schemas"]["ProxyKeyLeftOut"];
+            multiplexer?: components["schemas"]["ProxyKeyLeftOut"];
             secretKey?: string | components["schemas"]["ProxyKeyLeftOut"];
             allowUsers?: string[] | string | components["schemas"]["ProxyKeyLeftOut"];
-            multiplexer?: components["schemas"]["ProxyKeyLeftOut"];
             transport?: {
                 useEncryption?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
                 useCompression?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
@@ -2301,9 +2301,9 @@ export interface components {
             httpPassword?: string | components["schemas"]["ProxyKeyLeftOut"];
             hostHeaderRewrite?: components["schemas"]["ProxyKeyLeftOut"];
             routeByHTTPUser?: string | components["schemas"]["ProxyKeyLeftOut"];
+            multiplexer?: "httpconnect" | components["schemas"]["ProxyKeyLeftOut"];
             secretKey?: components["schemas"]["ProxyKeyLeftOut"];
             allowUsers?: components["schemas"]["ProxyKeyLeftOut"];
-            multiplexer?: "httpconnect" | components["schemas"]["ProxyKeyLeftOut"];
             transport?: {
                 useEncryption?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
                 useCompression?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];

@@ -26,9 +26,11 @@ export const seconds = (min: number, max: number) => {
 export const oneOf = <const T extends readonly [string, ...string[]]>(...allowed: T) =>
   z.enum(allowed, saying(`must be one of: ${allowed.join(', ')}`));
 
-/** A port from 1 to 65535 as a string of at most 5 digits (leading zeros allowed). */
-export const PORT_STRING_PATTERN =
-  '^(?=[0-9]{1,5}$)0*(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$';
+/** A port from 1 to 65535 as a string of at most `digits` digits (leading zeros allowed). */
+export const portTextPattern = (digits: number) =>
+  `^(?=[0-9]{1,${digits}}$)0*(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$`;
+/** A port setting: at most 5 digits. */
+export const PORT_STRING_PATTERN = portTextPattern(5);
 export const portString = z
   .string(saying('must be a string holding a port from 1 to 65535'))
   .regex(new RegExp(PORT_STRING_PATTERN), 'must be a string holding a port from 1 to 65535');

@@ -15,7 +15,7 @@ import { checkLabels, LABEL_KEY_PATTERN, LABEL_VALUE_PATTERN } from '../../insta
 import { seesOnlyGuestView } from '../exposure.js';
 import { reply, replyWithSecrets } from '../envelope.js';
 import { z } from 'zod';
-import { arrayOf, CONFIG_MISSING, NO_INSTANCE, ok, RESTART_FAILED, schema } from '../openapi-schemas.js';
+import { arrayOf, CONFIG_MISSING, documentedBy, NO_INSTANCE, ok, RESTART_FAILED, schema } from '../openapi-schemas.js';
 import { operation } from '../operation.js';
 import { idField, idParam, MAX_IDS } from '../params.js';
 import type { RouteDeps } from '../app.js';
@@ -71,15 +71,16 @@ export const instanceQuery = z.object({ instanceID: idParam('the instance') });
 
 const BAD_ID = 'instanceID missing or not a positive integer.';
 
-const ref = (component: string) => ({ $ref: `#/components/schemas/${component}` });
 /** A text field the request must give (the catalogue checks its rule and says it). */
 const given = (description: string) => z.string().min(1, 'is required').describe(description);
-const instanceName = z.string().min(1, 'is required').meta(ref('InstanceName'));
+const instanceName = z.string().min(1, 'is required').meta(schema('InstanceName'));
+/** frpc's top-level keys: the config checks them key by key; the document describes them from the same key table. */
+const frpcSettings = documentedBy('FrpcSettings');
 /** What a create and an import both take: how the instance runs, and its labels (checked by checkLabels). */
 const runFields = {
   bootAtStart: z.boolean().optional().describe('start at boot (default false)'),
   runUser: z.string().optional().describe('operating-system user the tunnel runs as (default root)'),
-  labels: z.record(z.string(), z.string()).optional().meta(ref('Labels')),
+  labels: z.record(z.string(), z.string()).optional().meta(schema('Labels')),
 };
 
 export const createInstance = operation({
@@ -96,8 +97,7 @@ export const createInstance = operation({
       auth_method: given('auth.method towards frps'),
     }),
     ...runFields,
-    // The config checks them key by key; the document describes them from the same key table.
-    additionalProperties: z.record(z.string(), z.unknown()).optional().meta(ref('FrpcSettings')),
+    additionalProperties: frpcSettings.optional(),
   }),
   ok: ok('Created; bootServiceError says when its boot service could not be set up', schema('InstanceCreated')),
   errors: {
@@ -161,15 +161,11 @@ export const modifyInstance = operation({
   access: 'admin',
   body: z
     .discriminatedUnion('type', [
-      modification(
-        'configFile',
-        // The config checks them key by key; the document describes them from the same key table.
-        z.record(z.string(), z.unknown()).meta({ $ref: '#/components/schemas/FrpcSettings' }),
-      ),
+      modification('configFile', frpcSettings),
       modification(
         'systemConfig',
         z.strictObject({
-          name: z.string().optional().meta({ $ref: '#/components/schemas/InstanceName' }),
+          name: z.string().optional().meta(schema('InstanceName')),
           bootAtStart: z.boolean().optional(),
           runUser: z.string().optional().describe('operating-system user the tunnel runs as'),
         }),
