@@ -72,9 +72,13 @@ export function InstancePage({ id }: { id: number }) {
       setError(err instanceof ApiError && err.status === 404 ? `Instance ${id} does not exist.` : explain(err));
     }
   }, [id]);
+  // A list read while a switch was changing may predate the change: it is dropped, and the read after the change shows.
+  const switching = useRef(0);
   const loadProxies = useCallback(async () => {
     try {
+      const before = switching.current;
       const reply = await get<ProxyList>('/tunnelAct/proxyMgr/list', { instanceID: id });
+      if (switching.current !== before) return;
       setProxies(reply.data.proxies);
       setVisitors(reply.data.visitors ?? []);
     } catch (err) {
@@ -195,6 +199,7 @@ export function InstancePage({ id }: { id: number }) {
 
   const setEnabled = async (proxy: Proxy, enabled: boolean) => {
     setSettingStatus(proxy.name);
+    switching.current++;
     // The switch shows the new position at once, and goes back if the daemon refuses.
     const show = (on: boolean) =>
       setProxies((list) => list?.map((p) => (p.name === proxy.name ? { ...p, enabled: on } : p)) ?? list);
@@ -206,6 +211,7 @@ export function InstancePage({ id }: { id: number }) {
       show(!enabled);
       notify(explain(err), 'error');
     } finally {
+      switching.current++;
       setSettingStatus(null);
       proxiesEdited();
     }
