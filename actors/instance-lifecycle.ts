@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Subject } from 'rxjs';
 import { createActor, fromCallback, fromPromise, type Actor, type EventObject } from 'xstate';
 import {
@@ -27,6 +28,7 @@ import { runUserCannotRead } from '../src/system/run-user-access.js';
 import { trustedProgram } from '../src/system/trusted-program.js';
 import { crashPoint } from '../src/util/crash-points.js';
 import { KeyedQueue } from '../src/util/keyed-queue.js';
+import { WorkLimiter } from '../src/util/work-limiter.js';
 import type { InstanceLogs } from './instance-logs.js';
 import type { InitSystemEvent, SpawnRequest, TunnelRunner } from './process-runner.js';
 
@@ -69,6 +71,13 @@ const mib = (bytes: number) => Math.round((bytes / 1048576) * 10) / 10;
 
 const NO_RUNS: RunInfo = Object.freeze({ restarts: 0, lastExit: null, nextStartAt: null });
 
+/**
+ * Starts prepared and handed to the runner at once. A thousand started together then reach the spawner one after
+ * another from the first moment, each prepared while the ones before it fork, instead of all being prepared before
+ * the first is sent.
+ */
+const SPAWNS_AT_ONCE = 64;
+
 /** A command's outcome is awaited for its longest legitimate course (stop, kill, start) plus this. */
 const OUTCOME_MARGIN_MS = 30_000;
 
@@ -95,6 +104,12 @@ export class InstanceLifecycle {
   private readonly states = new Map<number, InstanceState>();
   private readonly runs = new Map<number, RunInfo>();
   private readonly queue = new KeyedQueue<number>();
+  private readonly spawns = new WorkLimiter(SPAWNS_AT_ONCE, Infinity);
+  /**
+   * Each instance's config file and variables as last checked for a start (a digest), what the check found, and
+   * whether its secrets are still the ones made known then (nothing else made a file's known since).
+   */
+  private readonly checked = new Map<number, { digest: string; known: number; problem: string | undefined }>();
   /** Gives back what a burst of commands (a thousand starts) left the heap holding, once it is over. */
   private readonly reclaimer = new MemoryReclaimer(
     ({ commands, heapBefore, heapAfter, ms, error }) =>
@@ -409,9 +424,20 @@ export class InstanceLifecycle {
     const text = await readTunnelConfigText(record.configPath);
     const unreadable = await runUserCannotRead(record.configPath, record.runUser);
     if (unreadable) return unreadable;
+    const env = this.env.of(record.id);
+    // The file and the variables as they were at the last check: its secrets are known, and its verdict stands.
+    const checked = createHash('sha256').update(text).update('\0').update(JSON.stringify(env)).digest('base64');
+    const last = this.checked.get(record.id);
+    if (last?.digest === checked && last.known === this.env.configKnownCount(record.id)) return last.problem;
+    const problem = this.configProblem(record, text, env);
+    this.checked.set(record.id, { digest: checked, known: this.env.configKnownCount(record.id), problem });
+    return problem;
+  }
+
+  private configProblem(record: InstanceRecord, text: string, env: Record<string, string>): string | undefined {
     const problem = this.knowSecrets(record, text)?.placeholderProblem();
     if (problem) return problem;
-    const missing = missingEnvironment(envPlaceholders(text), this.env.of(record.id));
+    const missing = missingEnvironment(envPlaceholders(text), env);
     if (missing.length === 0) return undefined;
     const names = missing.join(', ');
     return `the config file reads ${missing.map((n) => `{{ .Envs.${n} }}`).join(', ')}, but instance ${record.id} has no environment variable ${names} (set it with modify type "environment")`;
@@ -457,18 +483,20 @@ export class InstanceLifecycle {
 
   /** The machine's spawn: the process is recorded before the machine learns of it, so a crash of ours loses nothing. */
   private async spawn(id: number): Promise<{ pid: number }> {
-    const record = this.store.get(id);
-    if (!record) throw new Error(`instance ${id} no longer exists`);
-    const unstartable = await this.unstartable(record);
-    if (unstartable) throw new Error(unstartable);
-    const channel = this.logs.channel(id);
-    channel.newRun();
-    let output: string | undefined;
-    if (this.runner.capturesOutput) output = await channel.prepareForTunnel();
-    else channel.startReading();
-    // Checked at each start: a program changed since it was set is not run.
-    const tunnelPath = await trustedProgram(this.settings.value('TunnelPath'));
-    const proc = await this.runner.spawn({ ...this.requestFor(record), tunnelPath, output });
+    const { record, proc } = await this.spawns.run(async () => {
+      const record = this.store.get(id);
+      if (!record) throw new Error(`instance ${id} no longer exists`);
+      const unstartable = await this.unstartable(record);
+      if (unstartable) throw new Error(unstartable);
+      const channel = this.logs.channel(id);
+      channel.newRun();
+      let output: string | undefined;
+      if (this.runner.capturesOutput) output = await channel.prepareForTunnel();
+      else channel.startReading();
+      // Checked at each start: a program changed since it was set is not run.
+      const tunnelPath = await trustedProgram(this.settings.value('TunnelPath'));
+      return { record, proc: await this.runner.spawn({ ...this.requestFor(record), tunnelPath, output }) };
+    });
     crashPoint('spawn:spawned', record);
     this.store.setProcess(id, proc.pid, proc.startTicks);
     this.version++;
@@ -651,6 +679,7 @@ export class InstanceLifecycle {
     this.actors.delete(id);
     this.states.delete(id);
     this.runs.delete(id);
+    this.checked.delete(id);
     this.version++;
     return undefined;
   }

@@ -50,6 +50,7 @@ export const ENV_MASK = '********';
  */
 export class InstanceEnvStore {
   private readonly byInstance = new Map<number, Map<string, string>>();
+  private readonly configsKnown = new Map<number, number>();
 
   constructor(
     private readonly db: Database,
@@ -69,6 +70,12 @@ export class InstanceEnvStore {
   /** Makes the secrets of the instance's config file known for masking, as its tunnel reads them (placeholders filled). */
   knowConfig(id: number, config: TunnelConfig): void {
     this.redactor?.set(`instance ${id} config`, config.secretValues(this.of(id)));
+    this.configsKnown.set(id, (this.configsKnown.get(id) ?? 0) + 1);
+  }
+
+  /** How many times the instance's config secrets were made known: whoever remembers a file as known compares it. */
+  configKnownCount(id: number): number {
+    return this.configsKnown.get(id) ?? 0;
   }
 
   private mapOf(id: number): Map<string, string> {
@@ -132,6 +139,7 @@ export class InstanceEnvStore {
   /** Forgets an instance's variables (its rows go with its record). */
   forget(id: number): void {
     this.byInstance.delete(id);
+    this.configsKnown.delete(id);
     this.redactor?.forget(`instance ${id} environment`);
     this.redactor?.forget(`instance ${id} config`);
   }

@@ -5,8 +5,35 @@ import { prettyLine, type LogFormat } from './pretty-line.js';
 export type { Logger } from 'pino';
 
 /** Keys whose value is a secret, at the top of an entry or one level down (`{ user: { passwd } }`). */
-const SECRET_KEYS = ['passwd', 'password', 'token', 'auth.token', 'headers'].map((key) => `["${key}"]`);
-const REDACT = { paths: [...SECRET_KEYS, ...SECRET_KEYS.map((key) => `*${key}`)], censor: '[redacted]' };
+const SECRET_KEYS: readonly string[] = ['passwd', 'password', 'token', 'auth.token', 'headers'];
+const CENSORED = '[redacted]';
+
+const hasSecretKey = (value: object) => SECRET_KEYS.some((key) => Object.hasOwn(value, key));
+
+/** A copy of `value` with its secret keys censored: a plain object stays plain, an error stays an error. */
+function censored<T extends object>(value: T): T {
+  const copy = Object.assign(Object.create(Object.getPrototypeOf(value) as object) as T, value);
+  if (value instanceof Error) Object.assign(copy, { message: value.message, stack: value.stack });
+  for (const key of SECRET_KEYS) if (Object.hasOwn(value, key)) (copy as Record<string, unknown>)[key] = CENSORED;
+  return copy;
+}
+
+/**
+ * An entry's fields with every secret key censored, at the top and one level down; the caller's objects are never
+ * changed, and an entry with no secret key (nearly all) is passed on as it is, without a copy.
+ */
+export function censorSecrets(fields: Record<string, unknown>): Record<string, unknown> {
+  let out: Record<string, unknown> | undefined;
+  for (const key in fields) {
+    const value = fields[key];
+    const secret = SECRET_KEYS.includes(key);
+    if (!secret && (value === null || typeof value !== 'object' || Array.isArray(value) || !hasSecretKey(value)))
+      continue;
+    out ??= { ...fields };
+    out[key] = secret ? CENSORED : censored(value as object);
+  }
+  return out ?? fields;
+}
 
 export interface LoggerOptions {
   debug: boolean;
@@ -50,7 +77,7 @@ export function createLogger({
       base: { pid: process.pid },
       level: debug ? 'debug' : 'info',
       // A child logger's bindings name a component or an instance, never a secret.
-      redact: REDACT,
+      formatters: { log: censorSecrets },
     },
     destination,
   );

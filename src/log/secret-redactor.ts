@@ -21,6 +21,18 @@ function keyAt(text: string, at: number): number {
   return key;
 }
 
+/** A secret, and the same inside a JSON string, where a quote, a backslash or a control character is escaped. */
+function formsOf(value: string): string[] {
+  const escaped = JSON.stringify(value).slice(1, -1);
+  return escaped === value ? [value] : [value, escaped];
+}
+
+/** Where a form of this length goes in a list kept longest first (a longer secret is tried before its prefix). */
+function longestFirst(list: readonly string[], length: number): number {
+  const at = list.findIndex((form) => form.length < length);
+  return at < 0 ? list.length : at;
+}
+
 /**
  * Every secret tunnelward knows (instances' environment values and config-file secrets, webhook header values), and
  * the one function that masks them in text that leaves it: replies, log files and streams, the audit, events and
@@ -32,10 +44,15 @@ function keyAt(text: string, at: number): number {
 export class SecretRedactor {
   private readonly sources = new Map<string, readonly string[]>();
   /**
-   * Secrets by the key of their first characters, longest first, and which first pairs of characters any secret
-   * has; built when first needed after a change.
+   * Every form a known secret takes (itself, and as it reads inside a JSON string), with how many sources hold it;
+   * the forms by the key of their first characters, longest first; and which first pairs of characters any form
+   * has, with how many. Kept up to date by each change of a source, so a thousand tunnels learning their secrets
+   * one by one cost a thousand small updates, not a thousand rebuilds.
    */
-  private index: { byKey: Map<number, string[]>; pairs: Uint8Array } | undefined;
+  private readonly held = new Map<string, number>();
+  private readonly byKey = new Map<number, string[]>();
+  private readonly pairCounts = new Map<number, number>();
+  private readonly pairs = new Uint8Array(65536);
   /**
    * The last large JSON text masked, and what it gave: the instance list is served as the same text for a second
    * (log lines, being short, do not take its place).
@@ -45,11 +62,12 @@ export class SecretRedactor {
   /** Replaces the secrets of a source (an empty list forgets it). */
   set(source: string, values: Iterable<string>): void {
     const kept = [...new Set([...values].filter((v) => v.length >= MIN_SECRET_LENGTH))].sort();
-    const before = this.sources.get(source);
-    if (before && before.length === kept.length && before.every((v, i) => v === kept[i])) return;
+    const before = this.sources.get(source) ?? [];
+    if (before.length === kept.length && before.every((v, i) => v === kept[i])) return;
+    for (const value of kept) for (const form of formsOf(value)) this.hold(form);
+    for (const value of before) for (const form of formsOf(value)) this.release(form);
     if (kept.length === 0) this.sources.delete(source);
     else this.sources.set(source, kept);
-    this.index = undefined;
     this.lastJson = undefined;
   }
 
@@ -57,10 +75,43 @@ export class SecretRedactor {
     this.set(source, []);
   }
 
+  private hold(form: string): void {
+    const count = this.held.get(form) ?? 0;
+    this.held.set(form, count + 1);
+    if (count > 0) return;
+    const key = keyAt(form, 0);
+    const list = this.byKey.get(key);
+    if (!list) this.byKey.set(key, [form]);
+    else list.splice(longestFirst(list, form.length), 0, form);
+    const pair = pairAt(form, 0);
+    this.pairCounts.set(pair, (this.pairCounts.get(pair) ?? 0) + 1);
+    this.pairs[pair] = 1;
+  }
+
+  private release(form: string): void {
+    const count = this.held.get(form)!;
+    if (count > 1) {
+      this.held.set(form, count - 1);
+      return;
+    }
+    this.held.delete(form);
+    const key = keyAt(form, 0);
+    const list = this.byKey.get(key)!;
+    list.splice(list.indexOf(form), 1);
+    if (list.length === 0) this.byKey.delete(key);
+    const pair = pairAt(form, 0);
+    const left = this.pairCounts.get(pair)! - 1;
+    if (left > 0) this.pairCounts.set(pair, left);
+    else {
+      this.pairCounts.delete(pair);
+      this.pairs[pair] = 0;
+    }
+  }
+
   /** The text with every known secret (also as it reads inside a JSON string) replaced by `***`. */
   readonly redact = (text: string): string => {
-    if (this.sources.size === 0 || text.length < MIN_SECRET_LENGTH) return text;
-    const { byKey, pairs } = (this.index ??= this.build());
+    if (this.held.size === 0 || text.length < MIN_SECRET_LENGTH) return text;
+    const { byKey, pairs } = this;
     let out = '';
     let from = 0;
     for (let at = 0; at <= text.length - MIN_SECRET_LENGTH; at++) {
@@ -113,24 +164,4 @@ export class SecretRedactor {
     }
     return (copy ?? value) as T;
   };
-
-  private build(): { byKey: Map<number, string[]>; pairs: Uint8Array } {
-    const index = new Map<number, string[]>();
-    const pairs = new Uint8Array(65536);
-    for (const values of this.sources.values()) {
-      for (const value of values) {
-        // Inside JSON (a log entry, a reply) a quote, a backslash or a control character is escaped.
-        const escaped = JSON.stringify(value).slice(1, -1);
-        for (const form of escaped === value ? [value] : [value, escaped]) {
-          pairs[pairAt(form, 0)] = 1;
-          const key = keyAt(form, 0);
-          const list = index.get(key);
-          if (!list) index.set(key, [form]);
-          else if (!list.includes(form)) list.push(form);
-        }
-      }
-    }
-    for (const list of index.values()) list.sort((a, b) => b.length - a.length);
-    return { byKey: index, pairs };
-  }
 }

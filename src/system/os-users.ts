@@ -29,8 +29,11 @@ export function lookupOsUser(name: string, passwdFile = '/etc/passwd'): OsUser |
   return undefined;
 }
 
-/** The user tunnelward runs as. */
+let me: OsUser | undefined;
+
+/** The user tunnelward runs as (read once: a process keeps its user, and each read is a lookup in the user database). */
 export function currentOsUser(): OsUser {
+  if (me) return me;
   const info = userInfo();
-  return { name: info.username, uid: info.uid, gid: info.gid, home: info.homedir };
+  return (me = Object.freeze({ name: info.username, uid: info.uid, gid: info.gid, home: info.homedir }));
 }

@@ -34,8 +34,10 @@ test('secrets are censored at the top of an entry and one level down; other fiel
   log.info(fields, 'with secrets');
   log.child({ component: 'x' }).info({ instanceID: 3, token: 'child-token' }, 'from a child');
   log.info({ instanceID: 4, state: 'running' }, 'without secrets');
+  const err = Object.assign(new Error('refused'), { token: 'error-token' });
+  log.error({ err }, 'an error that carries a secret');
   const text = teed.join('');
-  for (const secret of ['hunter2', 'tok-top', 'frp-secret', 'header-secret', 'nested-', 'child-token'])
+  for (const secret of ['hunter2', 'tok-top', 'frp-secret', 'header-secret', 'nested-', 'child-token', 'error-token'])
     t.false(text.includes(secret), `${secret} is not written`);
   const [first, child, plain] = teed.map((l) => JSON.parse(l));
   t.is(first.passwd, '[redacted]');
@@ -50,7 +52,11 @@ test('secrets are censored at the top of an entry and one level down; other fiel
   t.is(child.component, 'x');
   t.is(child.instanceID, 3);
   t.like(plain, { instanceID: 4, state: 'running', msg: 'without secrets' });
-  t.is(teed.length, 3);
+  const logged = JSON.parse(teed[3]!);
+  t.like(logged.err, { type: 'Error', message: 'refused', token: '[redacted]' });
+  t.true(String(logged.err.stack).startsWith('Error: refused'), 'an error keeps its stack');
+  t.is(err.token, 'error-token');
+  t.is(teed.length, 4);
   t.is(fields.passwd, 'hunter2-top', "the caller's object is left as it was");
   t.deepEqual(fields.user, { name: 'bob', password: 'nested-password', token: 'nested-token' });
 });

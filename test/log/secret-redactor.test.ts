@@ -56,3 +56,29 @@ test('sources replace their own secrets; a secret inside JSON (escaped) and insi
   secrets.forget('a');
   t.is(secrets.redact('token-two'), 'token-two');
 });
+
+test('a secret two sources hold stays masked until both let it go; a forgotten one is no longer masked', (t) => {
+  const secrets = new SecretRedactor();
+  secrets.set('instance 1 config', ['shared-token', 'only-one"quoted']);
+  secrets.set('instance 2 config', ['shared-token', 'shared-token-longer']);
+  t.is(secrets.redact('shared-token-longer shared-token'), `${REDACTED} ${REDACTED}`);
+  secrets.forget('instance 1 config');
+  t.is(secrets.redact('shared-token only-one"quoted'), `${REDACTED} only-one"quoted`);
+  t.is(
+    secrets.redact(JSON.stringify('only-one"quoted')),
+    JSON.stringify('only-one"quoted'),
+    'its JSON form is gone too',
+  );
+  secrets.set('instance 2 config', ['shared-token-longer']);
+  t.is(secrets.redact('shared-token-longer shared-token'), `${REDACTED} shared-token`, 'the longer one found whole');
+  // A thousand sources learnt one by one, masked between each: every one of them is found.
+  for (let i = 0; i < 1000; i++) {
+    secrets.set(`instance ${i} config`, [`admin-pass-${i}`]);
+    t.is(secrets.redact(`x admin-pass-${i} y`), `x ${REDACTED} y`);
+  }
+  for (let i = 0; i < 1000; i++) secrets.forget(`instance ${i} config`);
+  t.is(
+    secrets.redact('admin-pass-7 admin-pass-999 shared-token-longer'),
+    'admin-pass-7 admin-pass-999 shared-token-longer',
+  );
+});
