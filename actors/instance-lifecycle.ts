@@ -72,9 +72,9 @@ const mib = (bytes: number) => Math.round((bytes / 1048576) * 10) / 10;
 const NO_RUNS: RunInfo = Object.freeze({ restarts: 0, lastExit: null, nextStartAt: null });
 
 /**
- * Starts prepared and handed to the runner at once. A thousand started together then reach the spawner one after
- * another from the first moment, each prepared while the ones before it fork, instead of all being prepared before
- * the first is sent.
+ * Starts prepared and handed to the runner at once: a thousand started together hold a bounded number of file
+ * reads and spawn messages at a time, and the first reach the spawner while the rest are prepared. (On two cores
+ * the whole start of a thousand is bound by CPU, the tunnels' own start among it, not by this order.)
  */
 const SPAWNS_AT_ONCE = 64;
 
