@@ -191,12 +191,18 @@ test.serial(
       (rows) => rows.join() === 'edge-0008,edge-0009',
     );
     await page.getByRole('button', { name: 'Clear filters' }).click();
+    // The whole list is back (as a user sees it) before the pages are turned.
+    await page
+      .getByRole('status')
+      .filter({ hasText: /^1000 instances$/ })
+      .waitFor();
 
     // Pages: next, last, and a larger page.
     const pager = page.getByRole('navigation', { name: 'Pages of instances' });
+    await pager.getByText('Page 1 of 20').waitFor();
     await pager.getByRole('button', { name: 'Next' }).click();
-    await page.locator('tr[data-instance="edge-0051"]').waitFor();
     await pager.getByText('Page 2 of 20').waitFor();
+    await page.locator('tr[data-instance="edge-0051"]').waitFor();
     await pager.getByRole('button', { name: 'Last' }).click();
     await page.locator('tr[data-instance="edge-1000"]').waitFor();
     t.is((await rowNames(page))[0], 'edge-0951');
