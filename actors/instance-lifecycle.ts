@@ -23,7 +23,7 @@ import type { SettingsStore } from '../src/settings/settings-store.js';
 import type { Database } from '../src/storage/database.js';
 import { getMeta, setMeta } from '../src/storage/meta.js';
 import type { LiveProcess } from '../src/system/proc.js';
-import { lowMemoryCollection, MemoryReclaimer } from '../src/system/memory-reclaim.js';
+import { HEAP_GROWTH, lowMemoryCollection, MemoryReclaimer } from '../src/system/memory-reclaim.js';
 import { runUserCannotRead } from '../src/system/run-user-access.js';
 import { trustedProgram } from '../src/system/trusted-program.js';
 import { crashPoint } from '../src/util/crash-points.js';
@@ -110,17 +110,20 @@ export class InstanceLifecycle {
    * whether its secrets are still the ones made known then (nothing else made a file's known since).
    */
   private readonly checked = new Map<number, { digest: string; known: number; problem: string | undefined }>();
-  /** Gives back what a burst of commands (a thousand starts) left the heap holding, once it is over. */
+  /** Gives back what a burst of commands (a thousand starts), or any other growth of the heap, left it holding. */
   private readonly reclaimer = new MemoryReclaimer(
-    ({ commands, heapBefore, heapAfter, ms, error }) =>
-      error === undefined
-        ? this.log.info(
-            { commands, heapBeforeMiB: mib(heapBefore), heapAfterMiB: mib(heapAfter), ms: Math.round(ms) },
-            'a burst of commands is over: its memory is given back',
-          )
-        : this.log.warn({ commands, error }, 'a burst of commands is over, but its memory could not be given back'),
+    ({ reason, commands, heapBefore, heapAfter, ms, error }) => {
+      const what = reason === 'burst' ? 'a burst of commands is over' : 'the heap grew';
+      if (error === undefined) {
+        this.log.info(
+          { reason, commands, heapBeforeMiB: mib(heapBefore), heapAfterMiB: mib(heapAfter), ms: Math.round(ms) },
+          `${what}: its memory is given back`,
+        );
+      } else this.log.warn({ reason, commands, error }, `${what}, but its memory could not be given back`);
+    },
     BURST_COMMANDS,
     lowMemoryCollection,
+    HEAP_GROWTH,
   );
   /** The last command reference handed out. */
   private refs = 0;
@@ -697,6 +700,7 @@ export class InstanceLifecycle {
 
   /** Stops the actors, not the tunnels: they keep running and the next tunnelward takes them over. */
   close(): void {
+    this.reclaimer.close();
     this.settingsSub?.unsubscribe();
     this.initSub?.unsubscribe();
     this.orphanSub?.unsubscribe();

@@ -5,9 +5,17 @@
  * compiler's working memory, taken on the platform thread, left ~7-10 MiB of that thread's allocator arena free but
  * unreturnable; the database's work is a small part of any request. What a burst of commands leaves in the heap is
  * given back at its end (src/system/memory-reclaim.ts), not by sizing V8 for memory (`--optimize-for-size`), which
- * made bulk commands 40-70% slower.
+ * made bulk commands 40-70% slower. The same module gives back other growth of the heap on the rule of V8's memory
+ * reducer, which is off: after the collection at a burst's end it collected the heap twice more, 8 s later, for
+ * nothing (1000 tunnels: ~150 ms of CPU, idle CPU in the 30 s after a start of all 0.57-0.63% with it, 0.03% without).
  */
-export const NODE_FLAGS = ['--max-semi-space-size=1', '--v8-pool-size=1', '--liftoff-only', '--no-wasm-tier-up'];
+export const NODE_FLAGS = [
+  '--max-semi-space-size=1',
+  '--v8-pool-size=1',
+  '--liftoff-only',
+  '--no-wasm-tier-up',
+  '--no-memory-reducer',
+];
 
 /**
  * The C library's allocator, set the same way (glibc reads these; others ignore them): two arenas rather than one

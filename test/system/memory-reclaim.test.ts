@@ -2,7 +2,12 @@ import test from 'ava';
 import { getHeapStatistics } from 'node:v8';
 import { disposeWithTunnels, startWithRoot } from '../helpers/daemon.js';
 import { createInstance, instanceSettings, waitFor } from '../helpers/instances.js';
-import { lowMemoryCollection, MemoryReclaimer, type Reclaimed } from '../../src/system/memory-reclaim.js';
+import {
+  lowMemoryCollection,
+  majorCollections,
+  MemoryReclaimer,
+  type Reclaimed,
+} from '../../src/system/memory-reclaim.js';
 
 const tick = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -77,6 +82,113 @@ test('the collection for low memory gives emptied heap back', async (t) => {
   await lowMemoryCollection();
   const after = getHeapStatistics().total_heap_size;
   t.true(after < before - 16 * 1048576, `heap ${before} -> ${after}`);
+});
+
+const MiB = 1048576;
+
+/** A reclaimer watching growth through a heap whose size the test sets and major collections it announces. */
+function watching(quietMs: number) {
+  const heap = { size: 30 * MiB };
+  let announce: (() => void) | undefined;
+  const collections: number[] = [];
+  const times: number[] = [];
+  const reports: Reclaimed[] = [];
+  const r = new MemoryReclaimer(
+    (done) => reports.push(done),
+    3,
+    async () => {
+      collections.push(heap.size);
+      times.push(Date.now());
+      heap.size = 30 * MiB;
+    },
+    {
+      heapSize: () => heap.size,
+      quietMs,
+      majors: (listener) => {
+        announce = listener;
+        return () => (announce = undefined);
+      },
+    },
+  );
+  const major = (size: number) => {
+    heap.size = size;
+    announce?.();
+  };
+  return { r, heap, major, collections, times, reports, watched: () => announce !== undefined };
+}
+
+test('growth: a major collection that leaves the heap 10 MiB and 10% larger collects once after a quiet time', async (t) => {
+  const quietMs = 400;
+  const { r, major, collections, times, reports } = watching(quietMs);
+  major(39 * MiB);
+  await tick(quietMs + 50);
+  t.deepEqual(collections, [], 'below the threshold: nothing');
+  major(41 * MiB);
+  await tick(40);
+  t.deepEqual(collections, [], 'not before the quiet time');
+  major(45 * MiB);
+  const last = Date.now();
+  await waitFor(
+    async () => reports.length,
+    (n) => n === 1,
+  );
+  const at = times[0]!;
+  t.deepEqual(collections, [45 * MiB], 'once, after the last major collection');
+  t.true(at - last >= quietMs - 5, `the quiet time counts from the last one (${at - last} ms)`);
+  t.is(reports[0]!.reason, 'growth');
+  t.is(reports[0]!.commands, 0);
+  // The base is the size after the collection: less growth than the rule's does nothing, as much again collects.
+  major(38 * MiB);
+  await tick(quietMs + 50);
+  t.is(collections.length, 1);
+  major(42 * MiB);
+  await waitFor(
+    async () => collections.length,
+    (n) => n === 2,
+  );
+  r.close();
+});
+
+test('growth: not while commands are in flight; their burst collects, and a wait it ends is over', async (t) => {
+  const { r, major, collections, reports, watched } = watching(20);
+  let finish!: () => void;
+  const commands = [r.track(() => new Promise<void>((resolve) => (finish = resolve))), r.track(() => tick(1))];
+  major(60 * MiB);
+  await tick(70);
+  t.deepEqual(collections, [], 'a command is still in flight');
+  const third = r.track(() => tick(1));
+  finish();
+  await Promise.all([...commands, third]);
+  await waitFor(
+    async () => collections.length,
+    (n) => n === 1,
+  );
+  await tick(60);
+  t.deepEqual(
+    reports.map((x) => x.reason),
+    ['burst'],
+    'the burst collected; the growth it gave back is not collected again',
+  );
+  r.close();
+  t.false(watched(), 'closed, it stops listening');
+  major(90 * MiB);
+  await tick(60);
+  t.is(collections.length, 1);
+});
+
+test('growth: V8 announces its major collections (a collection for low memory is one)', async (t) => {
+  let heard = 0;
+  const stop = majorCollections(() => heard++);
+  try {
+    await lowMemoryCollection();
+    await waitFor(
+      async () => heard,
+      (n) => n > 0,
+    );
+    t.true(heard > 0);
+  } finally {
+    stop();
+  }
 });
 
 test('the daemon gives a burst of commands back once the last is answered, and says so in its log', async (t) => {
