@@ -106,6 +106,20 @@ const rowNames = (page: Page) =>
   page.locator('tr[data-instance]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-instance')));
 const domNodes = (page: Page) => page.evaluate('document.getElementsByTagName("*").length') as Promise<number>;
 
+/** Waits for an instance's row; when it does not come, fails with what the page shows instead, and a screenshot. */
+async function row(page: Page, instance: string): Promise<void> {
+  try {
+    await page.locator(`tr[data-instance="${instance}"]`).waitFor();
+  } catch (err) {
+    const shown = await page
+      .locator('body')
+      .innerText()
+      .catch(() => '(nothing)');
+    await shot(page, `missing-row-${instance}`).catch(() => undefined);
+    throw new Error(`no row ${instance}; the page shows: ${shown.replace(/\s+/g, ' ').slice(0, 600)}`, { cause: err });
+  }
+}
+
 /** Milliseconds from typing into the search to the rows it leaves, measured in the page (two frames: painted). */
 function searchRenderMs(page: Page, query: string, expectedFirst: string): Promise<number> {
   // A string: the test's own TypeScript knows no DOM.
@@ -135,7 +149,7 @@ test.serial(
     await page.getByRole('heading', { name: 'System log', exact: true }).waitFor();
     const started = Date.now();
     await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Instances' }).click();
-    await page.locator('tr[data-instance="edge-0050"]').waitFor();
+    await row(page, 'edge-0050');
     const openMs = Date.now() - started;
 
     t.is(await chipValue(page, 'all'), TOTAL);
@@ -202,9 +216,9 @@ test.serial(
     await pager.getByText('Page 1 of 20').waitFor();
     await pager.getByRole('button', { name: 'Next' }).click();
     await pager.getByText('Page 2 of 20').waitFor();
-    await page.locator('tr[data-instance="edge-0051"]').waitFor();
+    await row(page, 'edge-0051');
     await pager.getByRole('button', { name: 'Last' }).click();
-    await page.locator('tr[data-instance="edge-1000"]').waitFor();
+    await row(page, 'edge-1000');
     t.is((await rowNames(page))[0], 'edge-0951');
     await pager.getByLabel('Per page').selectOption('100');
     await pager.getByText('Page 1 of 10').waitFor();
@@ -217,7 +231,7 @@ test.serial(
     await page.getByRole('link', { name: 'edge-0700', exact: true }).click();
     await page.getByRole('heading', { name: 'edge-0700', exact: true }).waitFor();
     await page.getByRole('link', { name: '← Instances' }).click();
-    await page.locator('tr[data-instance="edge-0700"]').waitFor();
+    await row(page, 'edge-0700');
     t.is(await page.getByLabel('Search by name').inputValue(), 'edge-07');
     await page.getByRole('button', { name: 'Clear filters' }).click();
 
@@ -232,7 +246,7 @@ test.serial(
 test.serial('a thousand instances at phone width', async (t) => {
   const page = await open(t, PHONE);
   await login(page);
-  await page.locator('tr[data-instance="edge-0001"]').waitFor();
+  await row(page, 'edge-0001');
   await chip(page, 'all')
     .locator('.chip-value', { hasText: String(TOTAL) })
     .waitFor();

@@ -11,6 +11,13 @@ import {
 
 const tick = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Until `reports` holds `count` reports (a collection runs in a tick of its own, whenever the loop gets to it). */
+const reported = (reports: Reclaimed[], count: number) =>
+  waitFor(
+    async () => reports.length,
+    (n) => n >= count,
+  );
+
 function reclaimer(burst: number) {
   const collections: string[] = [];
   const reports: Reclaimed[] = [];
@@ -31,7 +38,7 @@ test('one full collection after the last command of a burst, none while any is i
   t.deepEqual(collections, [], 'the slow command is still in flight');
   finish();
   await slow;
-  await tick(5);
+  await reported(reports, 1);
   t.deepEqual(collections, ['collected']);
   t.is(reports.length, 1);
   t.is(reports[0]!.commands, 5);
@@ -39,14 +46,14 @@ test('one full collection after the last command of a burst, none while any is i
 });
 
 test('a burst smaller than the threshold collects nothing; failures count as commands', async (t) => {
-  const { r, collections } = reclaimer(4);
+  const { r, collections, reports } = reclaimer(4);
   await Promise.all([r.track(() => tick(1)), r.track(() => tick(2))]);
   await tick(5);
   t.deepEqual(collections, []);
   const failed = r.track(() => Promise.reject(new Error('no')));
   await t.throwsAsync(failed, { message: 'no' });
   await r.track(() => tick(1));
-  await tick(5);
+  await reported(reports, 1);
   t.deepEqual(collections, ['collected'], 'the count carries over until it reaches the threshold');
   await Promise.all([r.track(() => tick(1)), r.track(() => tick(1))]);
   await tick(5);
@@ -64,9 +71,9 @@ test('a collection that fails is reported, and the next burst tries again', asyn
     },
   );
   await r.track(async () => undefined);
-  await tick(5);
+  await reported(reports, 1);
   await r.track(async () => undefined);
-  await tick(5);
+  await reported(reports, 2);
   t.is(calls, 2);
   t.is(reports[0]!.error, 'no inspector');
   t.is(reports[1]!.error, undefined);
