@@ -1,5 +1,9 @@
 import test from 'ava';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { getHeapStatistics } from 'node:v8';
+import { MALLOC_ENVIRONMENT, NODE_FLAGS } from '../../src/system/node-flags.js';
 import { disposeWithTunnels, startWithRoot } from '../helpers/daemon.js';
 import { createInstance, instanceSettings, waitFor } from '../helpers/instances.js';
 import {
@@ -196,6 +200,38 @@ test('growth: V8 announces its major collections (a collection for low memory is
   } finally {
     stop();
   }
+});
+
+test('growth: in a process run as the daemon is, a heap grown and emptied outside any burst is given back after 8 s', async (t) => {
+  t.timeout(60_000);
+  // The rule as shipped (HEAP_GROWTH) with V8's own reducer off: 100 MB held across a major collection (V8's first
+  // comes at ~66 MB), then dropped.
+  const reclaim = fileURLToPath(new URL('../../src/system/memory-reclaim.js', import.meta.url));
+  const child = `
+    const { HEAP_GROWTH, lowMemoryCollection, MemoryReclaimer } = await import(${JSON.stringify(reclaim)});
+    const alive = setTimeout(() => process.exit(3), 30000);
+    const r = new MemoryReclaimer((done) => {
+      console.log(JSON.stringify({ ...done, quietMs: Date.now() - droppedAt }));
+      r.close();
+      clearTimeout(alive);
+    }, 100, lowMemoryCollection, HEAP_GROWTH);
+    let held = [];
+    for (let i = 0; i < 100; i++) held.push(new Array(125000).fill(i));
+    held = [];
+    const droppedAt = Date.now();
+  `;
+  const { stdout } = await promisify(execFile)(process.execPath, [...NODE_FLAGS, '--input-type=module', '-e', child], {
+    env: { ...process.env, ...MALLOC_ENVIRONMENT },
+    timeout: 45_000,
+  });
+  const done = JSON.parse(stdout.trim()) as Reclaimed & { quietMs: number };
+  t.log(
+    `heap ${Math.round(done.heapBefore / MiB)} -> ${Math.round(done.heapAfter / MiB)} MiB, ${done.quietMs} ms after`,
+  );
+  t.is(done.reason, 'growth');
+  t.is(done.error, undefined);
+  t.true(done.heapBefore - done.heapAfter > 30 * MiB, `heap ${done.heapBefore} -> ${done.heapAfter}`);
+  t.true(done.quietMs >= 7900, `after ${done.quietMs} ms of quiet`);
 });
 
 test('the daemon gives a burst of commands back once the last is answered, and says so in its log', async (t) => {
