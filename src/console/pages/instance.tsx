@@ -72,13 +72,16 @@ export function InstancePage({ id }: { id: number }) {
       setError(err instanceof ApiError && err.status === 404 ? `Instance ${id} does not exist.` : explain(err));
     }
   }, [id]);
-  // A list read while a switch was changing may predate the change: it is dropped, and the read after the change shows.
+  // A list read that overlaps a switch's change may predate it (the daemon may answer the read before it applies
+  // the change): it is dropped, and the read after the change shows. `switching` counts each change's start and
+  // end (a read that saw either is dropped), `changing` the changes still in flight (a read within one is dropped).
   const switching = useRef(0);
+  const changing = useRef(0);
   const loadProxies = useCallback(async () => {
     try {
       const before = switching.current;
       const reply = await get<ProxyList>('/tunnelAct/proxyMgr/list', { instanceID: id });
-      if (switching.current !== before) return;
+      if (switching.current !== before || changing.current > 0) return;
       setProxies(reply.data.proxies);
       setVisitors(reply.data.visitors ?? []);
     } catch (err) {
@@ -200,6 +203,7 @@ export function InstancePage({ id }: { id: number }) {
   const setEnabled = async (proxy: Proxy, enabled: boolean) => {
     setSettingStatus(proxy.name);
     switching.current++;
+    changing.current++;
     // The switch shows the new position at once, and goes back if the daemon refuses.
     const show = (on: boolean) =>
       setProxies((list) => list?.map((p) => (p.name === proxy.name ? { ...p, enabled: on } : p)) ?? list);
@@ -212,6 +216,7 @@ export function InstancePage({ id }: { id: number }) {
       notify(explain(err), 'error');
     } finally {
       switching.current++;
+      changing.current--;
       setSettingStatus(null);
       proxiesEdited();
     }
