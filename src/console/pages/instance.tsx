@@ -73,8 +73,8 @@ export function InstancePage({ id }: { id: number }) {
     }
   }, [id]);
   // A list read that overlaps a switch's change may predate it (the daemon may answer the read before it applies
-  // the change): it is dropped, and the read after the change shows. `switching` counts each change's start and
-  // end (a read that saw either is dropped), `changing` the changes still in flight (a read within one is dropped).
+  // the change): it is dropped, and the read after the change shows. `changing` counts the changes in flight (a
+  // read answered during one is dropped), `switching` the changes ended (a read one ended during is dropped).
   const switching = useRef(0);
   const changing = useRef(0);
   const loadProxies = useCallback(async () => {
@@ -202,7 +202,6 @@ export function InstancePage({ id }: { id: number }) {
 
   const setEnabled = async (proxy: Proxy, enabled: boolean) => {
     setSettingStatus(proxy.name);
-    switching.current++;
     changing.current++;
     // The switch shows the new position at once, and goes back if the daemon refuses.
     const show = (on: boolean) =>
