@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Subject } from 'rxjs';
 import type { User } from '../src/accounts/account-service.js';
@@ -20,11 +19,13 @@ import { changedLabels, type Labels } from '../src/instances/labels.js';
 import type { Logger } from '../src/log/logger.js';
 import type { SettingsStore } from '../src/settings/settings-store.js';
 import type { Database } from '../src/storage/database.js';
+import { freeLoopbackPort, loopbackPortFree } from '../src/system/loopback-ports.js';
 import { lookupOsUser } from '../src/system/os-users.js';
 import { hasConfigFileAccess } from '../src/system/run-user-access.js';
 import { crashPoint } from '../src/util/crash-points.js';
 import { environmentFile } from '../src/boot/environment-file.js';
 import { serviceNameOf, type BootService, type BootTarget } from './boot-services.js';
+import { hasProcess } from '../machines/instance.machine.js';
 import type { InstanceLifecycle } from './instance-lifecycle.js';
 import type { InstanceLogs } from './instance-logs.js';
 import { reloadTunnel } from './frpc-admin.js';
@@ -703,16 +704,23 @@ export class InstanceCatalogue {
   }
 
   /**
-   * Gives the instance an admin endpoint if its file has none (instances made before tunnelward managed one):
-   * asked before every start, so status and reload work from that start on.
+   * Before a start: gives the instance an admin endpoint if its file has none (instances made before tunnelward
+   * managed one), and a new port when another program holds its own while the tunnel has no process (frpc would
+   * fail to start on it). Cheap when nothing is to be done: one bind of the port, outside the instance's queue.
    */
   async ensureAdminEndpoint(id: number): Promise<void> {
-    if ((await this.allAdminEndpoints()).has(id)) return;
+    const usable = async (endpoint: AdminEndpoint | undefined) =>
+      endpoint !== undefined &&
+      (hasProcess(this.lifecycle.stateOf(id)) ||
+        (await loopbackPortFree(endpoint.port)) ||
+        // A process started meanwhile may be the one holding it.
+        hasProcess(this.lifecycle.stateOf(id)));
+    if (await usable((await this.allAdminEndpoints()).get(id))) return;
     await this.lifecycle.exclusive(id, async (record) => {
       const config = await readTunnelConfig(record.configPath);
       const known = config.adminEndpoint();
-      if (known) {
-        this.adminEndpoints?.set(id, known);
+      if (await usable(known)) {
+        this.adminEndpoints?.set(id, known!);
         return;
       }
       const port = await this.freeAdminPort();
@@ -723,7 +731,12 @@ export class InstanceCatalogue {
       } finally {
         this.pendingPorts.delete(port);
       }
-      this.log.info({ instanceID: id }, 'gave the tunnel an admin endpoint on loopback');
+      if (known) {
+        this.log.warn(
+          { instanceID: id, port: known.port, newPort: port },
+          "another program holds the tunnel's admin port: the tunnel gets a new one",
+        );
+      } else this.log.info({ instanceID: id, port }, 'gave the tunnel an admin endpoint on loopback');
     });
   }
 
@@ -737,23 +750,16 @@ export class InstanceCatalogue {
   }
 
   /**
-   * A loopback port for a tunnel's admin API: one the system says is free now and no other instance's file names.
-   * (Another program may still take it before frpc binds it; frpc then says so at its start.)
+   * A loopback port for a tunnel's admin API: one free now that no other instance's file names, from below the
+   * kernel's ephemeral range (see loopback-ports). Held in `pendingPorts` until its file is written.
    */
   private async freeAdminPort(): Promise<number> {
     const recorded = await this.allAdminEndpoints();
+    const taken = (port: number) => this.pendingPorts.has(port) || [...recorded.values()].some((e) => e.port === port);
     for (;;) {
-      const port = await new Promise<number>((resolve, reject) => {
-        const server = createServer();
-        server.once('error', reject);
-        server.listen(0, '127.0.0.1', () => {
-          const { port: chosen } = server.address() as AddressInfo;
-          server.close(() => resolve(chosen));
-        });
-      });
-      // Checked when the port is known, with no wait before it is held: two creates at once get two ports.
-      const taken = this.pendingPorts.has(port) || [...recorded.values()].some((e) => e.port === port);
-      if (!taken) {
+      const port = await freeLoopbackPort(taken);
+      // Checked again with no wait before it is held: two creates at once get two ports.
+      if (!taken(port)) {
         this.pendingPorts.add(port);
         return port;
       }

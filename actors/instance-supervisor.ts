@@ -2,7 +2,7 @@ import type { InstanceRecord } from '../src/instances/instance-store.js';
 import { InstanceStore } from '../src/instances/instance-store.js';
 import { InstanceEnvStore } from '../src/instances/instance-env.js';
 import { AppError, badRequest } from '../src/errors.js';
-import type { Command, CommandDone } from '../machines/instance.machine.js';
+import { hasProcess, type Command, type CommandDone } from '../machines/instance.machine.js';
 import type { Logger } from '../src/log/logger.js';
 import type { SecretRedactor } from '../src/log/secret-redactor.js';
 import type { SettingsStore } from '../src/settings/settings-store.js';
@@ -58,10 +58,8 @@ export interface CommandResult {
   message: string;
 }
 
-const HAS_PROCESS = new Set<InstanceState>(['starting', 'running', 'stopping']);
-
 export function processFields({ record, state, run }: InstanceView, now = Date.now()): ProcessFields {
-  const pid = HAS_PROCESS.has(state) ? record.pid : null;
+  const pid = hasProcess(state) ? record.pid : null;
   const started = state === 'running' && record.startTicks !== null ? startedAtMs(record.startTicks) : null;
   return {
     pid,

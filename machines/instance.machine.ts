@@ -28,6 +28,11 @@ export type Command = 'start' | 'stop' | 'restart';
 /** The states an instance rests in or passes through (the top level of the machine). */
 export type InstanceState = 'stopped' | 'starting' | 'running' | 'stopping' | 'backoff' | 'failed';
 
+const HAS_PROCESS = new Set<InstanceState>(['starting', 'running', 'stopping']);
+
+/** Whether an instance in this state has a tunnel process of its own (started, running or being stopped). */
+export const hasProcess = (state: InstanceState): boolean => HAS_PROCESS.has(state);
+
 export interface Timing {
   /** The process must stay up this long before a start counts as a success. */
   startMs: number;

@@ -5,6 +5,7 @@ import test from 'ava';
 import { spawn } from 'node:child_process';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { parsePortRange } from '../../src/system/loopback-ports.js';
 import { join } from 'node:path';
 import { dispose, disposeWithTunnels, startDaemon, startWithRoot, tempDir, type Daemon } from '../helpers/daemon.js';
 import {
@@ -249,6 +250,37 @@ test("a remote port already taken: that proxy's start error with frps's own mess
   ]);
   t.like(await next(id, 'proxy.down', 'shared'), { to: 'start error', err: 'port already used' });
   await roundTrip(free, 'the proxy whose port was free works');
+});
+
+test("an admin port another program took while the tunnel was stopped: a new one at the start; a running tunnel's restart keeps its own", async (t) => {
+  const frps = await frpsFor(t);
+  const { daemon, root } = await daemonFor(t);
+  const { id, configPath } = await createTunnel(daemon, root, frps, 'rf_admin_port');
+  const { port } = await adminEndpointOf(configPath);
+  const ephemeral = parsePortRange(await readFile('/proc/sys/net/ipv4/ip_local_port_range', 'utf8'))!;
+  t.true(port < ephemeral.low, `${port}: not from the range outgoing connections draw from`);
+  // Another program takes the port while the tunnel is stopped (frpc could not start on it: "bind: address already in use").
+  const squatter = createServer();
+  await new Promise<void>((resolve) => squatter.listen(port, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => squatter.close(() => resolve())));
+
+  await start(daemon, root, id);
+  await statusUntil(daemon, root, id, (s) => s.state === 'running' && s.connected === true, 5000);
+  const moved = (await adminEndpointOf(configPath)).port;
+  t.not(moved, port);
+  t.true(moved < ephemeral.low);
+  await daemon.waitForOutput(
+    new RegExp(`"port":${port},"newPort":${moved}.*another program holds the tunnel's admin port`),
+  );
+  const status = await statusUntil(daemon, root, id, (s) => s.proxyStatus !== undefined);
+  t.like(status, { connected: true }, 'status is read from the new port');
+
+  const [pid] = frpcPids(configPath);
+  const restarted = await daemon.post('/tunnelAct/instanceMgr/restart', { instanceID: id }, { token: root });
+  t.true(restarted.body.success, restarted.body.message);
+  await statusUntil(daemon, root, id, (s) => s.state === 'running' && s.connected === true, 5000);
+  t.not(frpcPids(configPath)[0], pid);
+  t.is((await adminEndpointOf(configPath)).port, moved, 'its own frpc held the port: not moved');
 });
 
 test('exit codes as the real frpc gives them: a config error, a failed first login, /api/stop, SIGTERM', async (t) => {
