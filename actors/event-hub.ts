@@ -1,4 +1,4 @@
-import { Subject } from 'rxjs';
+import { Subject } from '../src/util/rx.js';
 import { crashPoint } from '../src/util/crash-points.js';
 import type { Draft, NotificationEvent } from './webhook-notifier.js';
 

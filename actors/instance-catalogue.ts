@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Subject } from 'rxjs';
+import { Subject } from '../src/util/rx.js';
 import type { User } from '../src/accounts/account-service.js';
 import { readConfigText, type ImportFormat } from '../src/config/import-formats.js';
 import {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Subject } from 'rxjs';
+import { Subject } from '../src/util/rx.js';
 import { createActor, fromCallback, fromPromise, type Actor, type EventObject } from 'xstate';
 import {
   backoffDelay,

@@ -5,7 +5,7 @@ import { Socket, type OnReadOpts, type SocketConstructorOpts } from 'node:net';
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { promisify } from 'node:util';
-import { map, share, Subject, type Observable } from 'rxjs';
+import { map, share, Subject, type Observable } from '../src/util/rx.js';
 import { connectionIn, withoutStatusReads } from '../src/config/proxy-status.js';
 import { parseFrpcLine, type InstanceLogEntry } from '../src/log/log-entries.js';
 import type { Logger } from '../src/log/logger.js';

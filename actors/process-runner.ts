@@ -1,4 +1,4 @@
-import { Subject, type Observable } from 'rxjs';
+import { Subject, type Observable } from '../src/util/rx.js';
 import { dirname } from 'node:path';
 import type { Logger } from '../src/log/logger.js';
 import { currentOsUser, lookupOsUser } from '../src/system/os-users.js';

@@ -1,5 +1,5 @@
 import { createConnection, type Socket } from 'node:net';
-import { Subject } from 'rxjs';
+import { Subject } from '../src/util/rx.js';
 import type { MessageBus } from 'dbus-native';
 import type { UnitStatus } from '../src/boot/unit-status.js';
 import {

@@ -1,5 +1,5 @@
 import { constants } from 'node:os';
-import { Subject } from 'rxjs';
+import { Subject } from '../src/util/rx.js';
 import { nextAfterRun, restartPolicy } from '../src/boot/systemd-unit.js';
 import { parseUnitStatuses, restartStateOf, UNIT_PROPERTIES, type UnitStatus } from '../src/boot/unit-status.js';
 import type { UnitEvent } from '../src/boot/unit-signals.js';

@@ -1,4 +1,4 @@
-import { Subject } from 'rxjs';
+import { Subject } from '../src/util/rx.js';
 import { isUp, parseStatus, readLogLine, type ProxyStatus } from '../src/config/proxy-status.js';
 import type { AdminEndpoint } from '../src/config/tunnel-config.js';
 import type { InstanceLogEntry } from '../src/log/log-entries.js';

@@ -1,4 +1,4 @@
-import { Subject } from 'rxjs';
+import { Subject } from '../util/rx.js';
 import { badRequest, conflict, forbidden, notFound, unauthorized } from '../errors.js';
 import type { Database } from '../storage/database.js';
 import { AccountStore, type Session, type User } from './account-store.js';

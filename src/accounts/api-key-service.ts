@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { Subject, type Subscription } from 'rxjs';
+import { Subject, type Subscription } from '../util/rx.js';
 import { badRequest, conflict, forbidden, notFound, unauthorized } from '../errors.js';
 import { DEFAULTS } from '../settings/defaults.js';
 import type { Database } from '../storage/database.js';

@@ -1,4 +1,4 @@
-import type { Subscription } from 'rxjs';
+import type { Subscription } from '../util/rx.js';
 import type { EventHub } from '../../actors/event-hub.js';
 import type { InstanceLogs } from '../../actors/instance-logs.js';
 import type { InstanceSupervisor } from '../../actors/instance-supervisor.js';

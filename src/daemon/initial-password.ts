@@ -1,7 +1,7 @@
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { Subscription } from 'rxjs';
+import type { Subscription } from '../util/rx.js';
 import type { AccountService } from '../accounts/account-service.js';
 
 const FILE = 'initial-admin-password';

@@ -1,7 +1,7 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { map, share, type Observable, type Subscription } from 'rxjs';
+import { map, share, type Observable, type Subscription } from '../util/rx.js';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { EventHub } from '../../actors/event-hub.js';
 import type { InstanceSupervisor } from '../../actors/instance-supervisor.js';

@@ -1,4 +1,4 @@
-import { Subject } from 'rxjs';
+import { Subject } from '../util/rx.js';
 import { systemEntryFromPino, type SystemLogEntry } from './log-entries.js';
 
 /**

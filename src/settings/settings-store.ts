@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Subject } from 'rxjs';
+import { Subject } from '../util/rx.js';
 import { parse, stringify, TomlError } from 'smol-toml';
 import { isTable, type Table } from '../config/toml-tree.js';
 import { AppError, badRequest, conflict, forbidden, internal } from '../errors.js';
