@@ -1,10 +1,8 @@
-import Koa, { type Middleware } from 'koa';
-import { HttpMethodEnum, koaBody } from 'koa-body';
+import Koa from 'koa';
 import type { Logger } from 'pino';
 import type { InstanceSupervisor } from '../../actors/instance-supervisor.js';
 import type { AccountService } from '../accounts/account-service.js';
 import type { ApiKeyService } from '../accounts/api-key-service.js';
-import { AppError } from '../errors.js';
 import type { SettingsStore } from '../settings/settings-store.js';
 import type { RuntimeFaults } from '../system/self-check.js';
 import type { SoftwareInfo } from '../system/software-info.js';
@@ -14,7 +12,7 @@ import { clientAddress, type TrustedProxies } from './client-address.js';
 import { consoleAssets } from './console-assets.js';
 import { envelope, type ReplyRedactor } from './envelope.js';
 import { requestExposure, type Exposure } from './exposure.js';
-import { checkJsonBody } from './json-body-check.js';
+import { checkJsonBody, parseJsonBody, requireJsonBody } from './json-body.js';
 import { STREAM_PATHS } from './log-streams.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { accountRoutes } from './routes/accounts.js';
@@ -81,14 +79,6 @@ const routeLists = new WeakMap<Koa<AppState>, RouteInfo[]>();
 export function listRoutes(app: Koa<AppState>): RouteInfo[] {
   return [...(routeLists.get(app) ?? [])];
 }
-
-/** A POST that carries a body must carry JSON: anything else would silently read as an empty request. */
-const requireJsonBody: Middleware = async (ctx, next) => {
-  if (ctx.method !== 'GET' && ctx.method !== 'HEAD' && ctx.request.length && !ctx.request.is('json')) {
-    throw new AppError(415, 'request body must be JSON (Content-Type: application/json)');
-  }
-  await next();
-};
 
 /** Builds the Koa app from its dependencies; the caller owns the HTTP server. */
 export function createApp(deps: AppDeps): Koa<AppState> {
@@ -165,17 +155,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
 
   app.use(routeGate(routers, STREAM_PATHS));
   app.use(requireJsonBody);
-  app.use(
-    koaBody({
-      json: true,
-      jsonStrict: true,
-      jsonLimit: deps.jsonLimit,
-      urlencoded: false,
-      text: false,
-      multipart: false,
-      parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
-    }),
-  );
+  app.use(parseJsonBody(deps.jsonLimit));
   app.use(checkJsonBody(deps.jsonMaxDepth));
   for (const router of routers) app.use(router.middleware());
   return app;

@@ -34,7 +34,7 @@ export function rawFailure(status: number, message: string, headers: Record<stri
   );
 }
 
-/** Errors thrown by koa-body and other libraries carry a status but a message we did not write. */
+/** Errors thrown by co-body and other libraries carry a status but a message we did not write. */
 function libraryErrorMessage(err: { status?: number; type?: string; message?: string }): string | undefined {
   if (err.status === 413) return 'request body is too large';
   if (err.status === 415) return 'request body must be application/json';

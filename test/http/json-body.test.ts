@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
-import { jsonBodyProblem } from '../../src/http/json-body-check.js';
+import { jsonBodyProblem } from '../../src/http/json-body.js';
 import { dispose, startDaemon, type Daemon } from '../helpers/daemon.js';
 import { instanceSettings } from '../helpers/instances.js';
 

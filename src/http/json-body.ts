@@ -1,5 +1,6 @@
+import { json } from 'co-body';
 import type { Middleware } from 'koa';
-import { badRequest } from '../errors.js';
+import { AppError, badRequest } from '../errors.js';
 import { isReservedKey, reservedKeyMessage } from '../util/reserved-keys.js';
 
 interface Visit {
@@ -57,6 +58,29 @@ export function jsonBodyProblem(body: unknown, maxDepth: number): string | undef
     }
   }
   return undefined;
+}
+
+/** A request that carries a body must carry JSON: anything else would silently read as an empty request. */
+export const requireJsonBody: Middleware = async (ctx, next) => {
+  if (ctx.method !== 'GET' && ctx.method !== 'HEAD' && ctx.request.length && !ctx.request.is('json')) {
+    throw new AppError(415, 'request body must be JSON (Content-Type: application/json)');
+  }
+  await next();
+};
+
+const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * Parses a JSON body into `ctx.request.body`: an object or array only (strict), at most `limit` (co-body's errors
+ * carry their status: 400 for invalid JSON, 413 over the limit, 415 for an encoding it cannot read).
+ */
+export function parseJsonBody(limit: string): Middleware {
+  return async (ctx, next) => {
+    if (PARSED_METHODS.has(ctx.method) && ctx.request.is('json')) {
+      (ctx.request as { body?: unknown }).body = await json(ctx, { limit, strict: true });
+    }
+    await next();
+  };
 }
 
 /** Refuses a parsed JSON body that is nested too deeply, holds invalid Unicode or a reserved key, before any route reads it. */
