@@ -2711,7 +2711,7 @@ export interface components {
                 "application/json": components["schemas"]["Failure"];
             };
         };
-        /** @description A body that is not application/json. */
+        /** @description A body that is not application/json, or compressed otherwise than gzip, deflate or br. */
         UnsupportedMediaType: {
             headers: {
                 [name: string]: unknown;

@@ -71,13 +71,28 @@ export const requireJsonBody: Middleware = async (ctx, next) => {
 const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
- * Parses a JSON body into `ctx.request.body`: an object or array only (strict), at most `limit` (co-body's errors
- * carry their status: 400 for invalid JSON, 413 over the limit, 415 for an encoding it cannot read).
+ * Parses a JSON body into `ctx.request.body`: an object or array only (strict), at most `limit` once decompressed
+ * (co-body's errors carry their status: 400 for invalid JSON, 413 over the limit). A body compressed as its
+ * Content-Encoding says (gzip, deflate, br) is read; one that says another, or whose data is not what it says, is
+ * refused here, saying so (the decompressor's own error has no status).
  */
 export function parseJsonBody(limit: string): Middleware {
   return async (ctx, next) => {
     if (PARSED_METHODS.has(ctx.method) && ctx.request.is('json')) {
-      (ctx.request as { body?: unknown }).body = await json(ctx, { limit, strict: true });
+      const encoding = ctx.get('Content-Encoding') || 'identity';
+      try {
+        (ctx.request as { body?: unknown }).body = await json(ctx, { limit, strict: true });
+      } catch (err) {
+        const { code, message } = err as NodeJS.ErrnoException;
+        // zlib's codes (Z_DATA_ERROR, Z_BUF_ERROR) and brotli's (ERR__ERROR_FORMAT_..., ERR_BROTLI_...).
+        if (code !== undefined && /^(Z_|ERR__ERROR|ERR_BROTLI)/.test(code)) {
+          throw badRequest(`request body is not valid ${encoding} data`);
+        }
+        if (message.startsWith('Unsupported Content-Encoding')) {
+          throw new AppError(415, `Content-Encoding ${encoding} is not supported (gzip, deflate, br or none)`);
+        }
+        throw err;
+      }
     }
     await next();
   };

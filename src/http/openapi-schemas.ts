@@ -644,7 +644,10 @@ export const ERRORS: Record<number, { name: string; description: string; headers
   },
   409: { name: 'Conflict', description: 'The request conflicts with the current state; the message names with what.' },
   413: { name: 'PayloadTooLarge', description: `The body is larger than ${DEFAULTS.jsonLimit}.` },
-  415: { name: 'UnsupportedMediaType', description: 'A body that is not application/json.' },
+  415: {
+    name: 'UnsupportedMediaType',
+    description: 'A body that is not application/json, or compressed otherwise than gzip, deflate or br.',
+  },
   426: {
     name: 'UpgradeRequired',
     description: 'A WebSocket stream asked for by a plain request: connect with Upgrade: websocket.',

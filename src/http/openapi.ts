@@ -248,7 +248,7 @@ Every HTTP response is the envelope \`{"success": bool, "message": string, "data
 
 Authentication: \`X-Timestamp\` (Unix time in ms, within ${DEFAULTS.timestampWindowMs} ms of the server clock) and \`X-Token\` (from /login) headers, as each operation's security says. Instead of \`X-Token\`, a personal API key (/apiKeyMgr/create) may be sent as \`Authorization: Bearer twk_...\`: it acts as its owner with its own role scope, expiry and rate limit, and still needs \`X-Timestamp\`. Roles: superuser > admin > visitor; each operation states its access level in its description and in \`x-access\` (public, timestamp, visitor, admin, superuser). Rate limits (settings RateLimit.*): by default 100 requests per minute per token, 5 /login and 30 /register per minute per IP; past a limit, 429 with Retry-After.
 
-GET parameters are read from the query string, then from an \`X-<name>\` header. POST bodies are JSON objects (Content-Type: application/json, at most ${DEFAULTS.jsonLimit}, nested at most ${DEFAULTS.jsonMaxDepth} levels). Ids are accepted as integers or strings holding one.
+GET parameters are read from the query string, then from an \`X-<name>\` header. POST bodies are JSON objects (Content-Type: application/json; Content-Encoding gzip, deflate or br if compressed; at most ${DEFAULTS.jsonLimit} decompressed, nested at most ${DEFAULTS.jsonMaxDepth} levels). Ids are accepted as integers or strings holding one.
 
 Paths are exact and case-sensitive: another case, a trailing or doubled slash, or a path no route serves is a 404 (\`no such endpoint: ...\`); a method a path does not take is a 405 with Allow.
 

@@ -170,15 +170,17 @@ export class Daemon {
   }
 }
 
-function requestParts(options: RequestOptions): { headers: Record<string, string>; body: string | undefined } {
+function requestParts(options: RequestOptions): { headers: Record<string, string>; body: string | Buffer | undefined } {
   const headers: Record<string, string> = { ...options.headers };
   const timestamp = options.timestamp === undefined ? Date.now() : options.timestamp;
   if (timestamp !== null) headers['X-Timestamp'] = String(timestamp);
   if (options.token) headers['X-Token'] = options.token;
-  let body: string | undefined;
+  let body: string | Buffer | undefined;
   if (options.body !== undefined) {
     headers['Content-Type'] ??= 'application/json';
-    body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+    // A string or bytes (a compressed body) as given; anything else as JSON.
+    body =
+      typeof options.body === 'string' || Buffer.isBuffer(options.body) ? options.body : JSON.stringify(options.body);
   }
   return { headers, body };
 }

@@ -1,4 +1,5 @@
 import test from 'ava';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { ADMIN, dispose, startDaemon, type Daemon } from '../helpers/daemon.js';
 
 let daemon: Daemon;
@@ -83,6 +84,40 @@ test('bad bodies get a clear 4xx in the envelope', async (t) => {
   const unknown = await daemon.get('/no/such/thing');
   t.is(unknown.status, 404);
   t.false(unknown.body.success);
+});
+
+test('compressed bodies: read as their Content-Encoding says; data that is not what it says, or another encoding, refused', async (t) => {
+  const login = { username: ADMIN.username, passwd: ADMIN.passwd };
+  const send = (encoding: string, body: Buffer | string) =>
+    daemon.request('POST', '/login', {
+      body,
+      headers: { 'Content-Type': 'application/json', 'Content-Encoding': encoding },
+    });
+  const json = Buffer.from(JSON.stringify(login));
+  for (const [encoding, packed] of [
+    ['gzip', gzipSync(json)],
+    ['deflate', deflateSync(json)],
+    ['br', brotliCompressSync(json)],
+  ] as const) {
+    const ok = await send(encoding, packed);
+    t.is(ok.status, 200, `${encoding}: ${ok.body.message}`);
+    t.truthy(ok.body.data.token);
+    const junk = await send(encoding, 'not compressed at all');
+    t.is(junk.status, 400);
+    t.deepEqual(junk.body, { success: false, message: `request body is not valid ${encoding} data` });
+  }
+  const cut = await send('gzip', gzipSync(json).subarray(0, 20));
+  t.deepEqual([cut.status, cut.body.message], [400, 'request body is not valid gzip data']);
+  const other = await send('compress', json);
+  t.is(other.status, 415);
+  t.is(other.body.message, 'Content-Encoding compress is not supported (gzip, deflate, br or none)');
+  // The limit is on the body as read: 50 MB of zeros in 50 KB of gzip is too large, not 50 MB of memory.
+  const bomb = await send('gzip', gzipSync(Buffer.alloc(50_000_000)));
+  t.deepEqual([bomb.status, bomb.body.message], [413, 'request body is too large']);
+  t.false(
+    daemon.output.some((line) => /"level":50/.test(line)),
+    'nothing logged as a failure of the daemon',
+  );
 });
 
 test('login returns a token; wrong password and unknown user fail alike', async (t) => {
