@@ -60,9 +60,13 @@ export function jsonBodyProblem(body: unknown, maxDepth: number): string | undef
   return undefined;
 }
 
-/** A request that carries a body must carry JSON: anything else would silently read as an empty request. */
+/**
+ * A request that carries a body must carry JSON: anything else would silently read as an empty request. A body is
+ * carried with a length above zero or in chunks (Transfer-Encoding, no length).
+ */
 export const requireJsonBody: Middleware = async (ctx, next) => {
-  if (ctx.method !== 'GET' && ctx.method !== 'HEAD' && ctx.request.length && !ctx.request.is('json')) {
+  const carriesBody = Boolean(ctx.request.length) || ctx.get('Transfer-Encoding') !== '';
+  if (ctx.method !== 'GET' && ctx.method !== 'HEAD' && carriesBody && !ctx.request.is('json')) {
     throw new AppError(415, 'request body must be JSON (Content-Type: application/json)');
   }
   await next();

@@ -1,4 +1,5 @@
 import test from 'ava';
+import { request as httpRequest } from 'node:http';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { ADMIN, dispose, startDaemon, type Daemon } from '../helpers/daemon.js';
 
@@ -78,6 +79,25 @@ test('bad bodies get a clear 4xx in the envelope', async (t) => {
     headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
   });
   t.is(form.status, 415);
+  // The same in chunks, with no Content-Length.
+  const chunked = await new Promise<{ status: number; body: { message: string } }>((resolve, reject) => {
+    const req = httpRequest(`${daemon.url}/register`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'text/plain', 'X-Timestamp': String(Date.now()) },
+    });
+    req.on('response', (res) => {
+      let text = '';
+      res.on('data', (chunk: Buffer) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+    });
+    req.on('error', reject);
+    req.write('username=');
+    req.end('x');
+  });
+  t.deepEqual(chunked, {
+    status: 415,
+    body: { success: false, message: 'request body must be JSON (Content-Type: application/json)' },
+  });
   const array = await daemon.request('POST', '/register', { body: '[1,2]' });
   t.is(array.status, 400);
   t.regex(array.body.message, /JSON object/);
