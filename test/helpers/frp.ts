@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { PACKAGE_ROOT } from '../../src/paths.js';
+import { freeLoopbackPort } from '../../src/system/loopback-ports.js';
 import { killOnExit } from './exit-guard.js';
 
 const run = promisify(execFile);
@@ -25,22 +26,11 @@ export async function frpVersion(): Promise<string> {
 }
 
 /**
- * A port free on loopback now, below Linux's ephemeral range (32768-60999): a port the kernel hands out for
- * listening is soon handed out again as the source port of some connection, and a later bind then finds it busy.
+ * A port free on loopback now, below the kernel's ephemeral range, as the daemon chooses its tunnels' admin ports: a
+ * port the kernel hands out for listening is soon handed out again as the source port of some connection, and a
+ * later bind then finds it busy.
  */
-export async function freePort(): Promise<number> {
-  for (;;) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    const server = createServer();
-    const bound = await new Promise<boolean>((resolve) => {
-      server.once('error', () => resolve(false));
-      server.listen(port, '127.0.0.1', () => resolve(true));
-    });
-    if (!bound) continue;
-    await new Promise((resolve) => server.close(resolve));
-    return port;
-  }
-}
+export const freePort = (): Promise<number> => freeLoopbackPort(() => false);
 
 export interface FrpsOptions {
   /** `auth.token`; none when empty. */
