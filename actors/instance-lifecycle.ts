@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
 import { Subject } from '../src/util/rx.js';
-import { createActor, fromCallback, fromPromise, type Actor, type EventObject } from 'xstate';
+import { createActor, fromCallback, type Actor, type EventObject } from 'xstate';
 import {
   backoffDelay,
   instanceMachine,
   type Command,
   type CommandDone,
   type InstanceContext,
+  type InstanceEvent,
   type InstanceMachine,
   type InstanceState,
   type Timing,
@@ -342,10 +343,17 @@ export class InstanceLifecycle {
    * implementation finds its instance through its input or params).
    */
   private readonly machine = instanceMachine.provide({
-    actors: {
-      spawnTunnel: fromPromise(async ({ input }) => this.spawn(input.instanceId)),
-    },
     actions: {
+      // The outcome goes back to the actor that asked, while it is active (a retired one has let the spawn go).
+      spawn: ({ self }, { instanceId }) => {
+        const tell = (event: InstanceEvent) => {
+          if (self.getSnapshot().status === 'active') self.send(event);
+        };
+        this.spawn(instanceId).then(
+          ({ pid }) => tell({ type: 'SPAWNED', pid }),
+          (err: Error) => tell({ type: 'SPAWN_FAILED', error: err.message }),
+        );
+      },
       watch: (_, { instanceId, pid }) => this.watch(instanceId, pid),
       terminate: (_, { instanceId, pid }) => {
         if (pid !== null) this.withRequest(instanceId, (r) => this.runner.terminate(r, pid));

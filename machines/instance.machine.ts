@@ -1,4 +1,4 @@
-import { and, assign, emit, fromPromise, setup } from 'xstate';
+import { and, assign, emit, setup } from 'xstate';
 
 /** How a tunnel process ended: exit code or signal, and the last lines of its log. */
 export interface ExitInfo {
@@ -17,10 +17,6 @@ export interface ExitInfo {
    * crash even when its exit code is a no-retry one.
    */
   transient?: boolean;
-}
-
-export interface Spawned {
-  pid: number;
 }
 
 export type Command = 'start' | 'stop' | 'restart';
@@ -89,6 +85,9 @@ export type InstanceEvent =
   | CommandEvent
   /** A process found running at start-up is taken over as it is. */
   | { type: 'ADOPT'; pid: number }
+  /** The spawn that `spawn` began gave a process (its pid is recorded), or could not (why). */
+  | { type: 'SPAWNED'; pid: number }
+  | { type: 'SPAWN_FAILED'; error: string }
   /** The process `pid` ended (sent by the watch that `watch` began on it). */
   | { type: 'EXITED'; pid: number; exit: ExitInfo }
   /** The init system started the tunnel again on its own after a crash. */
@@ -194,7 +193,7 @@ const initSystemExits = [
 
 /**
  * The life of one tunnel-client instance. Pure: spawning, watching and signalling the process are named here and
- * provided by a runner (`machine.provide({ actors, actions })`).
+ * provided by a runner (`machine.provide({ actions })`); what they give comes back as events.
  */
 export const instanceMachine = setup({
   types: {
@@ -203,12 +202,13 @@ export const instanceMachine = setup({
     input: {} as InstanceInput,
     emitted: {} as CommandDone,
   },
-  actors: {
-    spawnTunnel: fromPromise<Spawned, { instanceId: number }>(async () => {
-      throw new Error('spawnTunnel is provided by a runner');
-    }),
-  },
   actions: {
+    /**
+     * Spawns the process, which comes back as `SPAWNED` with its pid or `SPAWN_FAILED`. An action, not an invoked
+     * actor: every instance's actor shares one actor system, whose scheduler looks through all of its timers when
+     * an actor stops, so a child actor per spawn made a start of n tunnels cost n times n.
+     */
+    spawn: (_, _params: { instanceId: number }) => {},
     /** Watches the process until it exits, which comes back as `EXITED` with its pid. */
     watch: (_, _params: { instanceId: number; pid: number }) => {},
     /** SIGTERM to the process group. */
@@ -235,7 +235,7 @@ export const instanceMachine = setup({
     }),
     awaitRespawn: assign({ awaitingRespawn: true }),
     clearRespawn: assign({ awaitingRespawn: false }),
-    recordSpawnError: assign({ lastError: ({ event }) => errorMessage(event) }),
+    recordSpawnError: assign({ lastError: ({ event }) => spawnError(event) }),
     reply: emit(({ context }, params: { ok: boolean; message?: string; conflict?: boolean; unchanged?: boolean }) => ({
       type: 'commandDone' as const,
       command: context.command ?? 'start',
@@ -263,7 +263,7 @@ export const instanceMachine = setup({
       ok: false,
       conflict: false,
       unchanged: false,
-      message: errorMessage(event),
+      message: spawnError(event),
     })),
     /** A command that arrives while another one waits for its outcome is answered at once: it never waits unseen. */
     replyBusy: emit(({ context, event }) => ({
@@ -370,21 +370,20 @@ export const instanceMachine = setup({
       initial: 'spawning',
       states: {
         spawning: {
-          invoke: {
-            src: 'spawnTunnel',
-            input: ({ context }) => ({ instanceId: context.instanceId }),
-            onDone: [
+          entry: { type: 'spawn', params: ({ context }) => ({ instanceId: context.instanceId }) },
+          on: {
+            SPAWNED: [
               {
                 guard: { type: 'commandIs', params: { command: 'stop' } },
                 target: '#instance.stopping',
-                actions: [assign({ pid: ({ event }) => event.output.pid, lastError: null }), watchProcess],
+                actions: [assign({ pid: ({ event }) => event.pid, lastError: null }), watchProcess],
               },
               {
                 target: 'confirming',
-                actions: [assign({ pid: ({ event }) => event.output.pid, lastError: null }), watchProcess],
+                actions: [assign({ pid: ({ event }) => event.pid, lastError: null }), watchProcess],
               },
             ],
-            onError: [
+            SPAWN_FAILED: [
               {
                 guard: { type: 'commandIs', params: { command: 'stop' } },
                 target: '#instance.stopped',
@@ -398,8 +397,6 @@ export const instanceMachine = setup({
               { guard: 'crashLimitReached', target: '#instance.failed', actions: ['recordSpawnError', 'countCrash'] },
               { target: '#instance.backoff', actions: ['recordSpawnError', 'countCrash'] },
             ],
-          },
-          on: {
             // The watchdog is spawning: a stop is acted on once the process is there; a start or a restart waits
             // for this fresh process, which is what either asks for.
             STOP: { guard: 'idle', actions: 'acceptCommand' },
@@ -571,9 +568,8 @@ export const instanceMachine = setup({
   },
 });
 
-function errorMessage(event: unknown): string {
-  const error = (event as { error?: unknown }).error;
-  return error instanceof Error ? error.message : String(error);
+function spawnError(event: InstanceEvent): string {
+  return event.type === 'SPAWN_FAILED' ? event.error : 'the spawn failed';
 }
 
 export type InstanceMachine = typeof instanceMachine;

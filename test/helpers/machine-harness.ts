@@ -1,4 +1,4 @@
-import { createActor, fromPromise, SimulatedClock } from 'xstate';
+import { createActor, SimulatedClock } from 'xstate';
 import {
   instanceMachine,
   type CommandDone,
@@ -36,16 +36,18 @@ export function harness(options: Options = {}) {
     watchers.get(pid)?.({ code: null, signal: null, tail: [], ...exit });
 
   const machine = instanceMachine.provide({
-    actors: {
-      spawnTunnel: fromPromise(async () => {
-        if (holding) await new Promise<void>((resolve) => held.push(resolve));
-        if (spawnError) throw new Error(spawnError);
-        const pid = nextPid++;
-        spawned.push(pid);
-        return { pid };
-      }),
-    },
     actions: {
+      // As the lifecycle does: the outcome comes back later, as an event, to the actor while it is active.
+      spawn: ({ self }) => {
+        void (async () => {
+          if (holding) await new Promise<void>((resolve) => held.push(resolve));
+          const event: InstanceEvent = spawnError
+            ? { type: 'SPAWN_FAILED', error: spawnError }
+            : { type: 'SPAWNED', pid: nextPid++ };
+          if (event.type === 'SPAWNED') spawned.push(event.pid);
+          if (self.getSnapshot().status === 'active') self.send(event);
+        })();
+      },
       // One watch per process, as the lifecycle keeps: an exit is reported once, to whatever state the actor is in.
       watch: (_, { pid }) => {
         watched.push(pid);

@@ -221,6 +221,26 @@ test('retire ends the actor wherever it is: its timers are called off and the pr
   t.is(h.state(), 'retired');
 });
 
+test('retire while a spawn is under way: its outcome, when it comes, is let go (no transition, no warning)', async (t) => {
+  const h = harness({ holdSpawns: true });
+  await h.send({ type: 'START' });
+  t.deepEqual(h.state(), { starting: 'spawning' });
+  await h.send({ type: 'RETIRE' });
+  t.is(h.actor.getSnapshot().status, 'done');
+  const warned: unknown[] = [];
+  const warn = console.warn;
+  console.warn = (...args: unknown[]) => warned.push(args);
+  try {
+    await h.releaseSpawns();
+  } finally {
+    console.warn = warn;
+  }
+  t.deepEqual(h.spawned, [100], 'the process was spawned all the same (the next daemon takes it over)');
+  t.is(h.state(), 'retired');
+  t.deepEqual(h.watched, [], 'and not watched by a retired actor');
+  t.deepEqual(warned, []);
+});
+
 test('restart: stop then start, one reply', async (t) => {
   const h = harness();
   await h.send({ type: 'START' });
