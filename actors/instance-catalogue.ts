@@ -19,7 +19,7 @@ import { changedLabels, type Labels } from '../src/instances/labels.js';
 import type { Logger } from '../src/log/logger.js';
 import type { SettingsStore } from '../src/settings/settings-store.js';
 import type { Database } from '../src/storage/database.js';
-import { freeLoopbackPort, loopbackPortFree } from '../src/system/loopback-ports.js';
+import { freeLoopbackPort, loopbackPortState } from '../src/system/loopback-ports.js';
 import { lookupOsUser } from '../src/system/os-users.js';
 import { hasConfigFileAccess } from '../src/system/run-user-access.js';
 import { crashPoint } from '../src/util/crash-points.js';
@@ -709,10 +709,12 @@ export class InstanceCatalogue {
    * fail to start on it). Cheap when nothing is to be done: one bind of the port, outside the instance's queue.
    */
   async ensureAdminEndpoint(id: number): Promise<void> {
+    // Only a port found held is replaced: a bind that failed for another reason (no descriptor left in a start of
+    // thousands) says nothing of it.
     const usable = async (endpoint: AdminEndpoint | undefined) =>
       endpoint !== undefined &&
       (hasProcess(this.lifecycle.stateOf(id)) ||
-        (await loopbackPortFree(endpoint.port)) ||
+        (await loopbackPortState(endpoint.port)) !== 'held' ||
         // A process started meanwhile may be the one holding it.
         hasProcess(this.lifecycle.stateOf(id)));
     if (await usable((await this.allAdminEndpoints()).get(id))) return;

@@ -61,12 +61,16 @@ function ephemeralRange(): PortRange | undefined {
   return ephemeral;
 }
 
-/** Whether a listener can bind 127.0.0.1:port now (no listener and no connection holds it). */
-export function loopbackPortFree(port: number): Promise<boolean> {
+/**
+ * Whether a listener can bind 127.0.0.1:port now: `free`, `held` (a listener or a connection of this host holds
+ * it), or `unknown` when the bind failed for another reason (no file descriptor left, ...), which says nothing of
+ * the port.
+ */
+export function loopbackPortState(port: number): Promise<'free' | 'held' | 'unknown'> {
   return new Promise((resolve) => {
     const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen({ port, host: '127.0.0.1', exclusive: true }, () => server.close(() => resolve(true)));
+    server.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'EADDRINUSE' ? 'held' : 'unknown'));
+    server.listen({ port, host: '127.0.0.1', exclusive: true }, () => server.close(() => resolve('free')));
   });
 }
 
@@ -94,7 +98,7 @@ export async function freeLoopbackPort(
     for (let round = 0; round < 16; round++) {
       const port = pickPort(range, taken);
       if (port === undefined) break;
-      if (await loopbackPortFree(port)) return port;
+      if ((await loopbackPortState(port)) === 'free') return port;
     }
   }
   for (;;) {

@@ -1,11 +1,14 @@
 import test from 'ava';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { readFile } from 'node:fs/promises';
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import {
   ADMIN_PORTS_FROM,
   adminPortRange,
   freeLoopbackPort,
-  loopbackPortFree,
+  loopbackPortState,
   parsePortRange,
   pickPort,
 } from '../../src/system/loopback-ports.js';
@@ -79,20 +82,20 @@ test("this host's admin ports are below its ephemeral range", async (t) => {
   for (let i = 0; i < 20; i++) {
     const port = await freeLoopbackPort(() => false);
     t.true(port >= ADMIN_PORTS_FROM && port < ephemeral.low, `${port}`);
-    t.true(await loopbackPortFree(port));
+    t.is(await loopbackPortState(port), 'free');
   }
 });
 
 test('a port a listener holds, or a connection of this host, is not free; one neither holds is', async (t) => {
   const server = await listening();
   const held = portOf(server);
-  t.false(await loopbackPortFree(held), 'a listener');
+  t.is(await loopbackPortState(held), 'held', 'a listener');
   const client = await connected(held);
   const outgoing = client.localPort!;
-  t.false(await loopbackPortFree(outgoing), "an outgoing connection's own port");
+  t.is(await loopbackPortState(outgoing), 'held', "an outgoing connection's own port");
   client.destroy();
   await closed(server);
-  t.true(await loopbackPortFree(held), 'free once the listener is closed');
+  t.is(await loopbackPortState(held), 'free', 'free once the listener is closed');
 });
 
 test('a range whose ports are held or taken ends in a port the kernel chooses; a free one of the range is chosen', async (t) => {
@@ -101,11 +104,29 @@ test('a range whose ports are held or taken ends in a port the kernel chooses; a
   t.teardown(() => closed(server));
   const instead = await freeLoopbackPort(() => false, { low: held, high: held });
   t.not(instead, held);
-  t.true(await loopbackPortFree(instead));
+  t.is(await loopbackPortState(instead), 'free');
   const other = await freeLoopbackPort((p) => p === instead, { low: instead, high: instead });
   t.not(other, instead);
   const spare = await listening(0);
   const freed = portOf(spare);
   await closed(spare);
   t.is(await freeLoopbackPort(() => false, { low: freed, high: freed }), freed);
+});
+
+test('a bind that fails for want of a file descriptor says nothing of the port: unknown, not held', async (t) => {
+  // A process with no descriptor left (its limit lowered, then used up): as in a start of thousands of tunnels.
+  const module = fileURLToPath(new URL('../../src/system/loopback-ports.js', import.meta.url));
+  const script = `
+    const { openSync } = await import('node:fs');
+    const { loopbackPortState } = await import(${JSON.stringify(module)});
+    const held = [];
+    try { for (;;) held.push(openSync('/dev/null', 'r')); } catch (err) { if (err.code !== 'EMFILE') throw err; }
+    console.log(await loopbackPortState(${await freeLoopbackPort(() => false)}));`;
+  const { stdout } = await promisify(execFile)('sh', [
+    '-c',
+    'ulimit -n 64 && exec "$0" --input-type=module -e "$1"',
+    process.execPath,
+    script,
+  ]);
+  t.is(stdout.trim(), 'unknown');
 });
