@@ -73,27 +73,29 @@ export const requireJsonBody: Middleware = async (ctx, next) => {
 };
 
 const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+/** The Content-Encodings the parser reads (co-body's, through inflation). */
+const ENCODINGS = new Set(['identity', 'gzip', 'deflate', 'br']);
 
 /**
  * Parses a JSON body into `ctx.request.body`: an object or array only (strict), at most `limit` once decompressed
  * (co-body's errors carry their status: 400 for invalid JSON, 413 over the limit). A body compressed as its
- * Content-Encoding says (gzip, deflate, br) is read; one that says another, or whose data is not what it says, is
- * refused here, saying so (the decompressor's own error has no status).
+ * Content-Encoding says (gzip, deflate, br) is read; one that says another is refused before it is read, one whose
+ * data is not what it says when the decompressor fails (its error has no status).
  */
 export function parseJsonBody(limit: string): Middleware {
   return async (ctx, next) => {
     if (PARSED_METHODS.has(ctx.method) && ctx.request.is('json')) {
       const encoding = ctx.get('Content-Encoding') || 'identity';
+      if (!ENCODINGS.has(encoding)) {
+        throw new AppError(415, `Content-Encoding ${encoding} is not supported (gzip, deflate, br or none)`);
+      }
       try {
         (ctx.request as { body?: unknown }).body = await json(ctx, { limit, strict: true });
       } catch (err) {
-        const { code, message } = err as NodeJS.ErrnoException;
+        const { code } = err as NodeJS.ErrnoException;
         // zlib's codes (Z_DATA_ERROR, Z_BUF_ERROR) and brotli's (ERR__ERROR_FORMAT_..., ERR_BROTLI_...).
         if (code !== undefined && /^(Z_|ERR__ERROR|ERR_BROTLI)/.test(code)) {
           throw badRequest(`request body is not valid ${encoding} data`);
-        }
-        if (message.startsWith('Unsupported Content-Encoding')) {
-          throw new AppError(415, `Content-Encoding ${encoding} is not supported (gzip, deflate, br or none)`);
         }
         throw err;
       }

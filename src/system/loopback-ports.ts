@@ -61,29 +61,27 @@ function ephemeralRange(): PortRange | undefined {
   return ephemeral;
 }
 
+/** Binds 127.0.0.1:port (0: a port the kernel chooses) and lets it go: the port bound, or the bind's error code. */
+function tryBind(port: number): Promise<{ port: number } | { code: string | undefined }> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', (err: NodeJS.ErrnoException) => resolve({ code: err.code }));
+    server.listen({ port, host: '127.0.0.1', exclusive: true }, () => {
+      const bound = (server.address() as AddressInfo).port;
+      server.close(() => resolve({ port: bound }));
+    });
+  });
+}
+
 /**
  * Whether a listener can bind 127.0.0.1:port now: `free`, `held` (a listener or a connection of this host holds
  * it), or `unknown` when the bind failed for another reason (no file descriptor left, ...), which says nothing of
  * the port.
  */
-export function loopbackPortState(port: number): Promise<'free' | 'held' | 'unknown'> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'EADDRINUSE' ? 'held' : 'unknown'));
-    server.listen({ port, host: '127.0.0.1', exclusive: true }, () => server.close(() => resolve('free')));
-  });
-}
-
-/** A port the kernel says is free now (from its ephemeral range). */
-function anyFreePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen({ port: 0, host: '127.0.0.1', exclusive: true }, () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
+export async function loopbackPortState(port: number): Promise<'free' | 'held' | 'unknown'> {
+  const bound = await tryBind(port);
+  if ('port' in bound) return 'free';
+  return bound.code === 'EADDRINUSE' ? 'held' : 'unknown';
 }
 
 /**
@@ -102,7 +100,8 @@ export async function freeLoopbackPort(
     }
   }
   for (;;) {
-    const port = await anyFreePort();
-    if (!taken(port)) return port;
+    const bound = await tryBind(0);
+    if (!('port' in bound)) throw new Error(`cannot bind a loopback port: ${bound.code ?? 'unknown error'}`);
+    if (!taken(bound.port)) return bound.port;
   }
 }
