@@ -3,6 +3,7 @@ import { Subject } from '../src/util/rx.js';
 import { createActor, fromCallback, type Actor, type EventObject } from 'xstate';
 import {
   backoffDelay,
+  hasProcess,
   instanceMachine,
   type Command,
   type CommandDone,
@@ -11,10 +12,10 @@ import {
   type InstanceMachine,
   type InstanceState,
   type Timing,
+  topState,
 } from '../machines/instance.machine.js';
-import { envPlaceholders } from '../src/config/go-template.js';
 import { loginFailedAtStart } from '../src/config/proxy-status.js';
-import { readTunnelConfigText, TunnelConfig } from '../src/config/tunnel-config.js';
+import { readTunnelConfigText, TunnelConfig, writeTunnelConfig } from '../src/config/tunnel-config.js';
 import { AppError, badRequest, conflict, notFound } from '../src/errors.js';
 import { missingEnvironment, type InstanceEnvStore } from '../src/instances/instance-env.js';
 import type { InstanceRecord, InstanceStore, LastExit } from '../src/instances/instance-store.js';
@@ -28,9 +29,11 @@ import { HEAP_GROWTH, lowMemoryCollection, MemoryReclaimer } from '../src/system
 import { runUserCannotRead } from '../src/system/run-user-access.js';
 import { trustedProgram } from '../src/system/trusted-program.js';
 import { crashPoint } from '../src/util/crash-points.js';
-import { KeyedQueue } from '../src/util/keyed-queue.js';
 import { WorkLimiter } from '../src/util/work-limiter.js';
+import { loopbackPortState } from '../src/system/loopback-ports.js';
 import type { InstanceLogs } from './instance-logs.js';
+import { InstanceQueue, type Slot } from './instance-queue.js';
+import type { InstanceRegistry } from './instance-registry.js';
 import type { InitSystemEvent, SpawnRequest, TunnelRunner } from './process-runner.js';
 
 export type { InstanceState } from '../machines/instance.machine.js';
@@ -63,6 +66,26 @@ export interface RunInfo {
   lastExit: LastExit | null;
   /** In backoff, when the watchdog starts it again (null where the init system restarts it). */
   nextStartAt: number | null;
+}
+
+/**
+ * What the lifecycle holds of one instance while tunnelward runs: its machine actor (whose snapshot is the state),
+ * what an operator reads of its runs, and the start it checked in its slot for the spawn that follows. The persisted
+ * facts (desired state, process, last exit, failed, revision) are the store's record.
+ */
+interface Live {
+  /** Made at the instance's first command or process (an instance never started has none). */
+  actor?: InstanceActor;
+  run: RunInfo;
+  /** The config file and variables as last checked for a start (a digest), and what the check found. */
+  checked?: { digest: string; known: number; problem: string | undefined };
+  /** Checked in the slot of the command that starts it: the spawn that follows reads nothing again. */
+  prepared?: Prepared;
+}
+
+/** A start checked in its slot: the file as read, for the spawn. */
+interface Prepared {
+  text: string;
 }
 
 /** Commands (in a row, or in flight together) that make a burst worth a collection at its end. */
@@ -101,16 +124,9 @@ function timingFrom(s: Readonly<Settings>): Partial<Timing> {
  */
 export class InstanceLifecycle {
   readonly changes$ = new Subject<InstanceStateChange>();
-  private readonly actors = new Map<number, InstanceActor>();
-  private readonly states = new Map<number, InstanceState>();
-  private readonly runs = new Map<number, RunInfo>();
-  private readonly queue = new KeyedQueue<number>();
+  private readonly live = new Map<number, Live>();
+  private readonly queue: InstanceQueue;
   private readonly spawns = new WorkLimiter(SPAWNS_AT_ONCE, Infinity);
-  /**
-   * Each instance's config file and variables as last checked for a start (a digest), what the check found, and
-   * whether its secrets are still the ones made known then (nothing else made a file's known since).
-   */
-  private readonly checked = new Map<number, { digest: string; known: number; problem: string | undefined }>();
   /** Gives back what a burst of commands (a thousand starts), or any other growth of the heap, left it holding. */
   private readonly reclaimer = new MemoryReclaimer(
     ({ reason, commands, heapBefore, heapAfter, ms, error }) => {
@@ -141,9 +157,11 @@ export class InstanceLifecycle {
     private readonly runner: TunnelRunner,
     private readonly logs: InstanceLogs,
     private readonly env: InstanceEnvStore,
+    private readonly registry: InstanceRegistry,
     log: Logger,
   ) {
     this.log = log.child({ component: 'lifecycle' });
+    this.queue = new InstanceQueue((id) => this.store.get(id));
   }
 
   get initSystem(): string {
@@ -190,7 +208,7 @@ export class InstanceLifecycle {
           continue;
         }
         if (record.pid !== null) this.store.setProcess(record.id, null, null);
-        if (record.lastExit) this.runs.set(record.id, { restarts: 0, lastExit: record.lastExit, nextStartAt: null });
+        if (record.lastExit) this.liveOf(record.id).run.lastExit = record.lastExit;
         // An init system that restarts tunnels itself may be about to restart this one, or may have given it up.
         const restart = this.runner.restartStateOf?.(record.id);
         if (restart === 'backoff' && record.desired === 'stopped') toCancel.push(record);
@@ -206,9 +224,8 @@ export class InstanceLifecycle {
           // Failed before we restarted: it rests there, as it was, until an operator starts it (nothing is announced
           // again: it is no new failure).
           const actor = this.createActor(record);
-          this.states.set(record.id, 'failed');
           const exit = record.lastExit && { code: record.lastExit.code, signal: record.lastExit.signal, tail: [] };
-          actor.send({ type: 'RESUME', state: 'failed', ...(exit ? { exit } : {}) });
+          actor.send({ type: 'RESUME', state: 'failed', quiet: true, ...(exit ? { exit } : {}) });
           failed++;
         }
       }
@@ -231,7 +248,7 @@ export class InstanceLifecycle {
           watchdog: settings['Watchdog.Enabled'],
           timing: timingFrom(settings),
         } as const;
-        for (const actor of this.actors.values()) actor.send(event);
+        for (const { actor } of this.live.values()) actor?.send(event);
       }
     });
     const instances = this.store.all().length;
@@ -314,7 +331,7 @@ export class InstanceLifecycle {
    * looks where it stands. Any other start of the unit was ours.
    */
   private onInitSystem({ instanceId }: InitSystemEvent): void {
-    const actor = this.actors.get(instanceId);
+    const actor = this.live.get(instanceId)?.actor;
     if (actor?.getSnapshot().context.awaitingRespawn) this.takeRespawn(instanceId, actor);
   }
 
@@ -366,7 +383,9 @@ export class InstanceLifecycle {
         if (pending) this.withRequest(instanceId, (r) => this.runner.cancelRestart?.(r));
       },
       processEnded: (_, { instanceId, pid }) => this.processEnded(instanceId, pid),
-      stateEntered: (_, { state, context }) => this.stateEntered(state, context),
+      // Entry actions run before the actor's snapshot moves: it still shows the state being left.
+      stateEntered: ({ self }, { state, context, quiet }) =>
+        this.stateEntered(topState(self.getSnapshot().value), state, context, quiet ?? false),
     },
   });
 
@@ -382,7 +401,9 @@ export class InstanceLifecycle {
         .exitTail()
         .catch((err: Error) => [`(the last log lines could not be read: ${err.message})`]);
       const transient = loginFailedAtStart(tail);
-      this.actors.get(id)?.send({ type: 'EXITED', pid, exit: { ...exit, tail, ...(transient ? { transient } : {}) } });
+      this.live
+        .get(id)
+        ?.actor?.send({ type: 'EXITED', pid, exit: { ...exit, tail, ...(transient ? { transient } : {}) } });
     });
   }
 
@@ -403,14 +424,20 @@ export class InstanceLifecycle {
     ),
   ).start();
 
+  /** What the lifecycle holds of the instance, made empty on first use. */
+  private liveOf(id: number): Live {
+    let live = this.live.get(id);
+    if (!live) this.live.set(id, (live = { run: { restarts: 0, lastExit: null, nextStartAt: null } }));
+    return live;
+  }
+
   private createActor(record: InstanceRecord): InstanceActor {
     const settings = this.settings.get();
-    this.states.set(record.id, 'stopped');
     const actor = createActor(this.machine, {
       parent: this.root,
       input: { instanceId: record.id, watchdog: settings['Watchdog.Enabled'], timing: timingFrom(settings) },
     });
-    this.actors.set(record.id, actor);
+    this.liveOf(record.id).actor = actor;
     actor.start();
     return actor;
   }
@@ -427,53 +454,109 @@ export class InstanceLifecycle {
   }
 
   /**
-   * Why the tunnel cannot be started as its config file stands (its run user cannot open it, a placeholder outside
-   * a secret field or one with no variable), if it cannot: said here for every init system, rather than by the
-   * tunnel failing to start. The file's secrets, as the tunnel will read them, are made known for masking first.
+   * Why the tunnel cannot be started with this file and these variables, if it cannot: a placeholder outside a secret
+   * field, or one with no variable. The file's secrets, as the tunnel will read them, are made known for masking
+   * first. What the change pipeline asks of a new file before it is written.
    */
-  async unstartable(record: InstanceRecord): Promise<string | undefined> {
-    const text = await readTunnelConfigText(record.configPath);
-    const unreadable = await runUserCannotRead(record.configPath, record.runUser);
-    if (unreadable) return unreadable;
-    const env = this.env.of(record.id);
-    // The file and the variables as they were at the last check: its secrets are known, and its verdict stands.
-    const checked = createHash('sha256').update(text).update('\0').update(JSON.stringify(env)).digest('base64');
-    const last = this.checked.get(record.id);
-    if (last?.digest === checked && last.known === this.env.configKnownCount(record.id)) return last.problem;
-    const problem = this.configProblem(record, text, env);
-    this.checked.set(record.id, { digest: checked, known: this.env.configKnownCount(record.id), problem });
-    return problem;
-  }
-
-  private configProblem(record: InstanceRecord, text: string, env: Record<string, string>): string | undefined {
-    const problem = this.knowSecrets(record, text)?.placeholderProblem();
+  startProblem(
+    record: InstanceRecord,
+    config: TunnelConfig,
+    env: Readonly<Record<string, string>>,
+  ): string | undefined {
+    const problem = config.placeholderProblem();
     if (problem) return problem;
-    const missing = missingEnvironment(envPlaceholders(text), env);
+    const missing = missingEnvironment(config.envPlaceholders(), env);
     if (missing.length === 0) return undefined;
     const names = missing.join(', ');
-    return `the config file reads ${missing.map((n) => `{{ .Envs.${n} }}`).join(', ')}, but instance ${record.id} has no environment variable ${names} (set it with modify type "environment")`;
+    return `the config file reads ${missing.map((n) => `{{ .Envs.${n} }}`).join(', ')}, but instance ${record.id} has no environment variable ${names} (set it with: tunnelward env set ${record.name} ${missing[0]}=VALUE)`;
   }
 
   /**
-   * Why a start cannot happen now, asked before a restart stops the tunnel: the checks a spawn makes (`unstartable`,
-   * the trusted TunnelPath) and a config file that can be read and parsed. A restart that could not start the tunnel
-   * again is refused, and the tunnel keeps running: a bad TunnelPath never takes every tunnel down.
+   * Why the tunnel cannot be started as its config file stands (its run user cannot open it, a placeholder with no
+   * variable), if it cannot: said here for every init system, rather than by the tunnel failing to start. One read of
+   * the file; its verdict is kept while the file and the variables stay as they were.
    */
-  private async restartProblem(record: InstanceRecord): Promise<AppError | undefined> {
-    const keeps = `instance ${record.id} cannot restart, so it was not stopped`;
+  private async unstartable(record: InstanceRecord, text: string): Promise<string | undefined> {
+    const unreadable = await runUserCannotRead(record.configPath, record.runUser);
+    if (unreadable) return unreadable;
+    const env = this.env.of(record.id);
+    const live = this.liveOf(record.id);
+    // The file and the variables as they were at the last check: its secrets are known, and its verdict stands.
+    const digest = createHash('sha256').update(text).update('\0').update(JSON.stringify(env)).digest('base64');
+    const last = live.checked;
+    if (last?.digest === digest && last.known === this.env.configKnownCount(record.id)) return last.problem;
+    const config = this.knowSecrets(record, text);
+    const problem = config ? this.startProblem(record, config, env) : undefined;
+    live.checked = { digest, known: this.env.configKnownCount(record.id), problem };
+    return problem;
+  }
+
+  /**
+   * The checks of a start, in the instance's slot, before anything is done: the file can be read and parsed, its run
+   * user can open it, its placeholders have variables, TunnelPath is trusted; and it gets an admin endpoint on a port
+   * no other program holds (instances made before tunnelward managed one have none). One read of the file, handed to
+   * the spawn that follows. For a restart this is asked before the stop: a restart that could not start the tunnel
+   * again is refused, and the tunnel keeps running (a bad TunnelPath never takes every tunnel down).
+   */
+  private async checkStart(slot: Slot, record: InstanceRecord, command: Command): Promise<AppError | undefined> {
+    slot.check();
+    const keeps = command === 'restart' ? `instance ${record.id} cannot restart, so it was not stopped: ` : '';
+    let text: string;
+    let config: TunnelConfig;
     try {
-      const why = await this.unstartable(record);
-      if (why) return badRequest(`${keeps}: ${why}`);
-      TunnelConfig.parse(await readTunnelConfigText(record.configPath), record.configPath);
+      text = await readTunnelConfigText(record.configPath);
+      config = TunnelConfig.parse(text, record.configPath);
+      const why = await this.unstartable(record, text);
+      if (why) return badRequest(`${keeps}${why}`);
     } catch (err) {
-      if (err instanceof AppError) return new AppError(err.status, `${keeps}: ${err.message}`);
+      if (err instanceof AppError) return new AppError(err.status, `${keeps}${err.message}`);
       throw err;
     }
     const tunnelPath = this.settings.value('TunnelPath');
-    return trustedProgram(tunnelPath).then(
+    const untrusted = await trustedProgram(tunnelPath).then(
       () => undefined,
-      (err: Error) => conflict(`${keeps}: TunnelPath ${err.message}`),
+      (err: Error) => conflict(`${keeps || `instance ${record.id} cannot start: `}TunnelPath ${err.message}`),
     );
+    if (untrusted) return untrusted;
+    text = await this.ensureAdminEndpoint(slot, record, config, text);
+    this.liveOf(record.id).prepared = { text };
+    return undefined;
+  }
+
+  /**
+   * A tunnel with no process gets an admin endpoint if its file has none, and a new port when another program holds
+   * its own (frpc would fail to start on it): written in the slot, with the warning that says so. Only a port found
+   * held is replaced: a bind that failed for another reason (no descriptor left in a start of thousands) says nothing
+   * of it. Returns the file's text as it is now.
+   */
+  private async ensureAdminEndpoint(
+    slot: Slot,
+    record: InstanceRecord,
+    config: TunnelConfig,
+    text: string,
+  ): Promise<string> {
+    slot.check();
+    const known = config.adminEndpoint();
+    if (hasProcess(this.stateOf(record.id))) return text;
+    if (known && (await loopbackPortState(known.port)) !== 'held') return text;
+    // A process started meanwhile (an init system's restart) may be the one holding it.
+    if (hasProcess(this.stateOf(record.id))) return text;
+    const reservation = await this.registry.reserve(config, { self: record.id, newPort: true });
+    try {
+      await writeTunnelConfig(record.configPath, config, record.runUser);
+    } catch (err) {
+      this.registry.release(reservation);
+      throw err;
+    }
+    this.registry.commit(reservation, record.id, config.adminEndpoint());
+    const port = reservation.port;
+    if (known) {
+      this.log.warn(
+        { instanceID: record.id, port: known.port, newPort: port },
+        "another program holds the tunnel's admin port: the tunnel gets a new one",
+      );
+    } else this.log.info({ instanceID: record.id, port }, 'gave the tunnel an admin endpoint on loopback');
+    return config.toString();
   }
 
   /** The config file as read, its secrets made known; undefined when it cannot be read (frpc will say why). */
@@ -497,8 +580,14 @@ export class InstanceLifecycle {
     const { record, proc } = await this.spawns.run(async () => {
       const record = this.store.get(id);
       if (!record) throw new Error(`instance ${id} no longer exists`);
-      const unstartable = await this.unstartable(record);
-      if (unstartable) throw new Error(unstartable);
+      // An operator's start was checked in its slot; the watchdog's restarts are checked here, with one read.
+      const live = this.liveOf(id);
+      const prepared = live.prepared;
+      live.prepared = undefined;
+      if (!prepared) {
+        const unstartable = await this.unstartable(record, await readTunnelConfigText(record.configPath));
+        if (unstartable) throw new Error(unstartable);
+      }
       const channel = this.logs.channel(id);
       channel.newRun();
       let output: string | undefined;
@@ -525,12 +614,11 @@ export class InstanceLifecycle {
     }
   }
 
-  private stateEntered(to: InstanceState, ctx: InstanceContext): void {
+  private stateEntered(from: InstanceState, to: InstanceState, ctx: InstanceContext, quiet: boolean): void {
     const id = ctx.instanceId;
-    const from = this.states.get(id) ?? 'stopped';
     if (from === to) return;
-    this.states.set(id, to);
     this.version++;
+    if (quiet) return;
     const record = this.store.get(id);
     const exit = ctx.lastExit;
     // An exit that ended a run or a start (a stop by command ends in stopping -> stopped, and says nothing of codes).
@@ -560,11 +648,11 @@ export class InstanceLifecycle {
     else if (crashed) this.log.warn(fields, 'instance exited');
     else this.log.info(fields, `instance ${to}`);
     if (to === 'backoff' && ctx.awaitingRespawn) {
-      const actor = this.actors.get(id);
+      const actor = this.live.get(id)?.actor;
       if (actor) this.takeRespawn(id, actor);
     }
     if (to === 'stopped' || to === 'failed') {
-      const idle = () => this.states.get(id) === 'stopped' || this.states.get(id) === 'failed';
+      const idle = () => this.stateOf(id) === 'stopped' || this.stateOf(id) === 'failed';
       void this.logs.channel(id).stopReading(idle);
     }
     if ((to === 'failed' || (crashed && to === 'stopped' && ctx.command === null)) && record) {
@@ -586,19 +674,18 @@ export class InstanceLifecycle {
     ctx: InstanceContext,
     change: InstanceStateChange,
   ): RunInfo {
-    const run = this.runs.get(id) ?? { restarts: 0, lastExit: null, nextStartAt: null };
+    const run = this.liveOf(id).run;
     // A start by command begins a new count; any other start is the watchdog's or the init system's restart.
     if (to === 'starting') run.restarts = ctx.command === 'start' || ctx.command === 'restart' ? 0 : run.restarts + 1;
     if (ctx.lastExit && (from === 'running' || from === 'starting' || from === 'stopping'))
       run.lastExit = { code: ctx.lastExit.code, signal: ctx.lastExit.signal, at: change.at };
     run.nextStartAt = to === 'backoff' && !ctx.awaitingRespawn ? change.at + (change.delayMs ?? 0) : null;
-    this.runs.set(id, run);
     return run;
   }
 
   /** The instance's runs as an operator reads them. */
   runOf(id: number): Readonly<RunInfo> {
-    return this.runs.get(id) ?? NO_RUNS;
+    return this.live.get(id)?.run ?? NO_RUNS;
   }
 
   /**
@@ -636,36 +723,66 @@ export class InstanceLifecycle {
 
   /** Sends a command to the instance's actor, after every command queued before it, and resolves with its outcome. */
   command(id: number, command: Command): Promise<CommandDone> {
-    return this.queued(id, async () => {
-      const record = this.recordOf(id);
-      if (command === 'restart') {
-        const problem = await this.restartProblem(record);
-        if (problem) throw problem;
-      }
-      const actor = this.actors.get(id) ?? this.createActor(record);
-      // The intent is on disk before anything is done: a crash halfway is finished the way it was meant.
-      this.store.setDesired(id, command === 'stop' ? 'stopped' : 'running');
-      await this.db.persist();
-      crashPoint(`${command}:intent`, { id });
-      const type = command === 'start' ? 'START' : command === 'stop' ? 'STOP' : 'RESTART';
-      const result = await this.outcome(actor, type);
-      if (!result.ok) {
-        // What is meant after a failure is what is: a failed start leaves nothing running to restore.
-        const state = this.stateOf(id);
-        this.store.setDesired(id, state === 'stopped' || state === 'failed' ? 'stopped' : 'running');
-      }
-      await this.db.persist();
-      return result;
-    });
+    return this.inSlot(id, (slot) => this.commandIn(slot, command));
   }
 
-  /** Runs `job` in the instance's queue, after every command queued before it (edits of its config and record). */
-  exclusive<T>(id: number, job: (record: InstanceRecord) => Promise<T>): Promise<T> {
-    return this.queued(id, async () => job(this.recordOf(id)));
+  /**
+   * A command in the instance's slot: the checks of a start first (a 400 or 409 before anything is done), then the
+   * intent on disk, then the machine's outcome.
+   */
+  async commandIn(slot: Slot, command: Command): Promise<CommandDone> {
+    slot.check();
+    const id = slot.id;
+    const record = this.recordOf(id);
+    if (command !== 'stop') {
+      const problem = await this.checkStart(slot, record, command);
+      if (problem) throw problem;
+    }
+    const actor = this.live.get(id)?.actor ?? this.createActor(record);
+    // The intent is on disk before anything is done: a crash halfway is finished the way it was meant.
+    this.store.setDesired(id, command === 'stop' ? 'stopped' : 'running');
+    await this.db.persist();
+    crashPoint(`${command}:intent`, { id });
+    const type = command === 'start' ? 'START' : command === 'stop' ? 'STOP' : 'RESTART';
+    const result = await this.outcome(actor, type);
+    this.liveOf(id).prepared = undefined;
+    if (!result.ok) {
+      // What is meant after a failure is what is: a failed start leaves nothing running to restore; a start the
+      // watchdog retries is still meant.
+      const state = this.stateOf(id);
+      this.store.setDesired(id, state === 'stopped' || state === 'failed' ? 'stopped' : 'running');
+    }
+    await this.db.persist();
+    return result;
   }
 
-  private queued<T>(id: number, job: () => Promise<T>): Promise<T> {
+  /**
+   * Applies a new config file by a restart in the slot of the change, only if the tunnel runs at this moment (as
+   * systemd's try-restart): a stop queued behind the change runs after it and is never undone. Undefined when it did
+   * not run.
+   */
+  async restartIfRunning(slot: Slot): Promise<CommandDone | undefined> {
+    const state = this.stateOf(slot.id);
+    if (state !== 'running' && state !== 'starting') return undefined;
+    return this.commandIn(slot, 'restart');
+  }
+
+  /** A restart in the slot of a change, whatever the state (putting back a tunnel that a restart left down). */
+  restartIn(slot: Slot): Promise<CommandDone> {
+    return this.commandIn(slot, 'restart');
+  }
+
+  /**
+   * Runs `job` in the instance's slot, after every command and change queued before it; the only way to one (see
+   * Slot).
+   */
+  inSlot<T>(id: number, job: (slot: Slot, record: InstanceRecord) => Promise<T>): Promise<T> {
     return this.counted(() => this.queue.run(id, job));
+  }
+
+  /** Commands and changes of the instance queued or running. */
+  queuedOf(id: number): number {
+    return this.queue.depth(id);
   }
 
   /** Runs `job` as one command of a burst, whose end gives its memory back (commands, edits, creates, deletes). */
@@ -674,23 +791,22 @@ export class InstanceLifecycle {
   }
 
   /**
-   * For a delete, inside `exclusive`: stops the tunnel if it runs (its desired state first, as for a stop) and
-   * drops the actor. Resolves with the failure's message when the tunnel could not be stopped.
+   * For a delete, in its slot: stops the tunnel if it runs (its desired state first, as for a stop) and drops the
+   * actor. Resolves with the failure's message when the tunnel could not be stopped.
    */
-  async retire(id: number): Promise<string | undefined> {
+  async retire(slot: Slot): Promise<string | undefined> {
+    slot.check();
+    const id = slot.id;
     this.store.setDesired(id, 'stopped');
     await this.db.persist();
-    const actor = this.actors.get(id);
+    const actor = this.live.get(id)?.actor;
     const state = this.stateOf(id);
     if (actor && state !== 'stopped' && state !== 'failed') {
       const result = await this.outcome(actor, 'STOP');
       if (!result.ok) return result.message;
     }
     actor?.send({ type: 'RETIRE' });
-    this.actors.delete(id);
-    this.states.delete(id);
-    this.runs.delete(id);
-    this.checked.delete(id);
+    this.live.delete(id);
     this.version++;
     return undefined;
   }
@@ -701,9 +817,10 @@ export class InstanceLifecycle {
     return record;
   }
 
-  /** The instance's state; stopped for an instance that never had an actor. */
+  /** The instance's state: its machine's; stopped for an instance that never had one. */
   stateOf(id: number): InstanceState {
-    return this.states.get(id) ?? 'stopped';
+    const actor = this.live.get(id)?.actor;
+    return actor ? topState(actor.getSnapshot().value) : 'stopped';
   }
 
   /** Stops the actors, not the tunnels: they keep running and the next tunnelward takes them over. */
@@ -712,8 +829,8 @@ export class InstanceLifecycle {
     this.settingsSub?.unsubscribe();
     this.initSub?.unsubscribe();
     this.orphanSub?.unsubscribe();
-    for (const actor of this.actors.values()) actor.send({ type: 'RETIRE' });
-    this.actors.clear();
+    for (const { actor } of this.live.values()) actor?.send({ type: 'RETIRE' });
+    this.live.clear();
     this.root.stop();
     this.runner.close();
     this.changes$.complete();

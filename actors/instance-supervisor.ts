@@ -1,7 +1,12 @@
-import type { InstanceRecord } from '../src/instances/instance-store.js';
-import { InstanceStore } from '../src/instances/instance-store.js';
+import type { User } from '../src/accounts/account-service.js';
+import { TunnelConfig } from '../src/config/tunnel-config.js';
+import type { ProxyInput, ProxyView } from '../src/config/tunnel-config.js';
+import { notFound } from '../src/errors.js';
+import { verifyConfig, type Verdict } from '../src/frpc/verify.js';
+import * as changes from '../src/instances/config-changes.js';
 import { InstanceEnvStore } from '../src/instances/instance-env.js';
-import { AppError, badRequest } from '../src/errors.js';
+import { InstanceStore, type InstanceRecord } from '../src/instances/instance-store.js';
+import { RevisionStore, type Author, type Revision } from '../src/instances/revision-store.js';
 import { hasProcess, type Command, type CommandDone } from '../machines/instance.machine.js';
 import type { Logger } from '../src/log/logger.js';
 import type { SecretRedactor } from '../src/log/secret-redactor.js';
@@ -10,12 +15,22 @@ import type { Database } from '../src/storage/database.js';
 import { formatIso } from '../src/util/time.js';
 import { startedAtMs } from '../src/system/proc.js';
 import { ProcessUsage, type Usage } from '../src/system/process-usage.js';
+import { trustedProgram } from '../src/system/trusted-program.js';
+import { unifiedDiff } from '../src/util/unified-diff.js';
 
 import type { BootService } from './boot-services.js';
-import { InstanceCatalogue, type Applied, type ConfigReplaced } from './instance-catalogue.js';
-import type { TunnelConfig } from '../src/config/tunnel-config.js';
+import { BootSync } from './boot-sync.js';
+import { ChangePipeline, type ChangeAnswer, type ChangeOptions } from './change-pipeline.js';
+import {
+  InstanceCatalogue,
+  type CreateInstance,
+  type ImportInstance,
+  type SystemConfigChange,
+} from './instance-catalogue.js';
+import { InstanceHousekeeping } from './instance-housekeeping.js';
 import { InstanceLifecycle, type InstanceState, type RunInfo } from './instance-lifecycle.js';
 import type { InstanceLogs } from './instance-logs.js';
+import { InstanceRegistry } from './instance-registry.js';
 import type { TunnelRunner } from './process-runner.js';
 import { TunnelStatus } from './tunnel-status.js';
 
@@ -24,6 +39,22 @@ const USAGE_EVERY_MS = 5000;
 
 export type { CreateInstance, SystemConfigChange } from './instance-catalogue.js';
 export type { InstanceState, InstanceStateChange } from './instance-lifecycle.js';
+export type { Applied, ChangeAnswer, ChangeOptions } from './change-pipeline.js';
+
+/** Where the supervisor keeps what is not in the database: config files that no instance owns, revisions' texts. */
+export interface SupervisorDirs {
+  /** Config files found that no instance owns are moved here at start-up. */
+  orphaned: string;
+  /** The texts of every revision (see RevisionStore). */
+  revisions: string;
+  /** Private scratch space: the copies `frpc verify` reads. */
+  scratch: string;
+}
+
+/** A revision as every view shows it: its record, and its file's text with secrets masked unless asked for. */
+export interface RevisionView extends Revision {
+  current: boolean;
+}
 
 export interface InstanceView {
   record: InstanceRecord;
@@ -73,13 +104,18 @@ export function processFields({ record, state, run }: InstanceView, now = Date.n
 }
 
 /**
- * The instances, in two parts over one store: the lifecycle (machine actors, commands, restore at start-up) and
- * the catalogue (create, delete, config and proxy edits, boot services). Routes call these; a lifecycle command
- * becomes a machine event whose reply is awaited.
+ * The instances: the one facade the routes and streams talk to. Inside, over one store of records: the lifecycle
+ * (machine actors, commands, restore at start-up), the change pipeline (every change of a config file), the catalogue
+ * (create, delete, changes of a record), the registry (what must be unique across instances), boot-service sync and
+ * start-up housekeeping. A command or a change runs in its instance's queue slot (see Slot).
  */
 export class InstanceSupervisor {
-  readonly lifecycle: InstanceLifecycle;
-  readonly catalogue: InstanceCatalogue;
+  private readonly lifecycle: InstanceLifecycle;
+  private readonly catalogue: InstanceCatalogue;
+  private readonly pipeline: ChangePipeline;
+  private readonly housekeeping: InstanceHousekeeping;
+  private readonly revisions: RevisionStore;
+  readonly boot: BootSync;
   /** The list's entries as JSON without their uptimes, built once per change of what they show. */
   private entries:
     { version: string; parts: Array<{ open: string; started: number | null; pid: number | null }> } | undefined;
@@ -92,22 +128,66 @@ export class InstanceSupervisor {
   private readonly statusSub: { unsubscribe(): void };
   /** What frpc says of each running tunnel: its connection and its proxies. */
   readonly status: TunnelStatus;
+  private readonly registry: InstanceRegistry;
+  private readonly log: Logger;
 
   constructor(
     db: Database,
-    settings: SettingsStore,
+    private readonly settings: SettingsStore,
     runner: TunnelRunner,
     boot: BootService,
     readonly logs: InstanceLogs,
     log: Logger,
-    orphanDir: string,
+    dirs: SupervisorDirs,
     /** Learns every instance's secrets (environment values, config-file secrets) to mask them in output. */
     redactor?: SecretRedactor,
   ) {
+    this.log = log.child({ component: 'supervisor' });
     const store = new InstanceStore(db);
     const env = new InstanceEnvStore(db, redactor);
-    this.lifecycle = new InstanceLifecycle(db, store, settings, runner, logs, env, log);
-    this.catalogue = new InstanceCatalogue(db, store, settings, boot, logs, this.lifecycle, env, log, orphanDir);
+    this.revisions = new RevisionStore(db, dirs.revisions, () => settings.value('Revisions.Keep'));
+    this.registry = new InstanceRegistry(
+      () => store.all().filter((r) => r.pending !== 'create'),
+      (id) => store.get(id)?.name,
+    );
+    this.boot = new BootSync(boot, store, env, log);
+    this.lifecycle = new InstanceLifecycle(db, store, settings, runner, logs, env, this.registry, log);
+    const verify = (text: string, instanceEnv: Readonly<Record<string, string>>): Promise<Verdict> =>
+      this.verify(text, instanceEnv, dirs.scratch);
+    this.catalogue = new InstanceCatalogue({
+      db,
+      store,
+      settings,
+      boot: this.boot,
+      logs,
+      lifecycle: this.lifecycle,
+      registry: this.registry,
+      revisions: this.revisions,
+      env,
+      verify,
+      log,
+    });
+    this.pipeline = new ChangePipeline({
+      db,
+      store,
+      lifecycle: this.lifecycle,
+      registry: this.registry,
+      revisions: this.revisions,
+      env,
+      verify,
+      log,
+      modified: (record, what) => this.catalogue.fileChanged(record, what),
+    });
+    this.housekeeping = new InstanceHousekeeping({
+      db,
+      store,
+      settings,
+      lifecycle: this.lifecycle,
+      revisions: this.revisions,
+      dismantle: (record, purgeLog) => this.catalogue.dismantle(record, purgeLog),
+      orphanDir: dirs.orphaned,
+      log,
+    });
     this.status = new TunnelStatus(() => settings.get(), log);
     // A running tunnel's proxies and connection are followed through its admin API; any other state has none.
     this.statusSub = this.lifecycle.changes$.subscribe(({ instanceID, to }) => {
@@ -117,69 +197,186 @@ export class InstanceSupervisor {
     // Units carry the restart policy and the binary: they follow the settings they are made from.
     this.settingsSub = settings.changes$.subscribe(({ changed }) => {
       if (changed.some((k) => k.startsWith('Watchdog.') || k === 'Instance.StopTimeoutSecs' || k === 'TunnelPath'))
-        void this.catalogue.refreshBootServices();
+        void this.boot.refresh();
     });
   }
 
-  /**
-   * An operator's command: a start that cannot succeed as the config file stands (a placeholder with no variable)
-   * is refused with a 400 before anything is done; a restart is checked in the instance's queue, before its stop.
-   */
-  async command(id: number, command: Command): Promise<CommandDone> {
-    if (command === 'start') {
-      const why = await this.lifecycle.unstartable(this.catalogue.record(id));
-      if (why) throw badRequest(why);
-    }
-    if (command !== 'stop') await this.catalogue.ensureAdminEndpoint(id);
+  /** Changes of every instance's state. */
+  get stateChanges$() {
+    return this.lifecycle.changes$;
+  }
+
+  /** Instances created, modified and deleted. */
+  get catalogueChanges$() {
+    return this.catalogue.changes$;
+  }
+
+  /** Ids of deleted instances. */
+  get deleted$() {
+    return this.catalogue.deleted$;
+  }
+
+  get initSystem(): string {
+    return this.lifecycle.initSystem;
+  }
+
+  /** `frpc verify` of a new file, when TunnelPath is a program tunnelward may run; skipped (and said) otherwise. */
+  private async verify(text: string, env: Readonly<Record<string, string>>, scratch: string): Promise<Verdict> {
+    const tunnelPath = this.settings.value('TunnelPath');
+    const program = await trustedProgram(tunnelPath).catch((err: Error) => err);
+    if (program instanceof Error) return { verified: false, skipped: `TunnelPath ${program.message}` };
+    return verifyConfig(program, text, env, scratch);
+  }
+
+  /** An operator's command, in the instance's queue: see the lifecycle. */
+  command(id: number, command: Command): Promise<CommandDone> {
     return this.lifecycle.command(id, command);
   }
 
-  /**
-   * Edits the instance's proxies (see the catalogue's `editProxies`); when the tunnel could not be reloaded, it is
-   * restarted here, after the edit, in its own queue.
-   */
-  async editProxies<T>(
+  create(input: CreateInstance, owner: User, by: Author) {
+    return this.catalogue.create(input, owner, by);
+  }
+
+  importConfig(input: ImportInstance, owner: User, by: Author) {
+    return this.catalogue.importConfig(input, owner, by);
+  }
+
+  remove(id: number, options: { purgeLog?: boolean } = {}) {
+    return this.catalogue.remove(id, options);
+  }
+
+  modifySystem(id: number, change: SystemConfigChange) {
+    return this.catalogue.modifySystem(id, change);
+  }
+
+  modifyEnvironment(id: number, changes: Record<string, unknown>) {
+    return this.catalogue.modifyEnvironment(id, changes);
+  }
+
+  modifyLabels(id: number, changes: Readonly<Record<string, string | null>>) {
+    return this.catalogue.modifyLabels(id, changes);
+  }
+
+  /** The names of the instance's environment variables, each value masked. */
+  environment(id: number): Record<string, string> {
+    return this.catalogue.environment(id);
+  }
+
+  readConfig(id: number): Promise<TunnelConfig> {
+    return this.catalogue.readConfig(id);
+  }
+
+  record(id: number): InstanceRecord {
+    return this.catalogue.record(id);
+  }
+
+  exists(id: number): boolean {
+    return this.catalogue.exists(id);
+  }
+
+  /** The instance's name, or '' once it is gone. */
+  nameOf(id: number): string {
+    return this.catalogue.nameOf(id);
+  }
+
+  stateOf(id: number): InstanceState {
+    return this.lifecycle.stateOf(id);
+  }
+
+  /** Commands and changes of the instance queued or running (one at a time, in order). */
+  queuedOf(id: number): number {
+    return this.lifecycle.queuedOf(id);
+  }
+
+  addProxy(id: number, input: ProxyInput & Record<string, unknown>, options: ChangeOptions) {
+    return this.pipeline.run(id, changes.addProxy(input), options);
+  }
+
+  modifyProxy(
     id: number,
-    edit: (config: TunnelConfig) => T,
-  ): Promise<{ record: InstanceRecord; result: T; applied: Applied }> {
-    const done = await this.catalogue.editProxies(id, edit);
-    if (done.applied === 'restart') await this.applyByRestart(id);
-    return done;
+    selector: string,
+    input: ProxyInput & Record<string, unknown>,
+    newName: string | undefined,
+    options: ChangeOptions,
+  ) {
+    return this.pipeline.run(id, changes.modifyProxy(selector, input, newName), options);
+  }
+
+  deleteProxy(id: number, name: string, options: ChangeOptions) {
+    return this.pipeline.run(id, changes.deleteProxy(name), options);
+  }
+
+  setProxyEnabled(
+    id: number,
+    name: string,
+    enabled: boolean,
+    options: ChangeOptions,
+  ): Promise<ChangeAnswer<ProxyView>> {
+    return this.pipeline.run(id, changes.setProxyEnabled(name, enabled), options);
+  }
+
+  /** Top-level keys of the config file (proxies stay as they are). */
+  modifyConfig(id: number, patch: Record<string, unknown>, options: ChangeOptions) {
+    return this.pipeline.run(id, changes.setSettings(patch), options);
+  }
+
+  /** The whole config file, replaced by an operator's text. */
+  replaceConfig(id: number, content: string, options: ChangeOptions) {
+    return this.pipeline.run(id, changes.replaceFile(content), options);
+  }
+
+  /** The config file put back as revision `number` had it: a change like any other, and a new revision. */
+  async rollback(id: number, number: number, options: ChangeOptions) {
+    const revision = this.revisionOf(id, number);
+    const text = await this.revisions.textOf(id, revision.version);
+    return this.pipeline.run(id, changes.rollbackTo(number, text), options);
+  }
+
+  private revisionOf(id: number, number: number): Revision {
+    this.catalogue.record(id);
+    const revision = this.revisions.get(id, number);
+    if (!revision) throw notFound(`instance ${id} has no revision ${number} (it was never made, or is no longer kept)`);
+    return revision;
+  }
+
+  /** The instance's revisions, newest first. */
+  history(id: number, limit: number, before?: number): { revisions: RevisionView[]; total: number; current: number } {
+    const record = this.catalogue.record(id);
+    const revisions = this.revisions
+      .list(id, limit, before)
+      .map((revision) => ({ ...revision, current: revision.number === record.revision }));
+    return { revisions, total: this.revisions.count(id), current: record.revision };
+  }
+
+  /** One revision with its file's text as the caller may read it. */
+  async revision(id: number, number: number, masked: boolean): Promise<RevisionView & { content: string }> {
+    const record = this.catalogue.record(id);
+    const revision = this.revisionOf(id, number);
+    const text = await this.revisions.textOf(id, revision.version);
+    return {
+      ...revision,
+      current: number === record.revision,
+      content: TunnelConfig.parse(text).exportText(masked),
+    };
   }
 
   /**
-   * Replaces the whole config file (see the catalogue's `replaceConfig`); a change that needs a restart, or that
-   * frpc could not be asked to reload, is applied by one here, after the write, in the instance's own queue.
+   * The unified diff between two revisions' files, or from one to the file as it is now (`to` left out), as the
+   * caller may read them.
    */
-  async replaceConfig(
+  async diff(
     id: number,
-    content: string,
-    options: { baseVersion?: string; masked: boolean; dryRun?: boolean },
-  ): Promise<ConfigReplaced> {
-    const done = await this.catalogue.replaceConfig(id, content, options);
-    if (done.applied === 'restart') await this.applyByRestart(id);
-    return done;
-  }
-
-  private async applyByRestart(id: number): Promise<void> {
-    const done = await this.lifecycle.command(id, 'restart');
-    if (!done.ok) {
-      throw new AppError(500, `the config file was changed, but the restart that applies it failed: ${done.message}`);
-    }
-  }
-
-  /**
-   * Changes the config file's top-level settings. frpc cannot reload those (only proxies and visitors), so a
-   * running tunnel is restarted to apply them, and the reply says so.
-   */
-  async modifyConfig(
-    id: number,
-    patch: Record<string, unknown>,
-  ): Promise<{ record: InstanceRecord; applied: 'restart' | 'on next start' }> {
-    const record = await this.catalogue.modifyConfig(id, patch);
-    if (this.lifecycle.stateOf(id) !== 'running') return { record, applied: 'on next start' };
-    await this.applyByRestart(id);
-    return { record, applied: 'restart' };
+    from: number,
+    to: number | undefined,
+    masked: boolean,
+  ): Promise<{ diff: string; from: number; to: number | 'live' }> {
+    const record = this.catalogue.record(id);
+    const textOf = async (n: number) =>
+      TunnelConfig.parse(await this.revisions.textOf(id, this.revisionOf(id, n).version)).exportText(masked);
+    const before = await textOf(from);
+    const after = to === undefined ? (await this.catalogue.readConfig(id)).exportText(masked) : await textOf(to);
+    const label = (n: number | undefined) => `${record.name} (${n === undefined ? 'live file' : `revision ${n}`})`;
+    return { diff: unifiedDiff(before, after, label(from), label(to)), from, to: to ?? 'live' };
   }
 
   /**
@@ -222,10 +419,21 @@ export class InstanceSupervisor {
     return { connected: live?.connected ?? null, proxyStatus };
   }
 
-  /** Settles what a crash cut off, then takes over what runs and restores the rest. */
+  /**
+   * Settles what a crash cut off, then takes over what runs and restores the rest; a tunnel found running that a
+   * change cut off may have given its new file is given the file as it was put back.
+   */
   async start(bootId: string): Promise<void> {
-    await this.catalogue.settle();
+    const reapply = await this.housekeeping.settle();
     await this.lifecycle.restore(bootId);
+    for (const { id, plan } of reapply) {
+      if (this.lifecycle.stateOf(id) !== 'running') continue;
+      void this.pipeline
+        .reapply(id, plan)
+        .catch((err: Error) =>
+          this.log.error({ instanceID: id, err }, 'cannot give a tunnel its file back after an interrupted change'),
+        );
+    }
   }
 
   view(id: number): InstanceView {
@@ -300,7 +508,7 @@ export class InstanceSupervisor {
   }
 
   private async followStatus(id: number): Promise<void> {
-    const endpoint = await this.catalogue.adminEndpoint(id).catch(() => undefined);
+    const endpoint = await this.registry.adminEndpoint(id).catch(() => undefined);
     if (endpoint && this.lifecycle.stateOf(id) === 'running') this.status.follow(id, endpoint, this.logs.channel(id));
   }
 
@@ -312,6 +520,7 @@ export class InstanceSupervisor {
     await this.logs.close();
     this.lifecycle.close();
     this.catalogue.close();
+    this.boot.close();
   }
 }
 

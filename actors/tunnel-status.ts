@@ -4,7 +4,7 @@ import type { AdminEndpoint } from '../src/config/tunnel-config.js';
 import type { InstanceLogEntry } from '../src/log/log-entries.js';
 import type { Logger } from '../src/log/logger.js';
 import type { Settings } from '../src/settings/table.js';
-import { adminGet } from './frpc-admin.js';
+import { adminGet } from '../src/frpc/admin-api.js';
 
 /** An alert, once the state it announces has held for `Alerts.DebounceSecs`. */
 export interface StatusAlert {

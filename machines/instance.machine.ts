@@ -1,4 +1,4 @@
-import { and, assign, emit, setup } from 'xstate';
+import { assign, emit, enqueueActions, setup, type StateValue } from 'xstate';
 
 /** How a tunnel process ended: exit code or signal, and the last lines of its log. */
 export interface ExitInfo {
@@ -25,6 +25,12 @@ export type Command = 'start' | 'stop' | 'restart';
 export type InstanceState = 'stopped' | 'starting' | 'running' | 'stopping' | 'backoff' | 'failed';
 
 const HAS_PROCESS = new Set<InstanceState>(['starting', 'running', 'stopping']);
+
+/** The state of the top level from a snapshot's value (a retired actor rests as stopped). */
+export function topState(value: StateValue): InstanceState {
+  const top = typeof value === 'string' ? value : Object.keys(value)[0];
+  return top === 'retired' || top === undefined ? 'stopped' : (top as InstanceState);
+}
 
 /** Whether an instance in this state has a tunnel process of its own (started, running or being stopped). */
 export const hasProcess = (state: InstanceState): boolean => HAS_PROCESS.has(state);
@@ -96,9 +102,10 @@ export type InstanceEvent =
   | { type: 'GAVE_UP' }
   /**
    * Found at start-up in the middle of the init system's restart, or given up by it while we were away; or failed
-   * before tunnelward restarted, with the exit that ended its last run (kept on record).
+   * before tunnelward restarted, with the exit that ended its last run (kept on record), `quiet`: announced then,
+   * not again.
    */
-  | { type: 'RESUME'; state: 'backoff' | 'failed'; exit?: ExitInfo }
+  | { type: 'RESUME'; state: 'backoff' | 'failed'; exit?: ExitInfo; quiet?: boolean }
   /** New settings: the watchdog switch and the timings. */
   | { type: 'CONFIGURE'; watchdog: boolean; timing?: Partial<Timing> }
   /**
@@ -118,6 +125,12 @@ export interface CommandDone {
   /** It was already as the command asks (start while running, stop while stopped): nothing was done. */
   unchanged: boolean;
   message: string;
+  /**
+   * Set when the tunnel exited before its start was confirmed: where that exit took the instance, as any exit would
+   * (backoff: it is retried; failed: the watchdog gave up; stopped: nothing restarts it). Nothing failed in
+   * tunnelward itself.
+   */
+  then?: 'backoff' | 'failed' | 'stopped';
 }
 
 export interface InstanceInput {
@@ -176,6 +189,16 @@ const cancelRestart = {
   }),
 } as const;
 
+/** Where an exit during a start took the instance, and why: what the command waiting for the start is told. */
+interface ExitAnswer {
+  then: 'backoff' | 'failed' | 'stopped';
+  why: 'init-restarts' | 'init-gave-up' | 'init-stopped' | 'no-retry' | 'limit' | 'clean' | 'watchdog-off' | 'backoff';
+}
+
+/** Answers the command waiting for a start that the tunnel's exit ended, with where the exit took the instance. */
+const answerExit = (then: ExitAnswer['then'], why: ExitAnswer['why']) =>
+  ({ type: 'answerExit', params: { then, why } }) as const;
+
 /** Exits where the init system is the restarter: it restarts (backoff waits for it), gives up, or lets it stop. */
 const initSystemExits = [
   {
@@ -216,7 +239,7 @@ export const instanceMachine = setup({
     /** SIGKILL to the process group. */
     kill: (_, _params: { instanceId: number; pid: number | null }) => {},
     /** The instance entered a state (its context as it is on entry): what the world hears of it. */
-    stateEntered: (_, _params: { state: InstanceState; context: InstanceContext }) => {},
+    stateEntered: (_, _params: { state: InstanceState; context: InstanceContext; quiet?: boolean }) => {},
     /** The process is no longer the instance's: it exited, or it was given up on. */
     processEnded: (_, _params: { instanceId: number; pid: number }) => {},
     /** The init system's own restart of the tunnel is not wanted (a stop, a failed start): it is called off. */
@@ -245,17 +268,27 @@ export const instanceMachine = setup({
       unchanged: params.unchanged ?? false,
       message: params.message ?? PAST[context.command ?? 'start'],
     })),
-    replyExit: emit(({ context, event }) => ({
-      type: 'commandDone' as const,
-      command: context.command ?? 'start',
-      ref: context.ref,
-      ok: false,
-      conflict: false,
-      unchanged: false,
-      message: `the tunnel ${event.type === 'EXITED' ? describeExit(event.exit) : 'ended'} before it was up for ${
-        context.timing.startMs
-      } ms`,
-    })),
+    /**
+     * The tunnel exited before its start was confirmed: the command waiting for it, if any, is answered with the exit
+     * and where it took the instance (`then`), and is done.
+     */
+    answerExit: enqueueActions(({ context, event, enqueue }, params: ExitAnswer) => {
+      if (context.command === null) return;
+      const exit = event.type === 'EXITED' ? event.exit : { code: null, signal: null, tail: [] };
+      const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
+      const tail = exit.tail.length > 0 ? `; last log lines:\n${exit.tail.join('\n')}` : '';
+      enqueue.emit({
+        type: 'commandDone' as const,
+        command: context.command,
+        ref: context.ref,
+        ok: false,
+        conflict: false,
+        unchanged: false,
+        message: `the tunnel ${how} before it was up for ${context.timing.startMs} ms; ${whatNext(params, exit)}${tail}`,
+        then: params.then,
+      });
+      enqueue.assign({ command: null });
+    }),
     replySpawnError: emit(({ context, event }) => ({
       type: 'commandDone' as const,
       command: context.command ?? 'start',
@@ -416,33 +449,46 @@ export const instanceMachine = setup({
             ],
           },
           on: {
+            // An exit before the start is confirmed is supervised as any other exit (a command waiting for the start
+            // is answered with it and where it led): a tunnel whose server is down at boot comes back with it.
             EXITED: [
               staleExit,
               {
-                guard: and(['noRetryExit', 'hasCommand']),
-                target: '#instance.failed',
-                actions: [cancelRestart, endProcess, 'recordExit', 'countCrash', 'replyExit', 'clearCommand'],
+                ...initSystemExits[0],
+                actions: [...initSystemExits[0].actions, answerExit('backoff', 'init-restarts')],
+              },
+              {
+                ...initSystemExits[1],
+                actions: [...initSystemExits[1].actions, answerExit('failed', 'init-gave-up')],
+              },
+              {
+                ...initSystemExits[2],
+                actions: [...initSystemExits[2].actions, answerExit('stopped', 'init-stopped')],
               },
               {
                 guard: 'noRetryExit',
                 target: '#instance.failed',
-                actions: [cancelRestart, endProcess, 'recordExit', 'countCrash'],
+                actions: [endProcess, 'recordExit', 'countCrash', answerExit('failed', 'no-retry')],
               },
-              // An operator's start that did not hold: reported, and not retried by anyone.
               {
-                guard: 'hasCommand',
+                guard: 'cleanExit',
                 target: '#instance.stopped',
-                actions: [cancelRestart, endProcess, 'recordExit', 'replyExit', 'clearCommand'],
+                actions: [endProcess, 'recordExit', answerExit('stopped', 'clean')],
               },
-              ...initSystemExits,
-              { guard: 'cleanExit', target: '#instance.stopped', actions: [endProcess, 'recordExit'] },
-              { guard: 'watchdogOff', target: '#instance.stopped', actions: [endProcess, 'recordExit'] },
+              {
+                guard: 'watchdogOff',
+                target: '#instance.stopped',
+                actions: [endProcess, 'recordExit', answerExit('stopped', 'watchdog-off')],
+              },
               {
                 guard: 'crashLimitReached',
                 target: '#instance.failed',
-                actions: [endProcess, 'recordExit', 'countCrash'],
+                actions: [endProcess, 'recordExit', 'countCrash', answerExit('failed', 'limit')],
               },
-              { target: '#instance.backoff', actions: [endProcess, 'recordExit', 'countCrash'] },
+              {
+                target: '#instance.backoff',
+                actions: [endProcess, 'recordExit', 'countCrash', answerExit('backoff', 'backoff')],
+              },
             ],
             STOP: { guard: 'idle', target: '#instance.stopping', actions: 'acceptCommand' },
             RESTART: { guard: 'idle', target: '#instance.stopping', actions: 'acceptCommand' },
@@ -550,7 +596,14 @@ export const instanceMachine = setup({
     failed: {
       entry: [
         'clearRespawn',
-        { type: 'stateEntered', params: ({ context }) => ({ state: 'failed' as const, context }) },
+        {
+          type: 'stateEntered',
+          params: ({ context, event }) => ({
+            state: 'failed' as const,
+            context,
+            quiet: event.type === 'RESUME' && event.quiet === true,
+          }),
+        },
       ],
       on: {
         ...startAfresh,
@@ -567,6 +620,30 @@ export const instanceMachine = setup({
     retired: { type: 'final' },
   },
 });
+
+/** What follows an exit during a start, as the operator who asked for the start reads it. */
+function whatNext({ why }: ExitAnswer, exit: ExitInfo): string {
+  switch (why) {
+    case 'init-restarts':
+      return 'the init system starts it again';
+    case 'init-gave-up':
+      return 'the init system gave it up: failed';
+    case 'init-stopped':
+      return 'the init system let it stop';
+    case 'no-retry':
+      return `failed: exit code ${exit.code} says retrying will not help (Watchdog.NoRetryExitCodes)`;
+    case 'limit':
+      return 'failed: it crashed too often in a row (Watchdog.StartLimit)';
+    case 'clean':
+      return 'it ended by itself with code 0, which is a stop';
+    case 'watchdog-off':
+      return 'the watchdog is off, so it stays stopped';
+    default:
+      return exit.transient
+        ? "it is tried again at the backoff's pace until its server answers"
+        : 'the watchdog starts it again after a backoff';
+  }
+}
 
 function spawnError(event: InstanceEvent): string {
   return event.type === 'SPAWN_FAILED' ? event.error : 'the spawn failed';

@@ -14,7 +14,11 @@ test('KeyedQueue runs one job at a time per key, in order, and keys in parallel'
       log.push(`end ${name}`);
       return name;
     });
-  const results = await Promise.all([job(1, 'a', 30), job(1, 'b', 1), job(2, 'c', 5)]);
+  const all = Promise.all([job(1, 'a', 30), job(1, 'b', 1), job(2, 'c', 5)]);
+  t.is(queue.depth(1), 2, 'a running, b waiting');
+  t.is(queue.depth(2), 1);
+  const results = await all;
+  t.is(queue.depth(1), 0);
   t.deepEqual(results, ['a', 'b', 'c']);
   t.true(log.indexOf('end a') < log.indexOf('start b'), 'b waits for a');
   t.true(log.indexOf('start c') < log.indexOf('end a'), 'c does not wait for a');

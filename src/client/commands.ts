@@ -8,6 +8,7 @@ import { flag, has, helpAsked, keyValues, parseArgs } from './args.js';
 import { outcomeLine, print, type Command, type Context, type Io } from './command.js';
 import { configDir, Credentials } from './credentials.js';
 import { EDIT_COMMANDS } from './edit-commands.js';
+import { REVISION_COMMANDS } from './revision-commands.js';
 import { CliError, EXIT, usageError, type ExitCode } from './errors.js';
 import {
   ID_FLAG,
@@ -540,6 +541,7 @@ export const CLIENT_COMMANDS: Record<string, Command> = {
   import: importCommand,
   export: exportCommand,
   ...EDIT_COMMANDS,
+  ...REVISION_COMMANDS,
   label,
   users,
   keys,

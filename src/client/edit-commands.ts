@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ENV_NAME } from '../config/go-template.js';
 import type { ApiClient, DataOf, Reply } from './api.js';
-import { flag, keyValues, type Parsed } from './args.js';
+import { flag, has, keyValues, type FlagSpec, type Parsed } from './args.js';
 import { outcomeLine, print, type Command, type Context } from './command.js';
 import { CliError, EXIT, usageError, type ExitCode } from './errors.js';
 import { ID_FLAG, oneInstance, onlyInstance, type Target } from './instance-refs.js';
@@ -14,6 +14,12 @@ import { paint } from './render.js';
 // The operator's edit loop: change an instance after it was made, from the whole file down to one key.
 
 const MODIFY = '/tunnelAct/instanceMgr/modify';
+
+/** Check and plan a change only: the daemon says what it would do and writes nothing. */
+export const DRY_RUN_FLAG: FlagSpec = { name: 'dry-run' };
+
+/** `dryRun: true` when --dry-run was given. */
+export const dryRun = (args: Parsed): { dryRun?: true } => (has(args, 'dry-run') ? { dryRun: true } : {});
 
 /** Sends one change of one instance and says how it went; a refusal is that instance's failure, not a crash. */
 export async function change(
@@ -36,7 +42,11 @@ export async function change(
     message = err.message;
   }
   if (ctx.json) print(ctx, { instanceID: target.id, name: target.name, ok, message, ...data });
-  else outcomeLine(ctx, ok, `${target.name} (${target.id}): ${message}`);
+  else {
+    // A dry run is asked for its diff.
+    if (data.dryRun === true && typeof data.diff === 'string') showDiff(ctx, data.diff);
+    outcomeLine(ctx, ok, `${target.name} (${target.id}): ${message}`);
+  }
   return ok ? EXIT.ok : EXIT.failed;
 }
 
@@ -44,10 +54,10 @@ export async function change(
 const after = (args: Parsed, count = 1): Parsed => ({ ...args, positional: args.positional.slice(count) });
 
 const set: Command = {
-  usage: 'set <name|#id> KEY=VALUE... [--run-user USER]',
+  usage: 'set <name|#id> KEY=VALUE... [--run-user USER] [--dry-run]',
   summary:
-    'change top-level config keys (values read like create --set; KEY=null removes one) and the run user; says how the change was applied',
-  flags: [ID_FLAG, { name: 'run-user', value: true }],
+    'change top-level config keys (values read like create --set; KEY=null removes one) and the run user; says how the change was applied (--dry-run: what it would do)',
+  flags: [ID_FLAG, { name: 'run-user', value: true }, DRY_RUN_FLAG],
   async run(ctx) {
     const client = await ctx.client();
     const { target, rest } = await oneInstance(client, ctx.args);
@@ -57,10 +67,15 @@ const set: Command = {
     let code: ExitCode = EXIT.ok;
     if (rest.length > 0) {
       code = await change(ctx, target, () =>
-        client.post(MODIFY, { instanceID: String(target.id), type: 'configFile', modifiedData: patch }),
+        client.post(MODIFY, {
+          instanceID: String(target.id),
+          type: 'configFile',
+          modifiedData: patch,
+          ...dryRun(ctx.args),
+        }),
       );
     }
-    if (runUser !== undefined && code === EXIT.ok) {
+    if (runUser !== undefined && code === EXIT.ok && !has(ctx.args, 'dry-run')) {
       code = await change(ctx, target, () =>
         client.post(MODIFY, { instanceID: String(target.id), type: 'systemConfig', modifiedData: { runUser } }),
       );
@@ -72,10 +87,10 @@ const set: Command = {
 const PROXY_ACTIONS = ['add', 'set', 'rm', 'enable', 'disable'] as const;
 
 const proxy: Command = {
-  usage: 'proxy add|set <name|#id> PROXY KEY=VALUE... | proxy rm|enable|disable <name|#id> PROXY...',
+  usage: 'proxy add|set <name|#id> PROXY KEY=VALUE... | proxy rm|enable|disable <name|#id> PROXY... [--dry-run]',
   summary:
-    'add a proxy (type=tcp localPort=22 remotePort=6022 ...), change one (name=NEW renames it), remove, enable or disable proxies; a running tunnel reloads',
-  flags: [ID_FLAG],
+    'add a proxy (type=tcp localPort=22 remotePort=6022 ...), change one (name=NEW renames it), remove, enable or disable proxies; a running tunnel reloads (--dry-run: what it would do)',
+  flags: [ID_FLAG, DRY_RUN_FLAG],
   async run(ctx) {
     const action = ctx.args.positional[0] as (typeof PROXY_ACTIONS)[number];
     if (!PROXY_ACTIONS.includes(action)) throw usageError(`proxy needs one of ${PROXY_ACTIONS.join(', ')}`);
@@ -89,8 +104,17 @@ const proxy: Command = {
       if (action === 'add' && pairs.length === 0) throw usageError('proxy add needs at least type=...');
       return change(ctx, target, () =>
         action === 'add'
-          ? client.postAsTyped('/tunnelAct/proxyMgr/create', { instanceID, proxyInfo: { name, ...info } })
-          : client.postAsTyped('/tunnelAct/proxyMgr/modify', { instanceID, oldName: name, proxyInfo: info }),
+          ? client.postAsTyped('/tunnelAct/proxyMgr/create', {
+              instanceID,
+              proxyInfo: { name, ...info },
+              ...dryRun(ctx.args),
+            })
+          : client.postAsTyped('/tunnelAct/proxyMgr/modify', {
+              instanceID,
+              oldName: name,
+              proxyInfo: info,
+              ...dryRun(ctx.args),
+            }),
       );
     }
     // rm, enable and disable take several proxies: each is its own change, each said.
@@ -98,8 +122,13 @@ const proxy: Command = {
     for (const proxyName of rest) {
       const done = await change(ctx, target, () =>
         action === 'rm'
-          ? client.post('/tunnelAct/proxyMgr/delete', { instanceID, proxyName })
-          : client.post('/tunnelAct/proxyMgr/setStatus', { instanceID, proxyName, enabled: action === 'enable' }),
+          ? client.post('/tunnelAct/proxyMgr/delete', { instanceID, proxyName, ...dryRun(ctx.args) })
+          : client.post('/tunnelAct/proxyMgr/setStatus', {
+              instanceID,
+              proxyName,
+              enabled: action === 'enable',
+              ...dryRun(ctx.args),
+            }),
       );
       if (done !== EXIT.ok) code = done;
     }
@@ -192,7 +221,7 @@ async function runEditor(editor: string, file: string): Promise<void> {
   if (code !== 0) throw new CliError(EXIT.failed, `the editor (${editor}) exited with ${code}: nothing applied`);
 }
 
-function showDiff(ctx: Context, diff: string): void {
+export function showDiff(ctx: Context, diff: string): void {
   const colours: Record<string, 'green' | 'red' | 'grey'> = { '+': 'green', '-': 'red', '@': 'grey' };
   for (const line of diff.split('\n').filter(Boolean)) {
     const colour = line.startsWith('+++') || line.startsWith('---') ? undefined : colours[line[0]!];
@@ -201,10 +230,10 @@ function showDiff(ctx: Context, diff: string): void {
 }
 
 const edit: Command = {
-  usage: 'edit <name|#id>',
+  usage: 'edit <name|#id> [--dry-run]',
   summary:
-    "the instance's whole config file in $VISUAL or $EDITOR (else vi); on save it is checked, shown as a diff and applied, and a refusal opens it again with the reason on top",
-  flags: [ID_FLAG],
+    "the instance's whole config file in $VISUAL or $EDITOR (else vi); on save it is checked, shown as a diff and applied (--dry-run: checked and shown only), a refusal opens it again with the reason on top, and a file changed by someone else meanwhile is never overwritten",
+  flags: [ID_FLAG, DRY_RUN_FLAG],
   async run(ctx) {
     const client = await ctx.client();
     const target = await onlyInstance(client, ctx.args);
@@ -240,17 +269,20 @@ const edit: Command = {
           reply = await client.post('/tunnelAct/instanceMgr/replaceConfig', {
             instanceID: String(target.id),
             content: saved,
+            // Made against this revision (and this text): a change by someone else meanwhile is a 409.
             baseVersion: base.version,
+            baseRevision: base.revision,
+            ...dryRun(ctx.args),
           });
         } catch (err) {
           if (!(err instanceof CliError) || (err.status !== 400 && err.status !== 409)) throw err;
           const latest = await readForEdit(client, target.id);
-          if (latest.version !== base.version) {
+          if (latest.version !== base.version || latest.revision !== base.revision) {
             ctx.io.err(
               `tunnelward edit: the config file of ${who} was changed by someone else while you edited it; your text was not applied: opening the file as it is now\n`,
             );
             top = header([
-              `the config file was changed by someone else (version ${base.version} -> ${latest.version}) while you edited it.`,
+              `the config file was changed by someone else (revision ${base.revision} -> ${latest.revision}) while you edited it.`,
               'Your text was not applied; this is the file as it is now: make your change again.',
             ]);
             base = latest;

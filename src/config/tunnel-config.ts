@@ -190,8 +190,16 @@ export class TunnelConfig {
 
   /** Whether the top-level settings (all but proxies, visitors and the admin endpoint) are those of `other`. */
   sameSettingsAs(other: TunnelConfig): boolean {
-    const settingsOf = ({ proxies: _p, visitors: _v, webServer: _w, ...settings }: Table) => settings;
     return sameTree(settingsOf(this.doc), settingsOf(other.doc));
+  }
+
+  /** The top-level settings whose values differ in `other`, by their names (never their values: some are secrets). */
+  changedSettings(other: TunnelConfig): string[] {
+    const mine = settingsOf(this.doc);
+    const theirs = settingsOf(other.doc);
+    return [...new Set([...Object.keys(mine), ...Object.keys(theirs)])]
+      .filter((key) => !sameTree(mine[key], theirs[key]))
+      .sort();
   }
 
   /**
@@ -269,6 +277,12 @@ export class TunnelConfig {
     } finally {
       this.managingAdmin = false;
     }
+  }
+
+  /** Takes `other`'s admin endpoint (webServer) as it is, or none where it has none. */
+  keepAdminEndpointOf(other: TunnelConfig): void {
+    if (other.doc.webServer === undefined) delete this.doc.webServer;
+    else this.doc.webServer = copyTree(other.doc.webServer);
   }
 
   get serverAddr(): string {
@@ -541,6 +555,9 @@ export class TunnelConfig {
 }
 
 /** A TOML document as parsed, unchanged; a syntax error is a 400 that names `what` and never quotes the text. */
+/** A document's top-level settings: all but proxies, visitors and the admin endpoint. */
+const settingsOf = ({ proxies: _p, visitors: _v, webServer: _w, ...settings }: Table): Table => settings;
+
 export function parseTomlDocument(text: string, what: string): Table {
   let tree: Table;
   try {

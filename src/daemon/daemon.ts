@@ -147,7 +147,16 @@ async function startLocked(
     source,
     secrets.redact,
   );
-  const supervisor = new InstanceSupervisor(db, settings, runner, boot, logs, log, join(dataDir, 'orphaned'), secrets);
+  const supervisor = new InstanceSupervisor(
+    db,
+    settings,
+    runner,
+    boot,
+    logs,
+    log,
+    { orphaned: join(dataDir, 'orphaned'), revisions: join(dataDir, 'revisions'), scratch: join(dataDir, 'scratch') },
+    secrets,
+  );
   const counter = new PersistentCounter(db, 'event_seq');
   const events = new EventHub(counter, DEFAULTS.eventHistory, secrets.redactValue);
   const notifier = new WebhookNotifier(() => settings.get(), log);

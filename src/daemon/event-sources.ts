@@ -12,13 +12,13 @@ const NO_PROCESS = { from: null, to: null, exitCode: null, signal: null } as con
  * and `instance.status` for UIs), boot-service errors, and log file faults. Returns the subscription that feeds them all to the hub.
  */
 export function publishEvents(hub: EventHub, supervisor: InstanceSupervisor, logs: InstanceLogs): Subscription {
-  const subscription = supervisor.lifecycle.changes$.subscribe((change) => {
+  const subscription = supervisor.stateChanges$.subscribe((change) => {
     const { instanceID, name, from, to, exitCode, signal } = change;
     hub.publish({ event: 'instance.state', instanceID, name, from, to, exitCode, signal });
     for (const event of eventsOf(change)) hub.publish(event);
   });
   subscription.add(
-    supervisor.catalogue.changes$.subscribe(({ event, instanceID, name, what }) =>
+    supervisor.catalogueChanges$.subscribe(({ event, instanceID, name, what }) =>
       hub.publish({ event, instanceID, name, ...NO_PROCESS, ...(what ? { message: what } : {}) }),
     ),
   );
@@ -27,7 +27,7 @@ export function publishEvents(hub: EventHub, supervisor: InstanceSupervisor, log
       hub.publish({
         event,
         instanceID,
-        name: supervisor.catalogue.nameOf(instanceID),
+        name: supervisor.nameOf(instanceID),
         from,
         to,
         exitCode: null,
@@ -39,7 +39,7 @@ export function publishEvents(hub: EventHub, supervisor: InstanceSupervisor, log
   );
   subscription.add(
     supervisor.status.changed$.subscribe((instanceID) => {
-      const name = supervisor.catalogue.nameOf(instanceID);
+      const name = supervisor.nameOf(instanceID);
       // Gone meanwhile: its deletion says enough.
       if (name === '') return;
       hub.publish({
@@ -52,7 +52,7 @@ export function publishEvents(hub: EventHub, supervisor: InstanceSupervisor, log
     }),
   );
   subscription.add(
-    supervisor.catalogue.bootErrors$.subscribe(({ instanceID, name, message }) =>
+    supervisor.boot.errors$.subscribe(({ instanceID, name, message }) =>
       hub.publish({ event: 'instance.bootServiceError', instanceID, name, ...NO_PROCESS, message }),
     ),
   );
@@ -61,7 +61,7 @@ export function publishEvents(hub: EventHub, supervisor: InstanceSupervisor, log
       hub.publish({
         event: recovered ? 'instance.logRecovered' : 'instance.logFailed',
         instanceID,
-        name: supervisor.catalogue.nameOf(instanceID),
+        name: supervisor.nameOf(instanceID),
         ...NO_PROCESS,
         message:
           message ??

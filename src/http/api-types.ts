@@ -747,6 +747,94 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/tunnelAct/instanceMgr/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An instance's revisions, newest first
+         * @description Every committed change of the config file is a revision: who, when, what was asked (names and keys, never a value), the plan and how it went. Revisions.Keep bounds how many are kept.
+         *
+         *     Access: visitor: any logged-in user (X-Token or an API key, and X-Timestamp).
+         */
+        get: operations["instanceMgr.history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tunnelAct/instanceMgr/revision": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One revision of an instance, with its file
+         * @description Secrets are shown as ******** unless the caller is a superuser. A visitor may read it only while Visitor.ShowDetails shows details.
+         *
+         *     Access: visitor: any logged-in user (X-Token or an API key, and X-Timestamp).
+         */
+        get: operations["instanceMgr.revision"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tunnelAct/instanceMgr/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The unified diff between two revisions, or from one to the live file
+         * @description Secrets are masked unless the caller is a superuser. Without to, the diff runs to the file as it is on disk now.
+         *
+         *     Access: visitor: any logged-in user (X-Token or an API key, and X-Timestamp).
+         */
+        get: operations["instanceMgr.diff"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tunnelAct/instanceMgr/rollback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Put an instance's config file back as a revision had it
+         * @description A change like any other: checked, verified by frpc, applied by a reload or a restart as the difference needs, and a new revision. tunnelward's admin endpoint stays as it is.
+         *
+         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp).
+         */
+        post: operations["instanceMgr.rollback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/tunnelAct/proxyMgr/create": {
         parameters: {
             query?: never;
@@ -1203,6 +1291,8 @@ export interface components {
             "Audit.RetentionDays": number;
             /** @description the oldest audit entries past this count are removed */
             "Audit.MaxEntries": number;
+            /** @description revisions of each instance's config file kept for history, diff and rollback; the oldest past this go */
+            "Revisions.Keep": number;
         };
         /** @description Any settings to change, several per request. Every key is checked first: an invalid value is a 400 naming it, and nothing changes. A key tunnelward does not know is logged as a warning and ignored (a 400 with ?strict=true). */
         SettingsPatch: {
@@ -1311,6 +1401,8 @@ export interface components {
             "Audit.RetentionDays"?: number;
             /** @description the oldest audit entries past this count are removed */
             "Audit.MaxEntries"?: number;
+            /** @description revisions of each instance's config file kept for history, diff and rollback; the oldest past this go */
+            "Revisions.Keep"?: number;
         };
         Setting: {
             key: string;
@@ -1388,6 +1480,10 @@ export interface components {
             serviceName?: string;
             /** @description state is running */
             isRunning: boolean;
+            /** @description commands and changes of the instance queued or running: they run one at a time, in order */
+            queued: number;
+            /** @description the revision of its config file it stands at (0: none recorded yet) */
+            revision: number;
         } & components["schemas"]["InstanceRuntime"];
         InstanceInfo: {
             instanceID: number;
@@ -1401,6 +1497,8 @@ export interface components {
             auth_method: string;
             bootAtStart: boolean;
             labels: components["schemas"]["Labels"];
+            /** @description the revision of its config file it stands at; changes take it as baseRevision */
+            revision: number;
             /** @description left out for a visitor while Visitor.ShowDetails hides details */
             runUser?: string;
             /** @description left out for a visitor while Visitor.ShowDetails hides details */
@@ -1434,15 +1532,12 @@ export interface components {
             logKept: boolean;
         };
         /** @description What the change did, by the type of the request. */
-        InstanceModified: {
+        InstanceModified: ({
             instanceID: number;
             configPath: string;
-            /**
-             * @description a running tunnel is restarted to apply it
-             * @enum {string}
-             */
-            applied: "restart" | "on next start";
-        } | ({
+            /** @description unified diff of the file (secrets masked) */
+            diff: string;
+        } & components["schemas"]["ChangeOutcome"]) | ({
             instanceID: number;
             configPath: string;
             bootAtStart: boolean;
@@ -1519,29 +1614,95 @@ export interface components {
             masked: boolean;
             /** @description the version of the file (a short hash of what it says); replaceConfig takes it as baseVersion */
             version: string;
+            /** @description the revision the instance stands at; every change takes it as baseRevision */
+            revision: number;
         };
         InstanceConfigReplaced: {
             instanceID: number;
             configPath: string;
             /** @description false when the text says what the file already said: nothing was written */
             changed: boolean;
+            /** @description unified diff of the file (secrets masked as in export); empty when nothing changed */
+            diff: string;
+            /** @description the version of the file now */
+            version: string;
+        } & components["schemas"]["ChangeOutcome"];
+        ChangeOutcome: {
             /**
              * @description how the change reached the tunnel: frpc reload (only proxies or visitors changed), a restart (top-level settings changed), at its next start (not running); unchanged, or not applied (dry run)
              * @enum {string}
              */
             applied: "reload" | "restart" | "on next start" | "unchanged" | "not applied";
-            /** @description unified diff of the file (secrets masked as in export); empty when nothing changed */
-            diff: string;
-            /** @description the version of the file now */
-            version: string;
-            /** @description what was kept or changed other than as written (webServer, log.to) */
+            plan: {
+                /**
+                 * @description none, file only, reload or restart
+                 * @enum {string}
+                 */
+                action: "none" | "file only" | "reload" | "restart";
+                /** @description why, in words */
+                reason: string;
+            };
+            /** @description the revision the instance stands at now (the new one when the change made one) */
+            revision: number;
+            /** @description true when nothing was written or applied: the answer says what would happen */
+            dryRun: boolean;
+            verify: {
+                /** @description whether the real frpc verify accepted the new file */
+                verified: boolean;
+                /** @description why frpc verify was not asked (TunnelPath not usable, or nothing changed) */
+                skipped?: string;
+            };
+            /** @description what was kept or changed other than as written (webServer, log.to), or what to know */
             notes: string[];
+            /** @description after a reload: the status frpc reports for each proxy it added or changed */
+            observed?: {
+                [key: string]: string;
+            };
         };
-        /**
-         * @description how the change reached the tunnel: frpc reload, a restart, or at its next start
-         * @enum {string}
-         */
-        Applied: "reload" | "restart" | "on next start";
+        Revision: {
+            revision: number;
+            /** Format: date-time */
+            at: string;
+            /** @description the user who made it; tunnelward for a file it found changed on disk */
+            by: string;
+            /** @description the API key it came through */
+            apiKey?: string;
+            /** @description what kind of change: create, import, config.set, config.replace, proxy.create, proxy.modify, proxy.rename, proxy.delete, proxy.enable, proxy.disable, rollback, found */
+            kind: string;
+            /** @description what was asked: names and keys, never a value */
+            request: Record<string, never>;
+            /** @enum {string} */
+            plan: "none" | "file only" | "reload" | "restart";
+            reason: string;
+            outcome: string;
+            /** @description the version of the file it made */
+            version: string;
+            /** @description whether the instance stands at it now */
+            current: boolean;
+        };
+        RevisionList: {
+            instanceID: number;
+            /** @description the revision the instance stands at (0: none recorded yet) */
+            current: number;
+            /** @description revisions kept (Revisions.Keep bounds them) */
+            total: number;
+            /** @description newest first */
+            revisions: components["schemas"]["Revision"][];
+        };
+        RevisionShown: components["schemas"]["Revision"] & {
+            instanceID: number;
+            /** @description its config file, without tunnelward's admin endpoint; secrets masked unless the caller is a superuser */
+            content: string;
+            masked: boolean;
+        };
+        RevisionDiff: {
+            instanceID: number;
+            from: number;
+            to: number | "live";
+            /** @description unified diff; empty when the two are the same */
+            diff: string;
+            masked: boolean;
+        };
         /** @description A [[proxies]] entry of the config file; every other key frpc knows for its type follows, nested as in the file, secrets shown as ********. */
         Proxy: {
             /** @description identifies the proxy inside its instance */
@@ -2580,8 +2741,9 @@ export interface components {
             instanceID: number;
             configPath: string;
             proxyName: string;
-            applied: components["schemas"]["Applied"];
-        };
+            /** @description unified diff of the file (secrets masked) */
+            diff: string;
+        } & components["schemas"]["ChangeOutcome"];
         LogEntry: {
             content: string;
             /** @description YYYY-MM-DD HH:MM:SS.mmm */
@@ -2742,6 +2904,15 @@ export interface components {
         };
         /** @description An internal failure (never with a stack trace); a change may be made but not yet saved, as the message says. */
         InternalError: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Failure"];
+            };
+        };
+        /** @description Nothing failed in tunnelward: the tunnel (frpc) exited before its start was confirmed. The message says how it ended, its last log lines and what follows (a retry after a backoff, failed, or stopped); for a change, that the file and the tunnel were put back. */
+        TunnelFailed: {
             headers: {
                 [name: string]: unknown;
             };
@@ -3515,7 +3686,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description one setting to read; every setting when omitted (also accepted as an X-key header) */
-                key?: "ListenAddr" | "ListenPort" | "TunnelPath" | "InstancePath" | "Debug" | "Watchdog.Enabled" | "Watchdog.Port" | "Watchdog.BackoffSecs" | "Watchdog.BackoffMaxSecs" | "Watchdog.StartLimit" | "Watchdog.StableSecs" | "Watchdog.NoRetryExitCodes" | "Instance.StartSecs" | "Instance.StopTimeoutSecs" | "Notification.Enabled" | "Notification.Method" | "Webhook.Method" | "Webhook.URL" | "Webhook.Headers" | "Webhook.Body" | "Webhook.TimeoutSecs" | "Webhook.Retries" | "Alerts.DebounceSecs" | "Status.PollSecs" | "Log.MaxBytes" | "Log.Files" | "InitSystem" | "Systemd.UnitDir" | "Systemd.Systemctl" | "Systemd.Journalctl" | "InitD.ScriptDir" | "InitD.UpdateRcD" | "InitD.PidDir" | "InitD.LogDir" | "Windows.Schtasks" | "RateLimit.Login" | "RateLimit.PerToken" | "RateLimit.Register" | "Register.Enabled" | "SystemLog.RequireToken" | "Visitor.ShowDetails" | "TLS.CertFile" | "TLS.KeyFile" | "TrustedProxies" | "Audit.RetentionDays" | "Audit.MaxEntries";
+                key?: "ListenAddr" | "ListenPort" | "TunnelPath" | "InstancePath" | "Debug" | "Watchdog.Enabled" | "Watchdog.Port" | "Watchdog.BackoffSecs" | "Watchdog.BackoffMaxSecs" | "Watchdog.StartLimit" | "Watchdog.StableSecs" | "Watchdog.NoRetryExitCodes" | "Instance.StartSecs" | "Instance.StopTimeoutSecs" | "Notification.Enabled" | "Notification.Method" | "Webhook.Method" | "Webhook.URL" | "Webhook.Headers" | "Webhook.Body" | "Webhook.TimeoutSecs" | "Webhook.Retries" | "Alerts.DebounceSecs" | "Status.PollSecs" | "Log.MaxBytes" | "Log.Files" | "InitSystem" | "Systemd.UnitDir" | "Systemd.Systemctl" | "Systemd.Journalctl" | "InitD.ScriptDir" | "InitD.UpdateRcD" | "InitD.PidDir" | "InitD.LogDir" | "Windows.Schtasks" | "RateLimit.Login" | "RateLimit.PerToken" | "RateLimit.Register" | "Register.Enabled" | "SystemLog.RequireToken" | "Visitor.ShowDetails" | "TLS.CertFile" | "TLS.KeyFile" | "TrustedProxies" | "Audit.RetentionDays" | "Audit.MaxEntries" | "Revisions.Keep";
             };
             header?: never;
             path?: never;
@@ -3758,6 +3929,10 @@ export interface operations {
                     /** @constant */
                     type: "configFile";
                     modifiedData: components["schemas"]["FrpcSettings"];
+                    /** @description check and plan only: the answer says what would happen (diff, frpc verify, plan); nothing is written */
+                    dryRun?: boolean;
+                    /** @description the revision the change was made against (export, getInfo and history give it): an instance that has moved on since is a 409 and nothing changes */
+                    baseRevision?: number;
                 } | {
                     /** @description an id: an integer, or a string holding one */
                     instanceID: number | string;
@@ -3815,8 +3990,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
-            /** @description The change is made but the restart that applies it failed. */
             500: components["responses"]["InternalError"];
+            /** @description The tunnel did not come up with the new file (the restart that applies it ended in an exit): the file was put back as it was, the tunnel restarted on it, and the message says both. */
+            502: components["responses"]["TunnelFailed"];
         };
     };
     "instanceMgr.replaceConfig": {
@@ -3835,8 +4011,10 @@ export interface operations {
                     content: string;
                     /** @description the version the edit started from (export gives it): a file changed since then is a 409 */
                     baseVersion?: string;
-                    /** @description check and show the diff, write nothing */
+                    /** @description check and plan only: the answer says what would happen (diff, frpc verify, plan); nothing is written */
                     dryRun?: boolean;
+                    /** @description the revision the change was made against (export, getInfo and history give it): an instance that has moved on since is a 409 and nothing changes */
+                    baseRevision?: number;
                 };
             };
         };
@@ -3865,8 +4043,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
-            /** @description The change is made but the restart that applies it failed. */
             500: components["responses"]["InternalError"];
+            /** @description The tunnel did not come up with the new file (the restart that applies it ended in an exit): the file was put back as it was, the tunnel restarted on it, and the message says both. */
+            502: components["responses"]["TunnelFailed"];
         };
     };
     "instanceMgr.start": {
@@ -3911,13 +4090,15 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             /** @description No instance with that id. (In the many-instance forms, an unknown id is a failed result instead.) */
             404: components["responses"]["NotFound"];
-            /** @description The state refuses the command (starting a running instance, or another command in progress). */
+            /** @description The state refuses the command (starting a running instance, or another command in progress), or TunnelPath is not a program tunnelward may run. */
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
-            /** @description The command failed: the message says how (exit code, signal, last log lines). */
+            /** @description tunnelward could not carry the command out (a spawn refused, a process that survived SIGKILL). */
             500: components["responses"]["InternalError"];
+            /** @description The tunnel exited before its start was confirmed: the message says how (exit code, signal, last log lines) and what follows, as for any exit: retried after a backoff, failed (a no-retry exit code, or the start limit), or stopped (the watchdog is off). */
+            502: components["responses"]["TunnelFailed"];
         };
     };
     "instanceMgr.stop": {
@@ -3962,13 +4143,15 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             /** @description No instance with that id. (In the many-instance forms, an unknown id is a failed result instead.) */
             404: components["responses"]["NotFound"];
-            /** @description The state refuses the command (starting a running instance, or another command in progress). */
+            /** @description The state refuses the command (starting a running instance, or another command in progress), or TunnelPath is not a program tunnelward may run. */
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
-            /** @description The command failed: the message says how (exit code, signal, last log lines). */
+            /** @description tunnelward could not carry the command out (a spawn refused, a process that survived SIGKILL). */
             500: components["responses"]["InternalError"];
+            /** @description The tunnel exited before its start was confirmed: the message says how (exit code, signal, last log lines) and what follows, as for any exit: retried after a backoff, failed (a no-retry exit code, or the start limit), or stopped (the watchdog is off). */
+            502: components["responses"]["TunnelFailed"];
         };
     };
     "instanceMgr.restart": {
@@ -4013,13 +4196,15 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             /** @description No instance with that id. (In the many-instance forms, an unknown id is a failed result instead.) */
             404: components["responses"]["NotFound"];
-            /** @description The state refuses the command (starting a running instance, or another command in progress). */
+            /** @description The state refuses the command (starting a running instance, or another command in progress), or TunnelPath is not a program tunnelward may run. */
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
-            /** @description The command failed: the message says how (exit code, signal, last log lines). */
+            /** @description tunnelward could not carry the command out (a spawn refused, a process that survived SIGKILL). */
             500: components["responses"]["InternalError"];
+            /** @description The tunnel exited before its start was confirmed: the message says how (exit code, signal, last log lines) and what follows, as for any exit: retried after a backoff, failed (a no-retry exit code, or the start limit), or stopped (the watchdog is off). */
+            502: components["responses"]["TunnelFailed"];
         };
     };
     "instanceMgr.status": {
@@ -4157,6 +4342,173 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    "instanceMgr.history": {
+        parameters: {
+            query: {
+                /** @description the instance (also accepted as an X-instanceID header) */
+                instanceID: string;
+                /** @description at most this many (default 50) (also accepted as an X-limit header) */
+                limit?: number;
+                /** @description only revisions older than this one (paging) (also accepted as an X-before header) */
+                before?: number | string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Its revisions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope"] & {
+                        /** @constant */
+                        success?: true;
+                        data: components["schemas"]["RevisionList"];
+                    };
+                };
+            };
+            /** @description instanceID missing or not a positive integer. */
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description No instance with that id. */
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "instanceMgr.revision": {
+        parameters: {
+            query: {
+                /** @description the instance (also accepted as an X-instanceID header) */
+                instanceID: string;
+                /** @description the revision (also accepted as an X-revision header) */
+                revision: number | string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The revision */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope"] & {
+                        /** @constant */
+                        success?: true;
+                        data: components["schemas"]["RevisionShown"];
+                    };
+                };
+            };
+            /** @description instanceID missing or not a positive integer. Or revision missing. */
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description A visitor, while Visitor.ShowDetails hides details. */
+            403: components["responses"]["Forbidden"];
+            /** @description No such instance or revision. */
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "instanceMgr.diff": {
+        parameters: {
+            query: {
+                /** @description the instance (also accepted as an X-instanceID header) */
+                instanceID: string;
+                /** @description the older side (also accepted as an X-from header) */
+                from: number | string;
+                /** @description the newer side (default: the live file) (also accepted as an X-to header) */
+                to?: number | string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The diff */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope"] & {
+                        /** @constant */
+                        success?: true;
+                        data: components["schemas"]["RevisionDiff"];
+                    };
+                };
+            };
+            /** @description instanceID missing or not a positive integer. Or from missing. */
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description A visitor, while Visitor.ShowDetails hides details. */
+            403: components["responses"]["Forbidden"];
+            /** @description No such instance or revision. */
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "instanceMgr.rollback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description an id: an integer, or a string holding one */
+                    instanceID: number | string;
+                    /** @description the revision to go back to */
+                    revision: number | string;
+                    /** @description check and plan only: the answer says what would happen (diff, frpc verify, plan); nothing is written */
+                    dryRun?: boolean;
+                    /** @description the revision the change was made against (export, getInfo and history give it): an instance that has moved on since is a 409 and nothing changes */
+                    baseRevision?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Rolled back (or unchanged, or checked) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope"] & {
+                        /** @constant */
+                        success?: true;
+                        data: components["schemas"]["InstanceConfigReplaced"];
+                    };
+                };
+            };
+            /** @description instanceID missing or not a positive integer. Or revision missing, or frpc refused the file. */
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such instance or revision. */
+            404: components["responses"]["NotFound"];
+            /** @description baseRevision is not the current revision, or a proxy would clash with one of another instance. */
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            /** @description The tunnel did not come up with the file: it was put back as it was. */
+            502: components["responses"]["TunnelFailed"];
+        };
+    };
     "proxyMgr.create": {
         parameters: {
             query?: never;
@@ -4170,6 +4522,10 @@ export interface operations {
                     /** @description an id: an integer, or a string holding one */
                     instanceID: number | string;
                     proxyInfo: components["schemas"]["ProxyInfo"];
+                    /** @description check and plan only: the answer says what would happen (diff, frpc verify, plan); nothing is written */
+                    dryRun?: boolean;
+                    /** @description the revision the change was made against (export, getInfo and history give it): an instance that has moved on since is a 409 and nothing changes */
+                    baseRevision?: number;
                 };
             };
         };
@@ -4198,8 +4554,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
-            /** @description The change is made but the restart that applies it failed. */
             500: components["responses"]["InternalError"];
+            /** @description The tunnel did not come up with the new file (the restart that applies it ended in an exit): the file was put back as it was, the tunnel restarted on it, and the message says both. */
+            502: components["responses"]["TunnelFailed"];
         };
     };
     "proxyMgr.modify": {
@@ -4219,6 +4576,10 @@ export interface operations {
                     oldName?: string;
                     /** @description its new name (also accepted inside proxyInfo) */
                     newName?: string;
+                    /** @description check and plan only: the answer says what would happen (diff, frpc verify, plan); nothing is written */
+                    dryRun?: boolean;
+                    /** @description the revision the change was made against (export, getInfo and history give it): an instance that has moved on since is a 409 and nothing changes */
+                    baseRevision?: number;
                 } | unknown | {
                     proxyInfo?: {
                         name: components["schemas"]["ProxyName"];
@@ -4251,8 +4612,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
-            /** @description The change is made but the restart that applies it failed. */
             500: components["responses"]["InternalError"];
+            /** @description The tunnel did not come up with the new file (the restart that applies it ended in an exit): the file was put back as it was, the tunnel restarted on it, and the message says both. */
+            502: components["responses"]["TunnelFailed"];
         };
     };
     "proxyMgr.delete": {
@@ -4268,6 +4630,10 @@ export interface operations {
                     /** @description an id: an integer, or a string holding one */
                     instanceID: number | string;
                     proxyName: string;
+                    /** @description check and plan only: the answer says what would happen (diff, frpc verify, plan); nothing is written */
+                    dryRun?: boolean;
+                    /** @description the revision the change was made against (export, getInfo and history give it): an instance that has moved on since is a 409 and nothing changes */
+                    baseRevision?: number;
                 };
             };
         };
@@ -4294,8 +4660,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
-            /** @description The change is made but the restart that applies it failed. */
             500: components["responses"]["InternalError"];
+            /** @description The tunnel did not come up with the new file (the restart that applies it ended in an exit): the file was put back as it was, the tunnel restarted on it, and the message says both. */
+            502: components["responses"]["TunnelFailed"];
         };
     };
     "proxyMgr.setStatus": {
@@ -4312,6 +4679,10 @@ export interface operations {
                     instanceID: number | string;
                     proxyName: string;
                     enabled: boolean;
+                    /** @description check and plan only: the answer says what would happen (diff, frpc verify, plan); nothing is written */
+                    dryRun?: boolean;
+                    /** @description the revision the change was made against (export, getInfo and history give it): an instance that has moved on since is a 409 and nothing changes */
+                    baseRevision?: number;
                 };
             };
         };
@@ -4342,8 +4713,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
-            /** @description The change is made but the restart that applies it failed. */
             500: components["responses"]["InternalError"];
+            /** @description The tunnel did not come up with the new file (the restart that applies it ended in an exit): the file was put back as it was, the tunnel restarted on it, and the message says both. */
+            502: components["responses"]["TunnelFailed"];
         };
     };
     "proxyMgr.list": {

@@ -132,7 +132,14 @@ export const AUDITED: Readonly<Record<string, Audited>> = {
     // How it was applied, never the text (it holds secrets).
     describe: (b, d) => ({
       target: instances(b, d),
-      detail: { applied: scalar(d, 'applied'), dryRun: b?.dryRun === true },
+      detail: { applied: scalar(d, 'applied'), revision: scalar(d, 'revision') },
+    }),
+  },
+  'POST /tunnelAct/instanceMgr/rollback': {
+    action: 'instance.rollback',
+    describe: (b, d) => ({
+      target: instances(b, d),
+      detail: { to: scalar(b, 'revision'), applied: scalar(d, 'applied'), revision: scalar(d, 'revision') },
     }),
   },
   'POST /tunnelAct/instanceMgr/start': instanceAction('instance.start'),
@@ -169,6 +176,8 @@ export function auditRequests(trail: AuditTrail, now: () => number = Date.now): 
     const auth = ctx.state.auth as AppState['auth'] | undefined;
     if (!worthRecording(ctx.status, audited.action, auth !== undefined)) return;
     const body = object((ctx.request as { body?: unknown }).body);
+    // A dry run changes nothing: there is nothing to account for.
+    if (body?.dryRun === true) return;
     const reply = object(ctx.body);
     const described = audited.describe?.(body, object(reply?.data)) ?? {};
     const { target } = described;

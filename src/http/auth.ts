@@ -1,6 +1,7 @@
 import type { Middleware } from 'koa';
 import type { AccountService, Authenticated } from '../accounts/account-service.js';
 import type { ApiKeyService, KeyAuthenticated } from '../accounts/api-key-service.js';
+import type { Author } from '../instances/revision-store.js';
 import { hasRole, isUserType, type UserType } from '../accounts/rules.js';
 import { forbidden, tooManyRequests, unauthorized } from '../errors.js';
 import type { RequestExposure } from './exposure.js';
@@ -10,6 +11,12 @@ import type { RateLimiter } from './rate-limiter.js';
 export type Caller = Authenticated | KeyAuthenticated;
 
 export const viaApiKey = (caller: Caller): caller is KeyAuthenticated => 'apiKey' in caller;
+
+/** Who a change is by, as its revision records it: the user, and the API key it came through. */
+export const authorOf = (caller: Caller): Author => ({
+  username: caller.user.username,
+  ...(viaApiKey(caller) ? { apiKey: caller.apiKey.name } : {}),
+});
 
 /** What resolves a request's credentials and counts them against their rate limits. */
 export interface CallerCheck {

@@ -327,7 +327,7 @@ export class LogStreams {
       for (const entry of channel.recentEntries(lines)) client.send(toBuffer(entry));
       if (!follow) return client.close(1000, 'end of log');
       client.followBatches(channel.serialized$);
-      const deleted = this.deps.supervisor.catalogue.deleted$.subscribe((gone) => {
+      const deleted = this.deps.supervisor.deleted$.subscribe((gone) => {
         if (gone === id) client.close(CLOSE.instanceDeleted, 'instance deleted');
       });
       client.ws.once('close', () => deleted.unsubscribe());

@@ -81,7 +81,9 @@ export const documentedBy = (component: string) =>
   z.looseObject({}).meta({ $ref: `#/components/schemas/${component}` });
 
 export const NO_INSTANCE = 'No instance with that id.';
-export const RESTART_FAILED = 'The change is made but the restart that applies it failed.';
+/** A change that the running tunnel could not take: put back, file and tunnel, and said why. */
+export const APPLY_FAILED =
+  'The tunnel did not come up with the new file (the restart that applies it ended in an exit): the file was put back as it was, the tunnel restarted on it, and the message says both.';
 
 const ID_INPUT = {
   description: 'An id: an integer, or a string holding one (the contract sends ids as strings).',
@@ -276,6 +278,10 @@ export function componentSchemas(): Record<string, Json> {
           initSystem: str('what runs the tunnels', { enum: INIT_SYSTEMS }),
           'serviceName?': str('the service name (absent on Windows)'),
           isRunning: bool('state is running'),
+          queued: int('commands and changes of the instance queued or running: they run one at a time, in order', {
+            minimum: 0,
+          }),
+          revision: int('the revision of its config file it stands at (0: none recorded yet)', { minimum: 0 }),
         }),
         schema('InstanceRuntime'),
       ],
@@ -292,6 +298,7 @@ export function componentSchemas(): Record<string, Json> {
           auth_method: str('auth.method of the config file'),
           bootAtStart: bool(),
           labels: schema('Labels'),
+          revision: int('the revision of its config file it stands at; changes take it as baseRevision', { minimum: 0 }),
           'runUser?': str('left out for a visitor while Visitor.ShowDetails hides details'),
           'configPath?': str('left out for a visitor while Visitor.ShowDetails hides details'),
           'serverAddr?': str('admin and superuser only'),
@@ -321,14 +328,13 @@ export function componentSchemas(): Record<string, Json> {
     InstanceModified: {
       description: 'What the change did, by the type of the request.',
       oneOf: [
-        obj(
-          {
-            instanceID: int(),
-            configPath: str(),
-            applied: str('a running tunnel is restarted to apply it', { enum: ['restart', 'on next start'] }),
-          },
-          { title: 'configFile' },
-        ),
+        {
+          title: 'configFile',
+          allOf: [
+            obj({ instanceID: int(), configPath: str(), diff: str('unified diff of the file (secrets masked)') }),
+            schema('ChangeOutcome'),
+          ],
+        },
         {
           title: 'systemConfig',
           allOf: [
@@ -399,24 +405,80 @@ export function componentSchemas(): Record<string, Json> {
       content: str("the config file in frpc's current TOML, without tunnelward's own admin endpoint (webServer)"),
       masked: bool('whether secrets were replaced by ********'),
       version: str('the version of the file (a short hash of what it says); replaceConfig takes it as baseVersion'),
+      revision: int('the revision the instance stands at; every change takes it as baseRevision', { minimum: 0 }),
     }),
-    InstanceConfigReplaced: obj({
-      instanceID: int(),
-      configPath: str(),
-      changed: bool('false when the text says what the file already said: nothing was written'),
+    InstanceConfigReplaced: {
+      allOf: [
+        obj({
+          instanceID: int(),
+          configPath: str(),
+          changed: bool('false when the text says what the file already said: nothing was written'),
+          diff: str('unified diff of the file (secrets masked as in export); empty when nothing changed'),
+          version: str('the version of the file now'),
+        }),
+        schema('ChangeOutcome'),
+      ],
+    },
+    ChangeOutcome: obj({
       applied: str(
         'how the change reached the tunnel: frpc reload (only proxies or visitors changed), a restart (top-level settings changed), at its next start (not running); unchanged, or not applied (dry run)',
         { enum: ['reload', 'restart', 'on next start', 'unchanged', 'not applied'] },
       ),
-      diff: str('unified diff of the file (secrets masked as in export); empty when nothing changed'),
-      version: str('the version of the file now'),
-      notes: arrayOf(str(), 'what was kept or changed other than as written (webServer, log.to)'),
+      plan: obj({
+        action: str('none, file only, reload or restart', { enum: ['none', 'file only', 'reload', 'restart'] }),
+        reason: str('why, in words'),
+      }),
+      revision: int('the revision the instance stands at now (the new one when the change made one)', { minimum: 0 }),
+      dryRun: bool('true when nothing was written or applied: the answer says what would happen'),
+      verify: obj({
+        verified: bool('whether the real frpc verify accepted the new file'),
+        'skipped?': str('why frpc verify was not asked (TunnelPath not usable, or nothing changed)'),
+      }),
+      notes: arrayOf(str(), 'what was kept or changed other than as written (webServer, log.to), or what to know'),
+      'observed?': mapOf('after a reload: the status frpc reports for each proxy it added or changed', str()),
+    }),
+    Revision: obj({
+      revision: int(undefined, { minimum: 1 }),
+      at: dateTime(),
+      by: str('the user who made it; tunnelward for a file it found changed on disk'),
+      'apiKey?': str('the API key it came through'),
+      kind: str(
+        'what kind of change: create, import, config.set, config.replace, proxy.create, proxy.modify, proxy.rename, proxy.delete, proxy.enable, proxy.disable, rollback, found',
+      ),
+      request: { type: 'object', description: 'what was asked: names and keys, never a value' },
+      plan: str(undefined, { enum: ['none', 'file only', 'reload', 'restart'] }),
+      reason: str(),
+      outcome: str(),
+      version: str('the version of the file it made'),
+      current: bool('whether the instance stands at it now'),
+    }),
+    RevisionList: obj({
+      instanceID: int(),
+      current: int('the revision the instance stands at (0: none recorded yet)', { minimum: 0 }),
+      total: int('revisions kept (Revisions.Keep bounds them)', { minimum: 0 }),
+      revisions: arrayOf(schema('Revision'), 'newest first'),
+    }),
+    RevisionShown: {
+      allOf: [
+        schema('Revision'),
+        obj({
+          instanceID: int(),
+          content: str(
+            "its config file, without tunnelward's admin endpoint; secrets masked unless the caller is a superuser",
+          ),
+          masked: bool(),
+        }),
+      ],
+    },
+    RevisionDiff: obj({
+      instanceID: int(),
+      from: int(undefined, { minimum: 1 }),
+      to: { oneOf: [int(undefined, { minimum: 1 }), str('the file as it is now', { const: 'live' })] },
+      diff: str('unified diff; empty when the two are the same'),
+      masked: bool(),
     }),
 
     // Proxies
-    Applied: str('how the change reached the tunnel: frpc reload, a restart, or at its next start', {
-      enum: ['reload', 'restart', 'on next start'],
-    }),
     Proxy: obj(
       {
         name: str('identifies the proxy inside its instance'),
@@ -549,7 +611,17 @@ export function componentSchemas(): Record<string, Json> {
       }),
       not: { pattern: ONLY_DIGITS.source },
     },
-    ProxyEdited: obj({ instanceID: int(), configPath: str(), proxyName: str(), applied: schema('Applied') }),
+    ProxyEdited: {
+      allOf: [
+        obj({
+          instanceID: int(),
+          configPath: str(),
+          proxyName: str(),
+          diff: str('unified diff of the file (secrets masked)'),
+        }),
+        schema('ChangeOutcome'),
+      ],
+    },
 
     // Streams
     LogEntry: obj({
@@ -662,6 +734,11 @@ export const ERRORS: Record<number, { name: string; description: string; headers
     name: 'InternalError',
     description:
       'An internal failure (never with a stack trace); a change may be made but not yet saved, as the message says.',
+  },
+  502: {
+    name: 'TunnelFailed',
+    description:
+      'Nothing failed in tunnelward: the tunnel (frpc) exited before its start was confirmed. The message says how it ended, its last log lines and what follows (a retry after a backoff, failed, or stopped); for a change, that the file and the tunnel were put back.',
   },
   503: { name: 'ServiceUnavailable', description: 'Too many streams are open; try again later.' },
 };

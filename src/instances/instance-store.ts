@@ -32,6 +32,8 @@ export interface InstanceRecord {
   lastExit: LastExit | null;
   /** Keys sorted; frozen. */
   labels: Labels;
+  /** The committed revision of its config file it stands at (0 before the first: see the change pipeline). */
+  revision: number;
 }
 
 const NO_LABELS: Labels = Object.freeze({});
@@ -55,7 +57,7 @@ interface Row {
   last_exit_at: number | null;
 }
 
-const toRecord = (r: Row, labels: Labels = NO_LABELS): InstanceRecord => ({
+const toRecord = (r: Row, labels: Labels, revision: number): InstanceRecord => ({
   id: r.id,
   name: r.name,
   bootAtStart: r.boot_at_start === 1,
@@ -71,6 +73,7 @@ const toRecord = (r: Row, labels: Labels = NO_LABELS): InstanceRecord => ({
   failed: r.failed === 1,
   lastExit: r.last_exit_at === null ? null : { code: r.last_exit_code, signal: r.last_exit_signal, at: r.last_exit_at },
   labels,
+  revision,
 });
 
 /** The one answer to a name another instance has: callers check first; the database's own constraint says the same. */
@@ -103,9 +106,19 @@ export class InstanceStore {
       if (!of) labels.set(row.instance_id, (of = {}));
       of[row.key] = row.value;
     }
+    const revisions = new Map(
+      db
+        .all<{ instance_id: number; n: number }>(
+          "SELECT instance_id, MAX(number) AS n FROM revisions WHERE status = 'committed' GROUP BY instance_id",
+        )
+        .map((r) => [r.instance_id, r.n]),
+    );
     for (const row of db.all<Row>('SELECT * FROM instances ORDER BY id')) {
       const own = labels.get(row.id);
-      this.records.set(row.id, Object.freeze(toRecord(row, own ? Object.freeze(own) : NO_LABELS)));
+      this.records.set(
+        row.id,
+        Object.freeze(toRecord(row, own ? Object.freeze(own) : NO_LABELS, revisions.get(row.id) ?? 0)),
+      );
     }
   }
 
@@ -161,6 +174,7 @@ export class InstanceStore {
       failed: false,
       lastExit: null,
       labels,
+      revision: 0,
     });
     this.records.set(id, record);
     return record;
@@ -219,6 +233,11 @@ export class InstanceStore {
     if (this.records.get(id)?.desired === desired) return;
     this.db.run('UPDATE instances SET desired = ? WHERE id = ?', [desired, id]);
     this.replace(id, { desired });
+  }
+
+  /** The revision the instance stands at now (its row in the revisions table is committed in the same persist). */
+  setRevision(id: number, revision: number): void {
+    this.replace(id, { revision });
   }
 
   setProcess(id: number, pid: number | null, startTicks: number | null): void {

@@ -186,6 +186,10 @@ export const SETTINGS_TABLE = {
     default: 20000,
     doc: 'the oldest audit entries past this count are removed',
   }),
+  'Revisions.Keep': setting(intRange(1, 100_000), {
+    default: 50,
+    doc: "revisions of each instance's config file kept for history, diff and rollback; the oldest past this go",
+  }),
 };
 
 type Table = typeof SETTINGS_TABLE;

@@ -106,4 +106,24 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (instance_id, key)
   );
   `,
+  // 9: revisions of each instance's config file: who changed it, when, what was asked, the plan and how it went;
+  //    the texts are files beside the database (see revision-store.ts). A change not yet committed is pending.
+  `
+  CREATE TABLE revisions (
+    instance_id INTEGER NOT NULL REFERENCES instances(id) ON DELETE CASCADE,
+    number      INTEGER NOT NULL,
+    at          INTEGER NOT NULL,
+    by_user     TEXT    NOT NULL,
+    by_key      TEXT,
+    kind        TEXT    NOT NULL,
+    request     TEXT    NOT NULL,
+    plan        TEXT    NOT NULL CHECK (plan IN ('none', 'file only', 'reload', 'restart')),
+    reason      TEXT    NOT NULL,
+    outcome     TEXT    NOT NULL,
+    version     TEXT    NOT NULL,
+    status      TEXT    NOT NULL CHECK (status IN ('pending', 'applying', 'committed')),
+    previous    INTEGER,
+    PRIMARY KEY (instance_id, number)
+  );
+  `,
 ];

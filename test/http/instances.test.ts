@@ -180,7 +180,7 @@ test('start, start again (409), stop, stop again (says so), restart', async (t) 
   t.is((await statusOf(daemon, root, id)).isRunning, false);
 });
 
-test('a start that fails reports the exit code and the last log lines', async (t) => {
+test('a start whose tunnel exits says how (502), and the watchdog retries it up to the start limit', async (t) => {
   // Its own daemon, StartSecs 1.5: a start that fails is judged over a time a Node fixture boots in even on a
   // loaded machine.
   const { daemon: slow, root: slowRoot } = await startWithRoot({
@@ -191,12 +191,17 @@ test('a start that fails reports the exit code and the last log lines', async (t
     metadatas: { 'fixture.exit': 'now', 'fixture.exitCode': '4' },
   });
   const res = await slow.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: slowRoot });
-  t.is(res.status, 500);
+  t.is(res.status, 502, 'nothing failed in tunnelward: the tunnel did');
   t.false(res.body.success);
-  t.regex(res.body.message, /exited with code 4/);
+  t.regex(res.body.message, /exited with code 4 before it was up for 1500 ms; the watchdog starts it again/);
   t.regex(res.body.message, /fixture: exiting with code 4/);
   t.false(/\x1b\[/.test(res.body.message), 'colour codes stripped');
-  t.is((await statusOf(slow, slowRoot, id)).state, 'stopped');
+  // Supervised as any exit: retried after the backoff until the start limit, then failed.
+  await slow.waitForOutput(new RegExp(`"instanceID":${id},.*"to":"failed"`), 30_000);
+  const status = await statusOf(slow, slowRoot, id);
+  t.is(status.state, 'failed');
+  t.is(status.restarts, 2, 'the start limit (3 here) counts the operator start and 2 restarts');
+  t.like(status.lastExit, { code: 4, signal: null });
 });
 
 test("a config error (frpc exits 1 during its start) goes straight to failed with frpc's message, never retried", async (t) => {
@@ -210,8 +215,8 @@ test("a config error (frpc exits 1 during its start) goes straight to failed wit
   // A key frpc does not know, written behind tunnelward's back: frpc refuses the file and exits 1.
   await writeFile(configPath, (await readFile(configPath, 'utf8')) + 'serverAdr = "typo"\n');
   const res = await slow.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: slowRoot });
-  t.is(res.status, 500);
-  t.regex(res.body.message, /exited with code 1/);
+  t.is(res.status, 502);
+  t.regex(res.body.message, /exited with code 1 .*failed: exit code 1 says retrying will not help/s);
   t.regex(res.body.message, /serverAdr/);
   t.is((await statusOf(slow, slowRoot, id)).state, 'failed');
   await slow.waitForOutput(new RegExp(`"instanceID":${id},.*"to":"failed"`));
@@ -315,8 +320,8 @@ test('a missing tunnel binary gives a clear message at start', async (t) => {
   const token = await other.login();
   const { id } = await createInstance(other, token, 'in_nobinary');
   const res = await other.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token });
-  t.is(res.status, 500);
-  t.regex(res.body.message, /\/nonexistent\/frpc is missing or not an executable file/);
+  t.is(res.status, 409, 'refused before anything is done: the settings are what is wrong');
+  t.regex(res.body.message, /cannot start: TunnelPath \/nonexistent\/frpc is missing or not an executable file/);
   t.is((await other.get('/system/getStatus')).status, 200, 'the daemon is fine');
 });
 

@@ -34,7 +34,14 @@ test('create, list, modify, rename, enable/disable and delete proxies', async (t
     { instanceID: id, proxyInfo: tcp('ssh', '6000') },
     { token: root },
   );
-  t.deepEqual(created.body.data, { instanceID: Number(id), configPath, proxyName: 'ssh', applied: 'on next start' });
+  t.like(created.body.data, {
+    instanceID: Number(id),
+    configPath,
+    proxyName: 'ssh',
+    applied: 'on next start',
+    plan: { action: 'file only' },
+    dryRun: false,
+  });
   await daemon.post(
     '/tunnelAct/proxyMgr/create',
     {
@@ -114,7 +121,7 @@ test('create, list, modify, rename, enable/disable and delete proxies', async (t
     { instanceID: id, proxyName: 'web' },
     { token: root },
   );
-  t.deepEqual(deleted.body.data, { instanceID: Number(id), configPath, proxyName: 'web', applied: 'on next start' });
+  t.like(deleted.body.data, { instanceID: Number(id), configPath, proxyName: 'web', applied: 'on next start' });
   t.deepEqual(
     (await list(id)).data.proxies.map((p: any) => p.name),
     ['ssh3'],
@@ -230,7 +237,9 @@ test('modify configFile changes top-level keys only; proxies stay as they were',
     },
     { token: root },
   );
-  t.deepEqual(res.body.data, { instanceID: Number(id), configPath, applied: 'on next start' });
+  t.like(res.body.data, { instanceID: Number(id), configPath, applied: 'on next start', verify: { verified: true } });
+  t.regex(res.body.data.diff, /^\+serverAddr = "new.example.com"$/m, 'the diff says what changed');
+  t.false(res.body.data.diff.includes('"old"'), 'secrets masked on both sides');
   const after = parse(await readFile(configPath, 'utf8')) as any;
   t.like(after, { serverAddr: 'new.example.com', serverPort: 7443, auth: { token: 'new-secret' } });
   t.deepEqual(after.proxies, before);
@@ -313,7 +322,7 @@ test('every proxy type and plugin round-trips: create, file, list, modify one fi
       { token: root },
     );
     t.true(created.body.success, `${name}: ${created.body.message}`);
-    t.is(created.body.message, `proxy ${name} added to instance px_every_type`);
+    t.is(created.body.message, `proxy ${name} added to instance px_every_type; it applies at the next start (revision ${created.body.data.revision})`);
     t.deepEqual(await blockIn(configPath, name), example.file, `${name}: file after create`);
     await verified(t, configPath, `${name} after create`);
 
@@ -346,7 +355,7 @@ test('an stcp proxy keeps its secretKey and allowUsers; list and modify keep the
   const { id, configPath } = await createInstance(daemon, root, 'px_stcp');
   const proxyInfo = { ...POSTGRES.input, remotePort: '' };
   const created = await daemon.post('/tunnelAct/proxyMgr/create', { instanceID: id, proxyInfo }, { token: root });
-  t.is(created.body.message, 'proxy postgres added to instance px_stcp');
+  t.regex(created.body.message, /^proxy postgres added to instance px_stcp; it applies at the next start \(revision \d+\)$/);
   const written = POSTGRES.file;
   t.deepEqual((await fileOf(configPath)).proxies, [written]);
   const listed = (await list(id)).data.proxies[0];

@@ -18,16 +18,50 @@ test('start: spawn, confirm for startSecs, then running and a reply', async (t) 
   t.is(h.actor.getSnapshot().context.pid, 100);
 });
 
-test('crash during start: the start fails with the exit code and the last log lines', async (t) => {
+test('an exit during an operator start is supervised as any exit: the start is answered with it, and the watchdog retries', async (t) => {
   const h = harness();
-  await h.send({ type: 'START' });
+  await h.send({ type: 'START', ref: 4 });
   await h.crash(100, { code: 3, tail: ['[E] cannot load config'] });
-  t.is(h.state(), 'stopped');
+  t.is(h.state(), 'backoff');
   t.is(h.replies.length, 1);
-  t.false(h.replies[0]!.ok);
-  t.regex(h.replies[0]!.message, /exited with code 3.*\n\[E\] cannot load config/s);
+  t.like(h.replies[0], { ref: 4, ok: false, conflict: false, then: 'backoff' });
+  t.regex(
+    h.replies[0]!.message,
+    /exited with code 3 before it was up.*starts it again after a backoff.*\n\[E\] cannot load config/s,
+  );
+  // The first exit in a row restarts at once, the next ones after the backoff, and the start limit ends it.
+  await h.advance(0);
+  t.deepEqual(h.spawned, [100, 101], 'retried at once');
+  await h.crash(101, { code: 3 });
+  for (let pid = 102; h.state() === 'backoff'; pid++) {
+    await h.advance(DEFAULT_TIMING.backoffCapMs);
+    await h.crash(pid, { code: 3 });
+  }
+  t.is(h.state(), 'failed');
+  t.is(h.spawned.length, startLimit, "the start limit counts the operator start's exit too");
+  t.is(h.replies.length, 1, 'one answer, to the one command');
+});
+
+test('an exit during an operator start with the watchdog off leaves it stopped, and says why', async (t) => {
+  const h = harness({ watchdog: false });
+  await h.send({ type: 'START', ref: 1 });
+  await h.crash(100, { code: 3 });
+  t.is(h.state(), 'stopped');
+  t.like(h.replies, [{ ref: 1, ok: false, then: 'stopped' }]);
+  t.regex(h.replies[0]!.message, /watchdog is off/);
   await h.advance(DEFAULT_TIMING.backoffCapMs);
-  t.deepEqual(h.spawned, [100], 'a failed manual start is not retried');
+  t.deepEqual(h.spawned, [100]);
+});
+
+test('a restart whose new process exits during its start is supervised the same way', async (t) => {
+  const h = harness();
+  await h.send({ type: 'START', ref: 1 });
+  await h.advance(startMs);
+  await h.send({ type: 'RESTART', ref: 2 });
+  await h.crash(101, { code: 1, tail: ['login to the server failed: dial tcp: refused'], transient: true });
+  t.is(h.state(), 'backoff');
+  t.like(h.replies.at(-1), { ref: 2, command: 'restart', ok: false, then: 'backoff' });
+  t.regex(h.replies.at(-1)!.message, /until its server answers/);
 });
 
 test('crash while running: restart at once the first time, then after a backoff that doubles', async (t) => {
@@ -370,7 +404,8 @@ test('an exit code that says retrying will not help sends a start straight to fa
   await manual.send({ type: 'START', ref: 1 });
   await manual.crash(100, { code: 1, tail: ['unknown field "serverAdr"'] });
   t.is(manual.state(), 'failed');
-  t.like(manual.replies, [{ ref: 1, ok: false }]);
+  t.like(manual.replies, [{ ref: 1, ok: false, then: 'failed' }]);
+  t.regex(manual.replies[0]!.message, /NoRetryExitCodes/);
   t.regex(manual.replies[0]!.message, /exited with code 1.*serverAdr/s);
   await manual.advance(DEFAULT_TIMING.backoffCapMs);
   t.deepEqual(manual.spawned, [100]);
@@ -409,6 +444,17 @@ test('an exit the tunnel says can pass (a failed first login) is retried, whatev
   await h.advance(0);
   await h.crash(101, { code: 1, tail: ['login to the server failed: dial tcp: refused'], transient: true });
   t.is(h.state(), 'backoff', 'code 1 of a failed login is not a config error');
+  // An operator's start that meets a server down at once is retried the same way (loginFailExit = true).
+  const manual = harness();
+  await manual.send({ type: 'START', ref: 9 });
+  await manual.crash(100, { code: 1, tail: ['login to the server failed'], transient: true });
+  t.is(manual.state(), 'backoff');
+  t.like(manual.replies, [{ ref: 9, ok: false, then: 'backoff' }]);
+  for (let pid = 101; pid < 101 + DEFAULT_TIMING.startLimit * 2; pid++) {
+    await manual.advance(DEFAULT_TIMING.backoffCapMs);
+    await manual.crash(pid, { code: 1, tail: ['login to the server failed'], transient: true });
+    t.is(manual.state(), 'backoff');
+  }
   // Past the start limit too: the server may come back at any time, so it is tried at the capped delay.
   for (let pid = 102; pid < 102 + DEFAULT_TIMING.startLimit * 2; pid++) {
     await h.advance(DEFAULT_TIMING.backoffCapMs);
@@ -441,7 +487,7 @@ test('an exit with code 0 of its own (frpc after /api/stop) is a stop: not resta
   await m.send({ type: 'START', ref: 7 });
   await m.crash(100, { code: 0 });
   t.is(m.state(), 'stopped');
-  t.like(m.replies, [{ ref: 7, ok: false }]);
+  t.like(m.replies, [{ ref: 7, ok: false, then: 'stopped' }]);
 });
 
 test('when the init system restarts: backoff waits for its new process, the machine spawns nothing', async (t) => {
@@ -482,7 +528,7 @@ test('when the init system restarts: its give-up, a clean stop, and a stray resp
   t.is(clean.state(), 'stopped');
 });
 
-test('when the init system restarts: a stop in backoff or a failed start calls its restart off', async (t) => {
+test('when the init system restarts: a stop in backoff calls its restart off; a failed start is left to it', async (t) => {
   const h = harness();
   await h.send({ type: 'START' });
   await h.advance(startMs);
@@ -492,12 +538,18 @@ test('when the init system restarts: a stop in backoff or a failed start calls i
   t.deepEqual(h.cancels, [true]);
   t.like(h.replies.at(-1), { ref: 5, ok: true });
 
+  // An operator's start that does not hold is left to the init system's restart, as any exit, and answered so.
   const start = harness();
   await start.send({ type: 'START', ref: 1 });
   await start.crash(100, { code: 2, next: 'restart' });
-  t.is(start.state(), 'stopped', "an operator's start that does not hold is not retried by anyone");
-  t.deepEqual(start.cancels, [true]);
-  t.like(start.replies, [{ ref: 1, ok: false }]);
+  t.is(start.state(), 'backoff');
+  t.deepEqual(start.cancels, [], 'its restart is not called off');
+  t.like(start.replies, [{ ref: 1, ok: false, then: 'backoff' }]);
+  t.regex(start.replies[0]!.message, /init system starts it again/);
+  await start.send({ type: 'RESPAWNED', pid: 300 });
+  await start.advance(startMs);
+  t.is(start.state(), 'running');
+  t.is(start.replies.length, 1);
 });
 
 test('resumed at start-up in the init system restart, or given up while away', async (t) => {

@@ -6,7 +6,7 @@ import test from 'ava';
 import { dispose, startDaemon, type Daemon } from '../helpers/daemon.js';
 import { echoServer, freePort, roundTrip } from '../helpers/frp.js';
 import { killTunnelsUnder, logBytes } from '../helpers/instances.js';
-import { adminGet } from '../../actors/frpc-admin.js';
+import { adminGet } from '../../src/frpc/admin-api.js';
 import {
   addProxy,
   adminEndpointOf,

@@ -2,8 +2,10 @@ import type { Context } from 'koa';
 import {
   createdAtOf,
   processFields,
-  type CommandResult,
   type InstanceSupervisor,
+  type ChangeAnswer,
+  type ChangeOptions,
+  type CommandResult,
   type InstanceView,
 } from '../../../actors/instance-supervisor.js';
 import { serviceNameOf } from '../../../actors/boot-services.js';
@@ -13,13 +15,15 @@ import { AppError, conflict, forbidden } from '../../errors.js';
 import { IMPORT_FORMATS } from '../../config/import-formats.js';
 import { checkLabels, LABEL_KEY_PATTERN, LABEL_VALUE_PATTERN } from '../../instances/labels.js';
 import { seesOnlyGuestView } from '../exposure.js';
+import { authorOf } from '../auth.js';
 import { reply, replyWithSecrets } from '../envelope.js';
 import { z } from 'zod';
-import { arrayOf, CONFIG_MISSING, documentedBy, NO_INSTANCE, ok, RESTART_FAILED, schema } from '../openapi-schemas.js';
+import { arrayOf, CONFIG_MISSING, documentedBy, NO_INSTANCE, ok, APPLY_FAILED, schema } from '../openapi-schemas.js';
 import { operation } from '../operation.js';
 import { idField, idParam, MAX_IDS } from '../params.js';
 import type { RouteDeps } from '../app.js';
 import { ResourceRouter } from '../resource-router.js';
+import { formatIso } from '../../util/time.js';
 
 /** `labels` of a create or an import, each checked: none when left out. */
 const optionalLabels = (labels: Record<string, string> | undefined): Record<string, string> | undefined =>
@@ -28,7 +32,60 @@ const optionalLabels = (labels: Record<string, string> | undefined): Record<stri
 const isRunning = (view: InstanceView) => view.state === 'running';
 
 /** Only a superuser reads secrets in a config file. */
-const secretsMasked = (ctx: Context) => ctx.state.auth.user.type !== 'superuser';
+export const secretsMasked = (ctx: Context) => ctx.state.auth.user.type !== 'superuser';
+
+/** What every change of a config file may add to its request: a dry run, and the revision it was made against. */
+export const changeFields = {
+  dryRun: z
+    .boolean()
+    .optional()
+    .describe('check and plan only: the answer says what would happen (diff, frpc verify, plan); nothing is written'),
+  baseRevision: z
+    .number({ error: 'must be a revision number' })
+    .int('must be a revision number')
+    .min(0, 'must be a revision number')
+    .optional()
+    .describe(
+      'the revision the change was made against (export, getInfo and history give it): an instance that has moved on since is a 409 and nothing changes',
+    ),
+};
+
+/** How a change request runs: by whom, dry or not, against which revision. */
+export const changeOptions = (
+  ctx: Context,
+  fields: { dryRun?: boolean; baseRevision?: number; baseVersion?: string },
+): ChangeOptions => ({
+  by: authorOf(ctx.state.auth),
+  ...(fields.dryRun ? { dryRun: true } : {}),
+  ...(fields.baseRevision !== undefined ? { baseRevision: fields.baseRevision } : {}),
+  ...(fields.baseVersion !== undefined ? { baseVersion: fields.baseVersion } : {}),
+});
+
+/** What every change answers besides its own fields: how it reached the tunnel, and the revision it made. */
+export const changeData = (done: ChangeAnswer<unknown>) => ({
+  applied: done.applied,
+  plan: done.plan,
+  revision: done.revision,
+  dryRun: done.applied === 'not applied',
+  verify:
+    'skipped' in done.verify ? { verified: false, skipped: done.verify.skipped } : { verified: done.verify.verified },
+  notes: done.notes,
+  ...(done.observed ? { observed: done.observed } : {}),
+  diff: done.diff,
+});
+
+/** How a change went, as a message ends: `; applied by a reload (revision 4)`. */
+export function changeHow(done: ChangeAnswer<unknown>): string {
+  const how = {
+    unchanged: 'nothing to apply: the file is as it was',
+    'not applied': `dry run, nothing written: it would be ${done.plan.action === 'file only' ? 'read at the next start' : done.plan.action === 'none' ? 'nothing' : `applied by a ${done.plan.action}`} (${done.plan.reason})`,
+    reload: `applied by a reload (revision ${done.revision})`,
+    restart: `applied by a restart (revision ${done.revision}): ${done.plan.reason}`,
+    'on next start': `it applies at the next start (revision ${done.revision})`,
+  }[done.applied];
+  const notes = done.notes.length > 0 ? `; ${done.notes.join('; ')}` : '';
+  return `${how}${notes}`;
+}
 
 const FORMS = ['instanceID', 'instanceIDs', 'all'] as const;
 
@@ -161,7 +218,7 @@ export const modifyInstance = operation({
   access: 'admin',
   body: z
     .discriminatedUnion('type', [
-      modification('configFile', frpcSettings),
+      modification('configFile', frpcSettings).extend(changeFields),
       modification(
         'systemConfig',
         z.strictObject({
@@ -196,7 +253,7 @@ export const modifyInstance = operation({
     400: 'An invalid field, an unknown type or key, or a value frpc would refuse.',
     404: NO_INSTANCE,
     409: 'The new name is taken, or a proxy would clash with one of another instance on the same server.',
-    500: RESTART_FAILED,
+    502: APPLY_FAILED,
   },
 });
 
@@ -219,14 +276,14 @@ export const replaceConfig = operation({
       .string()
       .optional()
       .describe('the version the edit started from (export gives it): a file changed since then is a 409'),
-    dryRun: z.boolean().optional().describe('check and show the diff, write nothing'),
+    ...changeFields,
   }),
   ok: ok('Replaced (or unchanged): the diff and how it was applied', schema('InstanceConfigReplaced')),
   errors: {
     400: 'content missing or not TOML, a key or value frpc would refuse (every problem named), or frpc refused the reload.',
     404: NO_INSTANCE,
     409: 'The file changed since baseVersion, or a proxy would clash with one of this or another instance on the same server.',
-    500: RESTART_FAILED,
+    502: APPLY_FAILED,
   },
 });
 
@@ -246,8 +303,9 @@ const commandOperation = (command: (typeof COMMANDS)[number]) =>
     errors: {
       400: 'More than one of instanceID, instanceIDs, all; an invalid id; or a config file that cannot start (its runUser cannot reach or read it, a placeholder with no variable).',
       404: `${NO_INSTANCE} (In the many-instance forms, an unknown id is a failed result instead.)`,
-      409: 'The state refuses the command (starting a running instance, or another command in progress).',
-      500: 'The command failed: the message says how (exit code, signal, last log lines).',
+      409: 'The state refuses the command (starting a running instance, or another command in progress), or TunnelPath is not a program tunnelward may run.',
+      500: 'tunnelward could not carry the command out (a spawn refused, a process that survived SIGKILL).',
+      502: 'The tunnel exited before its start was confirmed: the message says how (exit code, signal, last log lines) and what follows, as for any exit: retried after a backoff, failed (a no-retry exit code, or the start limit), or stopped (the watchdog is off).',
     },
   });
 
@@ -307,6 +365,94 @@ export const exportInstance = operation({
   },
 });
 
+const revisionNumber = (what: string) =>
+  z
+    .union([z.number(), z.string()])
+    .transform((value, ctx) => {
+      const n = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
+      if (typeof n === 'number' && Number.isSafeInteger(n) && n >= 1) return n;
+      ctx.addIssue({ code: 'custom', message: 'must be a revision number (1 or more)' });
+      return z.NEVER;
+    })
+    .meta({ type: 'integer', minimum: 1, description: what });
+
+export const instanceHistory = operation({
+  method: 'get',
+  path: '/tunnelAct/instanceMgr/history',
+  tag: 'instances',
+  summary: "An instance's revisions, newest first",
+  description:
+    'Every committed change of the config file is a revision: who, when, what was asked (names and keys, never a value), the plan and how it went. Revisions.Keep bounds how many are kept.',
+  access: 'visitor',
+  query: instanceQuery.extend({
+    limit: z.coerce
+      .number({ error: 'must be a number' })
+      .int('must be a whole number')
+      .min(1, 'must be 1 to 1000')
+      .max(1000, 'must be 1 to 1000')
+      .optional()
+      .describe('at most this many (default 50)'),
+    before: revisionNumber('only revisions older than this one (paging)').optional(),
+  }),
+  ok: ok('Its revisions', schema('RevisionList')),
+  errors: { 400: BAD_ID, 404: NO_INSTANCE },
+});
+
+export const showRevision = operation({
+  method: 'get',
+  path: '/tunnelAct/instanceMgr/revision',
+  tag: 'instances',
+  summary: 'One revision of an instance, with its file',
+  description:
+    'Secrets are shown as ******** unless the caller is a superuser. A visitor may read it only while Visitor.ShowDetails shows details.',
+  access: 'visitor',
+  query: instanceQuery.extend({ revision: revisionNumber('the revision') }),
+  ok: ok('The revision', schema('RevisionShown')),
+  errors: {
+    400: `${BAD_ID} Or revision missing.`,
+    403: 'A visitor, while Visitor.ShowDetails hides details.',
+    404: 'No such instance or revision.',
+  },
+});
+
+export const diffRevisions = operation({
+  method: 'get',
+  path: '/tunnelAct/instanceMgr/diff',
+  tag: 'instances',
+  summary: 'The unified diff between two revisions, or from one to the live file',
+  description:
+    'Secrets are masked unless the caller is a superuser. Without to, the diff runs to the file as it is on disk now.',
+  access: 'visitor',
+  query: instanceQuery.extend({
+    from: revisionNumber('the older side'),
+    to: revisionNumber('the newer side (default: the live file)').optional(),
+  }),
+  ok: ok('The diff', schema('RevisionDiff')),
+  errors: {
+    400: `${BAD_ID} Or from missing.`,
+    403: 'A visitor, while Visitor.ShowDetails hides details.',
+    404: 'No such instance or revision.',
+  },
+});
+
+export const rollbackInstance = operation({
+  method: 'post',
+  path: '/tunnelAct/instanceMgr/rollback',
+  tag: 'instances',
+  summary: "Put an instance's config file back as a revision had it",
+  description:
+    "A change like any other: checked, verified by frpc, applied by a reload or a restart as the difference needs, and a new revision. tunnelward's admin endpoint stays as it is.",
+  access: 'admin',
+  body: z.object({ instanceID: idField, revision: revisionNumber('the revision to go back to'), ...changeFields }),
+  ok: ok('Rolled back (or unchanged, or checked)', schema('InstanceConfigReplaced')),
+  errors: {
+    400: `${BAD_ID} Or revision missing, or frpc refused the file.`,
+    404: 'No such instance or revision.',
+    409: 'baseRevision is not the current revision, or a proxy would clash with one of another instance.',
+    502: 'The tunnel did not come up with the file: it was put back as it was.',
+  },
+});
+
 export const operations = [
   createInstance,
   importInstance,
@@ -318,6 +464,10 @@ export const operations = [
   listInstances,
   instanceInfo,
   exportInstance,
+  instanceHistory,
+  showRevision,
+  diffRevisions,
+  rollbackInstance,
 ];
 
 /**
@@ -343,6 +493,8 @@ async function commandOutcome(supervisor: InstanceSupervisor, id: number, comman
   const done = await supervisor.command(id, command);
   if (done.ok) return `instance ${id} ${done.message}`;
   if (done.conflict) throw conflict(`instance ${id} is ${done.message}`);
+  // The tunnel exited before it was up: nothing failed in tunnelward, which supervises the exit as any other.
+  if (done.then) throw new AppError(502, `instance ${id} is not up: ${done.message}`);
   throw new AppError(500, `instance ${id} could not ${command}: ${done.message}`);
 }
 
@@ -352,7 +504,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
 
   router.route(createInstance, async (ctx, { body: fields }) => {
     const { instanceInfo: info } = fields;
-    const { record, bootServiceError } = await supervisor.catalogue.create(
+    const { record, bootServiceError, notes } = await supervisor.create(
       {
         name: info.name,
         serverAddr: info.serverAddr,
@@ -364,10 +516,13 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
         labels: optionalLabels(fields.labels),
       },
       ctx.state.auth.user,
+      authorOf(ctx.state.auth),
     );
     reply(
       ctx,
-      `instance ${record.name} created${bootServiceError ? ', but its boot service could not be set up' : ''}`,
+      `instance ${record.name} created${bootServiceError ? ', but its boot service could not be set up' : ''}${
+        notes.length > 0 ? `; ${notes.join('; ')}` : ''
+      }`,
       {
         instanceID: record.id,
         name: record.name,
@@ -381,7 +536,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
 
   // An existing frpc config file (TOML, INI, YAML or JSON) as a new instance, rewritten in frpc's current TOML.
   router.route(importInstance, async (ctx, { body: fields }) => {
-    const done = await supervisor.catalogue.importConfig(
+    const done = await supervisor.importConfig(
       {
         name: fields.name,
         content: fields.content,
@@ -391,6 +546,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
         labels: optionalLabels(fields.labels),
       },
       ctx.state.auth.user,
+      authorOf(ctx.state.auth),
     );
     const { record, bootServiceError } = done;
     const notes = [...done.notes, ...(bootServiceError ? ['its boot service could not be set up'] : [])];
@@ -415,14 +571,14 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
   // The config file as it may leave tunnelward: current TOML, without tunnelward's own admin endpoint, secrets
   // masked for everyone but a superuser, and without the server for a visitor (as getInfo shows it).
   router.route(exportInstance, async (ctx, { query }) => {
-    const record = supervisor.catalogue.record(query.instanceID);
+    const record = supervisor.record(query.instanceID);
     const type = ctx.state.auth.user.type;
     if (seesOnlyGuestView(ctx.state.exposure, type)) {
       throw forbidden('a visitor cannot export config files on this server (Visitor.ShowDetails)');
     }
     const masked = secretsMasked(ctx);
     const withServer = hasRole(type, 'admin');
-    const config = await supervisor.catalogue.readConfig(record.id);
+    const config = await supervisor.readConfig(record.id);
     const content = config.exportText(masked, withServer);
     const what = `config file of instance ${record.name}${masked ? ', secrets masked' : ''}${withServer ? '' : ', without its server'}`;
     const data = {
@@ -432,6 +588,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
       content,
       masked,
       version: config.version(),
+      revision: record.revision,
     };
     // Unmasked, the secrets are what a superuser asked for.
     if (masked) reply(ctx, what, data);
@@ -441,27 +598,17 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
   // The whole config file replaced by an operator's text (an export, edited): checked as every edit is, applied as
   // proxy edits (reload) or top-level ones (restart) are; with baseVersion, refused when the file changed meanwhile.
   router.route(replaceConfig, async (ctx, { body: fields }) => {
-    const { instanceID: id, content, baseVersion, dryRun = false } = fields;
-    const done = await supervisor.replaceConfig(id, content, { baseVersion, masked: secretsMasked(ctx), dryRun });
-    const how = {
-      unchanged: 'nothing to apply: the file is as it was',
-      'not applied': 'checked, not applied (dry run)',
-      reload: 'applied by a reload',
-      restart: 'applied by a restart',
-      'on next start': 'it applies at the next start',
-    }[done.applied];
-    const notes = done.notes.length > 0 ? `; ${done.notes.join('; ')}` : '';
+    const { instanceID: id, content } = fields;
+    const done = await supervisor.replaceConfig(id, content, changeOptions(ctx, fields));
     reply(
       ctx,
-      `config file of instance ${done.record.name} ${done.applied === 'unchanged' ? 'unchanged' : 'replaced'}; ${how}${notes}`,
+      `config file of instance ${done.record.name} ${done.applied === 'unchanged' ? 'unchanged' : done.applied === 'not applied' ? 'checked' : 'replaced'}; ${changeHow(done)}`,
       {
         instanceID: done.record.id,
         configPath: done.record.configPath,
         changed: done.applied !== 'unchanged',
-        applied: done.applied,
-        diff: done.diff,
         version: done.version,
-        notes: done.notes,
+        ...changeData(done),
       },
     );
   });
@@ -473,7 +620,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
     const kept = purge ? '' : '; its log is kept (purge removes it)';
     const ids = body.instanceIDs && [...new Set(body.instanceIDs)];
     if (!ids) {
-      const record = await supervisor.catalogue.remove(body.instanceID!, { purgeLog: purge });
+      const record = await supervisor.remove(body.instanceID!, { purgeLog: purge });
       reply(ctx, `instance ${record.name} deleted${purge ? ', its log too' : kept}`, {
         instanceID: record.id,
         name: record.name,
@@ -483,13 +630,13 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
     }
     const results = await Promise.all(
       ids.map(async (id): Promise<CommandResult> => {
-        const name = supervisor.catalogue.nameOf(id) || null;
+        const name = supervisor.nameOf(id) || null;
         try {
-          await supervisor.catalogue.remove(id, { purgeLog: purge });
+          await supervisor.remove(id, { purgeLog: purge });
           const message = `deleted${purge ? ', its log too' : kept}`;
           return { instanceID: id, name, ok: true, state: null, unchanged: false, message };
         } catch (err) {
-          const state = supervisor.catalogue.exists(id) ? supervisor.lifecycle.stateOf(id) : null;
+          const state = supervisor.exists(id) ? supervisor.stateOf(id) : null;
           return { instanceID: id, name, ok: false, state, unchanged: false, message: (err as Error).message };
         }
       }),
@@ -500,15 +647,15 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
   router.route(modifyInstance, async (ctx, { body: fields }) => {
     const { instanceID: id, type, modifiedData: data } = fields;
     if (type === 'configFile') {
-      const { record, applied } = await supervisor.modifyConfig(id, data);
-      const how = applied === 'restart' ? 'applied by a restart' : 'it applies at the next start';
-      reply(ctx, `config file of instance ${record.name} modified; ${how}`, {
-        instanceID: record.id,
-        configPath: record.configPath,
-        applied,
+      const done = await supervisor.modifyConfig(id, data, changeOptions(ctx, fields));
+      const what = done.applied === 'not applied' ? 'checked' : done.applied === 'unchanged' ? 'unchanged' : 'modified';
+      reply(ctx, `config file of instance ${done.record.name} ${what}; ${changeHow(done)}`, {
+        instanceID: done.record.id,
+        configPath: done.record.configPath,
+        ...changeData(done),
       });
     } else if (type === 'systemConfig') {
-      const { record, bootServiceError } = await supervisor.catalogue.modifySystem(id, data);
+      const { record, bootServiceError } = await supervisor.modifySystem(id, data);
       reply(
         ctx,
         `instance ${record.name} modified${bootServiceError ? ', but its boot service could not be changed' : ''}`,
@@ -521,13 +668,13 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
         },
       );
     } else if (type === 'environment') {
-      const record = await supervisor.catalogue.modifyEnvironment(id, data);
+      const record = await supervisor.modifyEnvironment(id, data);
       reply(ctx, `environment of instance ${record.name} changed; it applies at the next start`, {
         instanceID: record.id,
-        environment: supervisor.catalogue.environment(id),
+        environment: supervisor.environment(id),
       });
     } else if (type === 'labels') {
-      const record = await supervisor.catalogue.modifyLabels(id, checkLabels(data, 'modifiedData', true));
+      const record = await supervisor.modifyLabels(id, checkLabels(data, 'modifiedData', true));
       reply(ctx, `labels of instance ${record.name} changed`, { instanceID: record.id, labels: record.labels });
     }
   });
@@ -551,10 +698,12 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
     const view = supervisor.view(query.instanceID);
     reply(ctx, `instance ${view.record.name} is ${view.state}`, {
       name: view.record.name,
-      initSystem: supervisor.lifecycle.initSystem,
+      initSystem: supervisor.initSystem,
       ...(process.platform !== 'win32' ? { serviceName: serviceNameOf(view.record.id) } : {}),
       isRunning: isRunning(view),
       state: view.state,
+      queued: supervisor.queuedOf(view.record.id),
+      revision: view.record.revision,
       ...processFields(view),
       ...supervisor.statusFields(view.record.id),
     });
@@ -570,7 +719,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
 
   router.route(instanceInfo, async (ctx, { query }) => {
     const view = supervisor.view(query.instanceID);
-    const config = await supervisor.catalogue.readConfig(view.record.id);
+    const config = await supervisor.readConfig(view.record.id);
     const privileged = hasRole(ctx.state.auth.user.type, 'admin');
     const guest = seesOnlyGuestView(ctx.state.exposure, ctx.state.auth.user.type);
     reply(ctx, `instance ${view.record.name}`, {
@@ -583,6 +732,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
       auth_method: config.authMethod,
       bootAtStart: view.record.bootAtStart,
       labels: view.record.labels,
+      revision: view.record.revision,
       // A guest is not shown which local account runs it or where its file is.
       ...(guest ? {} : { runUser: view.record.runUser, configPath: view.record.configPath }),
       state: view.state,
@@ -592,11 +742,93 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
         ? {
             serverAddr: config.serverAddr,
             serverPort: config.serverPort,
-            environment: supervisor.catalogue.environment(view.record.id),
+            environment: supervisor.environment(view.record.id),
           }
         : {}),
     });
   });
 
+  router.route(instanceHistory, async (ctx, { query }) => {
+    const id = query.instanceID;
+    const { revisions, total, current } = supervisor.history(id, query.limit ?? 50, query.before);
+    reply(
+      ctx,
+      `${revisions.length} of ${total} revisions of instance ${supervisor.nameOf(id)}; it is at revision ${current}`,
+      {
+        instanceID: id,
+        current,
+        total,
+        revisions: revisions.map(revisionData),
+      },
+    );
+  });
+
+  router.route(showRevision, async (ctx, { query }) => {
+    if (seesOnlyGuestView(ctx.state.exposure, ctx.state.auth.user.type))
+      throw forbidden('a visitor cannot read config files on this server (Visitor.ShowDetails)');
+    const masked = secretsMasked(ctx);
+    const shown = await supervisor.revision(query.instanceID, query.revision, masked);
+    const data = { ...revisionData(shown), instanceID: query.instanceID, content: shown.content, masked };
+    const what = `revision ${shown.number} of instance ${supervisor.nameOf(query.instanceID)}${masked ? ', secrets masked' : ''}`;
+    if (masked) reply(ctx, what, data);
+    else replyWithSecrets(ctx, what, data);
+  });
+
+  router.route(diffRevisions, async (ctx, { query }) => {
+    if (seesOnlyGuestView(ctx.state.exposure, ctx.state.auth.user.type))
+      throw forbidden('a visitor cannot read config files on this server (Visitor.ShowDetails)');
+    const masked = secretsMasked(ctx);
+    const { diff, from, to } = await supervisor.diff(query.instanceID, query.from, query.to, masked);
+    const what = `revision ${from} to ${to === 'live' ? 'the live file' : `revision ${to}`}: ${diff === '' ? 'the same' : 'they differ'}`;
+    const data = { instanceID: query.instanceID, from, to, diff, masked };
+    if (masked) reply(ctx, what, data);
+    else replyWithSecrets(ctx, what, data);
+  });
+
+  router.route(rollbackInstance, async (ctx, { body }) => {
+    const done = await supervisor.rollback(body.instanceID, body.revision, changeOptions(ctx, body));
+    const what =
+      done.applied === 'unchanged'
+        ? `already as revision ${body.revision} had it`
+        : done.applied === 'not applied'
+          ? `checked against revision ${body.revision}`
+          : `rolled back to revision ${body.revision}`;
+    reply(ctx, `config file of instance ${done.record.name} ${what}; ${changeHow(done)}`, {
+      instanceID: done.record.id,
+      configPath: done.record.configPath,
+      changed: done.applied !== 'unchanged',
+      version: done.version,
+      ...changeData(done),
+    });
+  });
+
   return router;
+}
+
+/** A revision as the API shows it. */
+function revisionData(revision: {
+  number: number;
+  at: number;
+  by: { username: string; apiKey?: string };
+  kind: string;
+  request: Record<string, unknown>;
+  plan: string;
+  reason: string;
+  outcome: string;
+  version: string;
+  current: boolean;
+}) {
+  return {
+    revision: revision.number,
+    at: formatIso(revision.at),
+    by: revision.by.username,
+    ...(revision.by.apiKey !== undefined ? { apiKey: revision.by.apiKey } : {}),
+    kind: revision.kind,
+    request: revision.request,
+    plan: revision.plan,
+    reason: revision.reason,
+    outcome: revision.outcome,
+    version: revision.version,
+    current: revision.current,
+  };
 }

@@ -1,21 +1,12 @@
 import type { ProxyInput } from '../../config/tunnel-config.js';
-import type { Applied } from '../../../actors/instance-catalogue.js';
+import type { ChangeAnswer } from '../../../actors/instance-supervisor.js';
 import { hasRole } from '../../accounts/rules.js';
 import { z } from 'zod';
 import { PROXY_NAME } from '../../config/proxy-edit.js';
 import { badRequest } from '../../errors.js';
 import { reply } from '../envelope.js';
-import {
-  bool,
-  CONFIG_MISSING,
-  documentedBy,
-  NO_INSTANCE,
-  obj,
-  ok,
-  RESTART_FAILED,
-  schema,
-} from '../openapi-schemas.js';
-import { instanceQuery } from './instances.js';
+import { bool, CONFIG_MISSING, documentedBy, NO_INSTANCE, obj, ok, APPLY_FAILED, schema } from '../openapi-schemas.js';
+import { changeData, changeFields, changeHow, changeOptions, instanceQuery } from './instances.js';
 import { operation } from '../operation.js';
 import { idField, optionalString, type Fields } from '../params.js';
 import type { RouteDeps } from '../app.js';
@@ -42,13 +33,13 @@ export const createProxy = operation({
   summary: 'Add a proxy to an instance',
   description: 'A running tunnel applies it by frpc reload; if frpc refuses, the file is put back (400).',
   access: 'admin',
-  body: z.object({ instanceID: idField, proxyInfo }),
+  body: z.object({ instanceID: idField, proxyInfo, ...changeFields }),
   ok: ok('Added', schema('ProxyEdited')),
   errors: {
     400: 'A missing or invalid key, or frpc refused the reload.',
     404: NO_INSTANCE,
     409: 'The name exists, or the remote port, domain or name is held by a proxy of this or another instance on the same server.',
-    500: RESTART_FAILED,
+    502: APPLY_FAILED,
   },
 });
 
@@ -68,6 +59,7 @@ export const modifyProxy = operation({
         .optional()
         .describe('the proxy to modify, when it is renamed (also accepted inside proxyInfo)'),
       newName: proxyName.optional().describe('its new name (also accepted inside proxyInfo)'),
+      ...changeFields,
     })
     .meta({
       anyOf: [
@@ -80,7 +72,7 @@ export const modifyProxy = operation({
     400: 'No proxy named, an invalid key, or frpc refused the reload.',
     404: 'No such instance or proxy.',
     409: 'The new name, remote port or domain is held by another proxy.',
-    500: RESTART_FAILED,
+    502: APPLY_FAILED,
   },
 });
 
@@ -90,12 +82,12 @@ export const deleteProxy = operation({
   tag: 'proxies',
   summary: 'Remove a proxy',
   access: 'admin',
-  body: z.object({ instanceID: idField, proxyName }),
+  body: z.object({ instanceID: idField, proxyName, ...changeFields }),
   ok: ok('Removed', schema('ProxyEdited')),
   errors: {
     400: 'A missing field, or frpc refused the reload.',
     404: 'No such instance or proxy.',
-    500: RESTART_FAILED,
+    502: APPLY_FAILED,
   },
 });
 
@@ -105,13 +97,13 @@ export const setProxyStatus = operation({
   tag: 'proxies',
   summary: 'Enable or disable a proxy (frpc enabled = false)',
   access: 'admin',
-  body: z.object({ instanceID: idField, proxyName, enabled: z.boolean() }),
+  body: z.object({ instanceID: idField, proxyName, enabled: z.boolean(), ...changeFields }),
   ok: ok('Changed', { allOf: [schema('ProxyEdited'), obj({ enabled: bool() })] }),
   errors: {
     400: 'A missing field, enabled not a boolean, or frpc refused the reload.',
     404: 'No such instance or proxy.',
     409: 'Enabling it would clash with another proxy.',
-    500: RESTART_FAILED,
+    502: APPLY_FAILED,
   },
 });
 
@@ -132,28 +124,24 @@ export const operations = [createProxy, modifyProxy, deleteProxy, setProxyStatus
 export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
   const router = new ResourceRouter('/tunnelAct/proxyMgr', guards);
 
-  const edited = (id: number, configPath: string, proxyName: string, applied: Applied) => ({
-    instanceID: id,
-    configPath,
+  const edited = (done: ChangeAnswer<unknown>, proxyName: string) => ({
+    instanceID: done.record.id,
+    configPath: done.record.configPath,
     proxyName,
-    applied,
+    ...changeData(done),
   });
-  const how = (applied: Applied) =>
-    applied === 'reload' ? ', applied by a reload' : applied === 'restart' ? ', applied by a restart' : '';
+  const how = (done: ChangeAnswer<unknown>) => `; ${changeHow(done)}`;
+  const would = (done: ChangeAnswer<unknown>, what: string) =>
+    done.applied === 'not applied' ? `would be ${what}` : done.applied === 'unchanged' ? 'unchanged' : what;
 
   router.route(createProxy, async (ctx, { body }) => {
-    const id = body.instanceID;
     const info = body.proxyInfo as ProxyInput & Fields;
-    const { record, result, applied } = await supervisor.editProxies(id, (config) => config.addProxy(info));
-    reply(
-      ctx,
-      `proxy ${result.name} added to instance ${record.name}${how(applied)}`,
-      edited(id, record.configPath, result.name, applied),
-    );
+    const done = await supervisor.addProxy(body.instanceID, info, changeOptions(ctx, body));
+    const name = done.result.name;
+    reply(ctx, `proxy ${name} ${would(done, 'added')} to instance ${done.record.name}${how(done)}`, edited(done, name));
   });
 
   router.route(modifyProxy, async (ctx, { body }) => {
-    const id = body.instanceID;
     const info = body.proxyInfo as ProxyInput & Fields;
     const oldName = body.oldName ?? optionalString(info, 'oldName');
     const newName = body.newName ?? optionalString(info, 'newName');
@@ -161,33 +149,33 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
     if (!selector) throw badRequest('proxyInfo.name (or oldName) is required to select the proxy');
     // What the list adds of frpc's live status is read-only: a listed proxy sent back as it is modifies cleanly.
     const { oldName: _o, newName: _n, status: _s, err: _e, remoteAddr: _r, statusSince: _t, ...input } = info;
-    const { record, result, applied } = await supervisor.editProxies(id, (config) =>
-      config.modifyProxy(selector, input, newName),
-    );
+    const done = await supervisor.modifyProxy(body.instanceID, selector, input, newName, changeOptions(ctx, body));
+    const name = done.result.name;
     reply(
       ctx,
-      `proxy ${result.name} of instance ${record.name} modified${how(applied)}`,
-      edited(id, record.configPath, result.name, applied),
+      `proxy ${name} of instance ${done.record.name} ${would(done, 'modified')}${how(done)}`,
+      edited(done, name),
     );
   });
 
   router.route(deleteProxy, async (ctx, { body }) => {
     const { instanceID: id, proxyName: name } = body;
-    const { record, applied } = await supervisor.editProxies(id, (config) => config.deleteProxy(name));
+    const done = await supervisor.deleteProxy(id, name, changeOptions(ctx, body));
     reply(
       ctx,
-      `proxy ${name} deleted from instance ${record.name}${how(applied)}`,
-      edited(id, record.configPath, name, applied),
+      `proxy ${name} ${would(done, 'deleted')} from instance ${done.record.name}${how(done)}`,
+      edited(done, name),
     );
   });
 
   router.route(setProxyStatus, async (ctx, { body }) => {
     const { instanceID: id, proxyName: name, enabled } = body;
-    const { record, applied } = await supervisor.editProxies(id, (config) => config.setProxyEnabled(name, enabled));
-    reply(ctx, `proxy ${name} of instance ${record.name} ${enabled ? 'enabled' : 'disabled'}${how(applied)}`, {
-      ...edited(id, record.configPath, name, applied),
-      enabled,
-    });
+    const done = await supervisor.setProxyEnabled(id, name, enabled, changeOptions(ctx, body));
+    reply(
+      ctx,
+      `proxy ${name} of instance ${done.record.name} ${would(done, enabled ? 'enabled' : 'disabled')}${how(done)}`,
+      { ...edited(done, name), enabled },
+    );
   });
 
   router.route(listProxies, async (ctx, { query }) => {
@@ -195,7 +183,7 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
     const live = supervisor.status.of(id);
     const privileged = hasRole(ctx.state.auth.user.type, 'admin');
     // Each proxy with what frpc says of it while the tunnel runs (null otherwise, or before it is known).
-    const config = await supervisor.catalogue.readConfig(id);
+    const config = await supervisor.readConfig(id);
     const proxies = config.proxies().map((proxy) => {
       const seen = live?.proxies.get(proxy.name);
       return {
