@@ -310,9 +310,13 @@ export class InstanceCatalogue {
     return result;
   }
 
-  /** Announces a change of the instance's config file that the change pipeline committed. */
-  fileChanged(record: InstanceRecord, what: string): void {
+  /**
+   * Announces a change of the instance's config file that the change pipeline committed, in the event's words:
+   * `proxies` for a change of proxies, `config file` for any other (its kind is in the revision).
+   */
+  fileChanged(record: InstanceRecord, kind: string): void {
     this.version++;
+    const what = kind.startsWith('proxy.') ? 'proxies' : 'config file';
     this.changes$.next({ event: 'instance.modified', instanceID: record.id, name: record.name, what });
   }
 

@@ -41,7 +41,12 @@ const history: Command = {
       r.outcome,
     ]);
     ctx.io.out(
-      table(['REV', 'AT', 'BY', 'CHANGE', 'WHAT', 'APPLIED'], rows, (_row, column) => (column === 0 ? 'bold' : undefined), ctx.io.colour),
+      table(
+        ['REV', 'AT', 'BY', 'CHANGE', 'WHAT', 'APPLIED'],
+        rows,
+        (_row, column) => (column === 0 ? 'bold' : undefined),
+        ctx.io.colour,
+      ),
     );
     ctx.io.out(
       `${target.name} is at revision ${data.current} (${paint('*', 'bold', ctx.io.colour)}); ${data.revisions.length} of ${data.total} kept shown\n`,
@@ -86,7 +91,8 @@ const diff: Command = {
       ...(to !== undefined ? { to } : {}),
     });
     if (ctx.json) print(ctx, data);
-    else if (data.diff === '') ctx.io.out(`revision ${from} and ${to === undefined ? 'the live file' : `revision ${to}`} are the same\n`);
+    else if (data.diff === '')
+      ctx.io.out(`revision ${from} and ${to === undefined ? 'the live file' : `revision ${to}`} are the same\n`);
     else showDiff(ctx, data.diff);
   },
 };

@@ -4350,7 +4350,7 @@ export interface operations {
                 /** @description at most this many (default 50) (also accepted as an X-limit header) */
                 limit?: number;
                 /** @description only revisions older than this one (paging) (also accepted as an X-before header) */
-                before?: number | string;
+                before?: string;
             };
             header?: never;
             path?: never;
@@ -4386,7 +4386,7 @@ export interface operations {
                 /** @description the instance (also accepted as an X-instanceID header) */
                 instanceID: string;
                 /** @description the revision (also accepted as an X-revision header) */
-                revision: number | string;
+                revision: string;
             };
             header?: never;
             path?: never;
@@ -4424,9 +4424,9 @@ export interface operations {
                 /** @description the instance (also accepted as an X-instanceID header) */
                 instanceID: string;
                 /** @description the older side (also accepted as an X-from header) */
-                from: number | string;
+                from: string;
                 /** @description the newer side (default: the live file) (also accepted as an X-to header) */
-                to?: number | string;
+                to?: string;
             };
             header?: never;
             path?: never;

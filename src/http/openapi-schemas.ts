@@ -298,7 +298,9 @@ export function componentSchemas(): Record<string, Json> {
           auth_method: str('auth.method of the config file'),
           bootAtStart: bool(),
           labels: schema('Labels'),
-          revision: int('the revision of its config file it stands at; changes take it as baseRevision', { minimum: 0 }),
+          revision: int('the revision of its config file it stands at; changes take it as baseRevision', {
+            minimum: 0,
+          }),
           'runUser?': str('left out for a visitor while Visitor.ShowDetails hides details'),
           'configPath?': str('left out for a visitor while Visitor.ShowDetails hides details'),
           'serverAddr?': str('admin and superuser only'),

@@ -66,12 +66,15 @@ test('proxy add, set (and rename), disable, enable and rm; a running tunnel appl
     env,
   );
   t.is(add.code, 0, add.stderr);
-  t.regex(add.stdout, /^ok\s+el_proxy \(\d+\): proxy ssh added to instance el_proxy, applied by a reload/);
+  t.regex(
+    add.stdout,
+    /^ok\s+el_proxy \(\d+\): proxy ssh added to instance el_proxy; applied by a reload \(revision \d+\)/,
+  );
   const set = await cli(['proxy', 'set', 'el_proxy', 'ssh', 'remotePort=6023', 'name=ssh2'], env);
   t.is(set.code, 0, set.stderr);
   t.like((await fileOf(configPath)).proxies, [{ name: 'ssh2', remotePort: 6023, localPort: 22 }]);
   const off = await cli(['proxy', 'disable', `#${id}`, 'ssh2'], env);
-  t.regex(off.stdout, /proxy ssh2 of instance el_proxy disabled, applied by a reload/);
+  t.regex(off.stdout, /proxy ssh2 of instance el_proxy disabled; applied by a reload/);
   t.is((await fileOf(configPath)).proxies[0].enabled, false);
   t.is((await cli(['proxy', 'enable', 'el_proxy', 'ssh2'], env)).code, 0);
   t.is((await fileOf(configPath)).proxies[0].enabled, undefined);
@@ -118,7 +121,7 @@ test('edit: a scripted EDITOR (arguments split as git does) changes the file; th
   const before = await fileOf(configPath);
   const run = await cli(['edit', 'el_edit'], { ...env, EDITOR: "sed -i 's/^poolCount = 2$/poolCount = 4/'" });
   t.is(run.code, 0, run.stderr);
-  t.regex(run.stdout, /^--- el_edit \(version [0-9a-f]{16}\)\n\+\+\+ el_edit \(version [0-9a-f]{16}\)\n@@ /);
+  t.regex(run.stdout, /^--- el_edit \(revision \d+\)\n\+\+\+ el_edit \(revision \d+\)\n@@ /);
   t.regex(run.stdout, /^-poolCount = 2$/m);
   t.regex(run.stdout, /^\+poolCount = 4$/m);
   t.regex(run.stdout, /^ok\s+el_edit \(\d+\): config file of instance el_edit replaced; it applies at the next start/m);

@@ -79,12 +79,13 @@ test('creates, state changes, edits and deletes arrive in order, numbered withou
       'stopped->starting',
       'starting->running',
       'instance.started',
-      'instance.modified',
-      // A top-level change is applied by a restart; the proxy that follows by frpc's reload.
+      // A top-level change is applied by a restart, and announced once it is (committed); the proxy that follows
+      // by frpc's reload.
       'running->stopping',
       'stopping->starting',
       'starting->running',
       'instance.started',
+      'instance.modified',
       'instance.modified',
       'running->stopping',
       'stopping->stopped',

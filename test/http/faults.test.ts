@@ -77,10 +77,10 @@ test('a log file that cannot be written: a failed start still says why, and the 
   // A directory where the log file should be: the output cannot be written there.
   await mkdir(join(daemon.dataDir, 'logs', `tunnel_${id}.log`));
   const res = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token });
-  t.is(res.status, 500);
+  t.is(res.status, 502);
   t.regex(res.body.message, /exited with code 4/);
   t.regex(res.body.message, /fixture: exiting with code 4/, "the run's own lines, kept apart from the file");
-  t.is((await statusOf(daemon, token, id)).state, 'stopped');
+  t.not((await statusOf(daemon, token, id)).state, 'running', 'supervised as any exit: retried, then failed');
   await stillServing(t, daemon, token);
   t.regex((await checksOf(daemon, token)).instanceLogs.message, new RegExp(`instance ${id}: EISDIR`));
 });

@@ -322,7 +322,10 @@ test('every proxy type and plugin round-trips: create, file, list, modify one fi
       { token: root },
     );
     t.true(created.body.success, `${name}: ${created.body.message}`);
-    t.is(created.body.message, `proxy ${name} added to instance px_every_type; it applies at the next start (revision ${created.body.data.revision})`);
+    t.is(
+      created.body.message,
+      `proxy ${name} added to instance px_every_type; it applies at the next start (revision ${created.body.data.revision})`,
+    );
     t.deepEqual(await blockIn(configPath, name), example.file, `${name}: file after create`);
     await verified(t, configPath, `${name} after create`);
 
@@ -355,7 +358,10 @@ test('an stcp proxy keeps its secretKey and allowUsers; list and modify keep the
   const { id, configPath } = await createInstance(daemon, root, 'px_stcp');
   const proxyInfo = { ...POSTGRES.input, remotePort: '' };
   const created = await daemon.post('/tunnelAct/proxyMgr/create', { instanceID: id, proxyInfo }, { token: root });
-  t.regex(created.body.message, /^proxy postgres added to instance px_stcp; it applies at the next start \(revision \d+\)$/);
+  t.regex(
+    created.body.message,
+    /^proxy postgres added to instance px_stcp; it applies at the next start \(revision \d+\)$/,
+  );
   const written = POSTGRES.file;
   t.deepEqual((await fileOf(configPath)).proxies, [written]);
   const listed = (await list(id)).data.proxies[0];

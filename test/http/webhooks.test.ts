@@ -191,16 +191,17 @@ test("a failed start: its exit code reaches the webhook and the reply, whose las
   );
   t.true(modify.body.success, modify.body.message);
   const start = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token });
-  t.is(start.status, 500);
+  t.is(start.status, 502);
   t.regex(start.body.message, /exited with code 4/);
   t.regex(start.body.message, /fixture: exiting with code 4/);
   t.notRegex(start.body.message, /login to server success/, 'nothing of the run before');
   const crashed = await receiver.waitFor((r) =>
     r.some((x) => x.body.event === 'instance.crashed' && x.body.instanceID === Number(id)),
   );
+  // Supervised as any exit: the watchdog starts it again after a backoff.
   t.like(crashed.find((x) => x.body.event === 'instance.crashed')!.body, {
     from: 'starting',
-    to: 'stopped',
+    to: 'backoff',
     exitCode: 4,
     signal: null,
   });

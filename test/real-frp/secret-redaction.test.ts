@@ -34,7 +34,7 @@ test('a secret value frpc prints is masked in the failed start, the log file and
   t.true((await modify('configFile', { serverAddr: SECRET })).body.success);
 
   const failed = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root });
-  t.is(failed.status, 500);
+  t.is(failed.status, 502);
   t.regex(failed.body.message, /last log lines:.*dial tcp \*\*\*:\d+: connect: connection refused/s);
   t.false(failed.body.message.includes(SECRET), failed.body.message);
 

@@ -184,10 +184,8 @@ test('hot reload: a proxy added while a connection through another carries bytes
     { token: root },
   );
   t.is(refused.status, 400);
-  t.regex(
-    refused.body.message,
-    /^frpc refused the change: .*proxy name \[extra\] is duplicated.*the file is as it was/s,
-  );
+  // The real frpc verify reads the new file, includes and all, before anything is written.
+  t.regex(refused.body.message, /^frpc verify refuses the new file: proxy name \[extra\] is duplicated/);
   t.is(await readFile(configPath, 'utf8'), fileBefore, 'the file as it was');
   t.deepEqual(frpcPids(configPath), [pid!], 'the tunnel untouched');
   await conn.exchange('after the refusal');
@@ -295,7 +293,11 @@ test('exit codes as the real frpc gives them: a config error, a failed first log
   await writeFile(bad.configPath, (await readFile(bad.configPath, 'utf8')) + 'serverAdr = "typo"\n');
   const refused = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: bad.id }, { token: root });
   t.false(refused.body.success);
-  t.regex(refused.body.message, /exited with code 1; last log lines:\n.*json: unknown field "serverAdr"/s);
+  t.is(refused.status, 502);
+  t.regex(
+    refused.body.message,
+    /exited with code 1 before it was up .*; failed: exit code 1 says retrying will not help .*; last log lines:\n.*json: unknown field "serverAdr"/s,
+  );
   t.like(await statusOf(daemon, root, bad.id), { state: 'failed', lastExit: { code: 1, signal: null } });
 
   // A server that cannot be reached at the first login. New files say loginFailExit = false: frpc runs on, retrying.
@@ -303,17 +305,30 @@ test('exit codes as the real frpc gives them: a config error, a failed first log
   const patient = await createTunnel(daemon, root, frps, 'rf_patient');
   await start(daemon, root, patient.id);
   await statusUntil(daemon, root, patient.id, (s) => s.state === 'running' && s.connected === false, 3000);
-  // With loginFailExit = true (frpc's default) frpc exits 1, which is not a config error: the start fails saying
-  // why, and the watchdog's restarts of a running tunnel keep trying instead of giving up.
+  // With loginFailExit = true (frpc's default) frpc exits 1, which is not a config error: the start is answered
+  // saying why (502: the tunnel failed, not tunnelward), and the exit is supervised as any other: retried at the
+  // backoff's pace, without a start limit, until the server answers; then it runs, with no operator's help.
   const strict = await createTunnel(daemon, root, frps, 'rf_strict', { loginFailExit: true });
   const failed = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: strict.id }, { token: root });
-  t.false(failed.body.success);
-  t.regex(failed.body.message, /exited with code 1.*login to the server failed: dial tcp.*connection refused/s);
-  t.like(await statusOf(daemon, root, strict.id), { state: 'stopped' });
+  t.is(failed.status, 502);
+  t.regex(
+    failed.body.message,
+    /exited with code 1 before it was up .*; it is tried again at the backoff's pace until its server answers; last log lines:.*login to the server failed: dial tcp.*connection refused/s,
+  );
+  await waitFor(
+    () => statusOf(daemon, root, strict.id),
+    (s) => s.restarts > 4,
+    20_000,
+  );
+  t.not((await statusOf(daemon, root, strict.id)).state, 'failed', 'past the start limit (3): never failed');
   await frps.up();
   await statusUntil(daemon, root, patient.id, (s) => s.connected === true, 30_000);
-  await start(daemon, root, strict.id);
-  await statusUntil(daemon, root, strict.id, (s) => s.connected === true, 3000);
+  await statusUntil(daemon, root, strict.id, (s) => s.state === 'running' && s.connected === true, 30_000);
+  // An operator's restart begins a new count of crashes and restarts (those of the wait above are a crash loop).
+  t.true(
+    (await daemon.post('/tunnelAct/instanceMgr/restart', { instanceID: strict.id }, { token: root })).body.success,
+  );
+  await statusUntil(daemon, root, strict.id, (s) => s.state === 'running' && s.connected === true, 30_000);
   const [strictPid] = frpcPids(strict.configPath);
   await frps.down();
   process.kill(strictPid!, 'SIGKILL');

@@ -365,17 +365,6 @@ export const exportInstance = operation({
   },
 });
 
-const revisionNumber = (what: string) =>
-  z
-    .union([z.number(), z.string()])
-    .transform((value, ctx) => {
-      const n = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
-      if (typeof n === 'number' && Number.isSafeInteger(n) && n >= 1) return n;
-      ctx.addIssue({ code: 'custom', message: 'must be a revision number (1 or more)' });
-      return z.NEVER;
-    })
-    .meta({ type: 'integer', minimum: 1, description: what });
-
 export const instanceHistory = operation({
   method: 'get',
   path: '/tunnelAct/instanceMgr/history',
@@ -392,7 +381,7 @@ export const instanceHistory = operation({
       .max(1000, 'must be 1 to 1000')
       .optional()
       .describe('at most this many (default 50)'),
-    before: revisionNumber('only revisions older than this one (paging)').optional(),
+    before: idParam('only revisions older than this one (paging)').optional(),
   }),
   ok: ok('Its revisions', schema('RevisionList')),
   errors: { 400: BAD_ID, 404: NO_INSTANCE },
@@ -406,7 +395,7 @@ export const showRevision = operation({
   description:
     'Secrets are shown as ******** unless the caller is a superuser. A visitor may read it only while Visitor.ShowDetails shows details.',
   access: 'visitor',
-  query: instanceQuery.extend({ revision: revisionNumber('the revision') }),
+  query: instanceQuery.extend({ revision: idParam('the revision') }),
   ok: ok('The revision', schema('RevisionShown')),
   errors: {
     400: `${BAD_ID} Or revision missing.`,
@@ -424,8 +413,8 @@ export const diffRevisions = operation({
     'Secrets are masked unless the caller is a superuser. Without to, the diff runs to the file as it is on disk now.',
   access: 'visitor',
   query: instanceQuery.extend({
-    from: revisionNumber('the older side'),
-    to: revisionNumber('the newer side (default: the live file)').optional(),
+    from: idParam('the older side'),
+    to: idParam('the newer side (default: the live file)').optional(),
   }),
   ok: ok('The diff', schema('RevisionDiff')),
   errors: {
@@ -443,7 +432,7 @@ export const rollbackInstance = operation({
   description:
     "A change like any other: checked, verified by frpc, applied by a reload or a restart as the difference needs, and a new revision. tunnelward's admin endpoint stays as it is.",
   access: 'admin',
-  body: z.object({ instanceID: idField, revision: revisionNumber('the revision to go back to'), ...changeFields }),
+  body: z.object({ instanceID: idField, revision: idField.describe('the revision to go back to'), ...changeFields }),
   ok: ok('Rolled back (or unchanged, or checked)', schema('InstanceConfigReplaced')),
   errors: {
     400: `${BAD_ID} Or revision missing, or frpc refused the file.`,
