@@ -140,7 +140,7 @@ test('a dry run answers the diff, the verify result and the plan, and writes not
   t.regex(dry.body.data.diff, /^\+name = "web"$/m);
   t.regex(
     dry.body.message,
-    /^proxy web would be added to instance cp_dry; dry run, nothing written: it would be applied by a reload/,
+    /^proxy web would be added to instance cp_dry; dry run, nothing written; plan: reload \(only proxies or visitors changed/,
   );
   const settings = await modify(id, { loginFailExit: true }, { dryRun: true });
   t.like(settings.body.data, { applied: 'not applied', plan: { action: 'restart' } });

@@ -78,7 +78,7 @@ export const changeData = (done: ChangeAnswer<unknown>) => ({
 export function changeHow(done: ChangeAnswer<unknown>): string {
   const how = {
     unchanged: 'nothing to apply: the file is as it was',
-    'not applied': `dry run, nothing written: it would be ${done.plan.action === 'file only' ? 'read at the next start' : done.plan.action === 'none' ? 'nothing' : `applied by a ${done.plan.action}`} (${done.plan.reason})`,
+    'not applied': `dry run, nothing written; plan: ${done.plan.action} (${done.plan.reason})`,
     reload: `applied by a reload (revision ${done.revision})`,
     restart: `applied by a restart (revision ${done.revision}): ${done.plan.reason}`,
     'on next start': `it applies at the next start (revision ${done.revision})`,
