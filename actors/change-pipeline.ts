@@ -7,6 +7,7 @@ import type { InstanceEnvStore } from '../src/instances/instance-env.js';
 import type { InstanceRecord, InstanceStore } from '../src/instances/instance-store.js';
 import type { FileChange } from '../src/instances/config-changes.js';
 import type { Author, PlanAction, RevisionStore } from '../src/instances/revision-store.js';
+import { allow, type Accessor } from '../src/accounts/access.js';
 import type { Logger } from '../src/log/logger.js';
 import type { Database } from '../src/storage/database.js';
 import { crashPoint } from '../src/util/crash-points.js';
@@ -17,6 +18,8 @@ import type { InstanceRegistry } from './instance-registry.js';
 
 export interface ChangeOptions {
   by: Author;
+  /** Who asks, as access judges them (see may): the owner of the instance or a superuser may change it. */
+  as: Accessor;
   /** Check and plan only: the answer says what would happen; nothing is written or applied. */
   dryRun?: boolean;
   /** The revision the change was made against: an instance that has moved on since is a 409, and nothing changes. */
@@ -59,8 +62,8 @@ export interface PipelineDeps {
   registry: InstanceRegistry;
   revisions: RevisionStore;
   env: InstanceEnvStore;
-  /** `frpc verify` of a text, with the tunnel's environment. */
-  verify: (text: string, env: Readonly<Record<string, string>>) => Promise<Verdict>;
+  /** `frpc verify` of a new file, with the tunnel's environment. */
+  verify: (config: TunnelConfig, env: Readonly<Record<string, string>>) => Promise<Verdict>;
   log: Logger;
   /** Announces a committed change. */
   modified: (record: InstanceRecord, what: string) => void;
@@ -127,6 +130,7 @@ export class ChangePipeline {
     options: ChangeOptions,
   ): Promise<ChangeAnswer<T>> {
     slot.check();
+    allow(options.as, 'change', record);
     const { store, revisions, registry, env, lifecycle } = this.deps;
     const id = record.id;
     const before = await readTunnelConfigText(record.configPath);
@@ -176,7 +180,7 @@ export class ChangePipeline {
       if (plan.action === 'reload' || plan.action === 'restart') throw badRequest(problem);
       notes.push(`the tunnel cannot start with this file yet: ${problem}`);
     }
-    const verify = await this.deps.verify(config.toString(), instanceEnv);
+    const verify = await this.deps.verify(config, instanceEnv);
     if ('refused' in verify) throw badRequest(`frpc verify refuses the new file: ${verify.refused}`);
     if ('skipped' in verify) notes.push(`not verified by frpc: ${verify.skipped}`);
     const reservation = await registry.reserve(config, { self: id });

@@ -2,6 +2,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Subject } from '../src/util/rx.js';
 import type { User } from '../src/accounts/account-service.js';
+import { allow, type Accessor } from '../src/accounts/access.js';
 import { readConfigText, type ImportFormat } from '../src/config/import-formats.js';
 import { readTunnelConfigText, TunnelConfig, writeTunnelConfig } from '../src/config/tunnel-config.js';
 import { AppError, badRequest, notFound } from '../src/errors.js';
@@ -72,7 +73,7 @@ export interface CatalogueDeps {
   registry: InstanceRegistry;
   revisions: RevisionStore;
   env: InstanceEnvStore;
-  verify: (text: string, env: Readonly<Record<string, string>>) => Promise<Verdict>;
+  verify: (config: TunnelConfig, env: Readonly<Record<string, string>>) => Promise<Verdict>;
   log: Logger;
 }
 
@@ -201,7 +202,7 @@ export class InstanceCatalogue {
     const notes: string[] = [];
     const reservation = await registry.reserve(config, { newPort: true });
     try {
-      const verify = await this.deps.verify(config.toString(), {});
+      const verify = await this.deps.verify(config, {});
       if ('refused' in verify) throw badRequest(`frpc verify refuses the new file: ${verify.refused}`);
       if ('skipped' in verify) notes.push(`not verified by frpc: ${verify.skipped}`);
       const instancePath = this.deps.settings.value('InstancePath');
@@ -266,8 +267,9 @@ export class InstanceCatalogue {
    * Stops the tunnel if it runs, then removes its boot service, config file, revisions, logs and record. Once the
    * tunnel is stopped the delete is marked as begun on disk, so a crash in the middle is finished at the next start.
    */
-  remove(id: number, options: { purgeLog?: boolean } = {}): Promise<InstanceRecord> {
+  remove(id: number, as: Accessor, options: { purgeLog?: boolean } = {}): Promise<InstanceRecord> {
     return this.deps.lifecycle.inSlot(id, async (slot, record) => {
+      allow(as, 'delete', record);
       const failure = await this.deps.lifecycle.retire(slot);
       if (failure) throw new AppError(500, `cannot stop instance ${id}: ${failure}`);
       crashPoint('delete:stopped', record);
@@ -303,9 +305,17 @@ export class InstanceCatalogue {
     await db.persist();
   }
 
-  /** An edit of an instance's record in its queue, announced once it is done. */
-  private async modify<T>(id: number, what: string, job: (record: InstanceRecord) => Promise<T>): Promise<T> {
-    const result = await this.deps.lifecycle.inSlot(id, (_slot, record) => job(record));
+  /** An edit of an instance's record in its queue, by one who may change it, announced once it is done. */
+  private async modify<T>(
+    id: number,
+    as: Accessor,
+    what: string,
+    job: (record: InstanceRecord) => Promise<T>,
+  ): Promise<T> {
+    const result = await this.deps.lifecycle.inSlot(id, (_slot, record) => {
+      allow(as, 'change', record);
+      return job(record);
+    });
     this.changes$.next({ event: 'instance.modified', instanceID: id, name: this.nameOf(id), what });
     return result;
   }
@@ -324,9 +334,13 @@ export class InstanceCatalogue {
    * Renames, changes the run user, switches start at boot. The boot service follows (see BootSync.changed): a failure
    * there does not fail the request, it comes back as `bootServiceError`.
    */
-  modifySystem(id: number, change: SystemConfigChange): Promise<{ record: InstanceRecord; bootServiceError?: string }> {
+  modifySystem(
+    id: number,
+    change: SystemConfigChange,
+    as: Accessor,
+  ): Promise<{ record: InstanceRecord; bootServiceError?: string }> {
     const { store, db, boot } = this.deps;
-    return this.modify(id, 'system config', async (record) => {
+    return this.modify(id, as, 'system config', async (record) => {
       // An older instance may keep a name that is no longer allowed for a new one (only digits), as long as it keeps it.
       if (change.name !== undefined && change.name !== record.name) {
         checkInstanceName(change.name);
@@ -361,9 +375,9 @@ export class InstanceCatalogue {
    * Sets or removes (null) environment variables of the instance's tunnel; they apply at its next start. Where an
    * init system runs the tunnel, its environment file follows at once (a value it cannot hold is refused first).
    */
-  modifyEnvironment(id: number, changes: Record<string, unknown>): Promise<InstanceRecord> {
+  modifyEnvironment(id: number, changes: Record<string, unknown>, as: Accessor): Promise<InstanceRecord> {
     const { env, db, boot } = this.deps;
-    return this.modify(id, 'environment', async (record) => {
+    return this.modify(id, as, 'environment', async (record) => {
       const next = { ...env.of(id) };
       for (const [name, value] of Object.entries(changes)) {
         if (typeof value === 'string') next[name] = value;
@@ -380,8 +394,8 @@ export class InstanceCatalogue {
   }
 
   /** Sets (a string) or removes (null) labels of the instance; checked by the caller (`checkLabels`). */
-  modifyLabels(id: number, changes: Readonly<Record<string, string | null>>): Promise<InstanceRecord> {
-    return this.modify(id, 'labels', async (record) => {
+  modifyLabels(id: number, changes: Readonly<Record<string, string | null>>, as: Accessor): Promise<InstanceRecord> {
+    return this.modify(id, as, 'labels', async (record) => {
       const updated = this.deps.store.setLabels(id, changedLabels(record.labels, changes)) ?? record;
       await this.deps.db.persist();
       this.version++;

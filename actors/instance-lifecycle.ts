@@ -18,7 +18,7 @@ import { loginFailedAtStart } from '../src/config/proxy-status.js';
 import { readTunnelConfigText, TunnelConfig, writeTunnelConfig } from '../src/config/tunnel-config.js';
 import { AppError, badRequest, conflict, notFound } from '../src/errors.js';
 import { missingEnvironment, type InstanceEnvStore } from '../src/instances/instance-env.js';
-import type { InstanceRecord, InstanceStore, LastExit } from '../src/instances/instance-store.js';
+import type { InstanceRecord, InstanceStore } from '../src/instances/instance-store.js';
 import type { Logger } from '../src/log/logger.js';
 import type { Settings } from '../src/settings/table.js';
 import type { SettingsStore } from '../src/settings/settings-store.js';
@@ -57,13 +57,12 @@ type InstanceActor = Actor<InstanceMachine>;
 export type { LastExit } from '../src/instances/instance-store.js';
 
 /**
- * What an operator reads of an instance's runs beside its state (kept in memory; the last exit is kept on record
- * too, so a restart of tunnelward shows it again).
+ * What an operator reads of an instance's runs beside its state and its record (whose `lastExit` says how the last
+ * run ended): kept in memory, from the runs of this tunnelward.
  */
 export interface RunInfo {
   /** Automatic restarts since the last operator start. */
   restarts: number;
-  lastExit: LastExit | null;
   /** In backoff, when the watchdog starts it again (null where the init system restarts it). */
   nextStartAt: number | null;
 }
@@ -93,7 +92,7 @@ const BURST_COMMANDS = 100;
 
 const mib = (bytes: number) => Math.round((bytes / 1048576) * 10) / 10;
 
-const NO_RUNS: RunInfo = Object.freeze({ restarts: 0, lastExit: null, nextStartAt: null });
+const NO_RUNS: RunInfo = Object.freeze({ restarts: 0, nextStartAt: null });
 
 /**
  * Starts prepared and handed to the runner at once: a thousand started together hold a bounded number of file
@@ -208,7 +207,6 @@ export class InstanceLifecycle {
           continue;
         }
         if (record.pid !== null) this.store.setProcess(record.id, null, null);
-        if (record.lastExit) this.liveOf(record.id).run.lastExit = record.lastExit;
         // An init system that restarts tunnels itself may be about to restart this one, or may have given it up.
         const restart = this.runner.restartStateOf?.(record.id);
         if (restart === 'backoff' && record.desired === 'stopped') toCancel.push(record);
@@ -427,7 +425,7 @@ export class InstanceLifecycle {
   /** What the lifecycle holds of the instance, made empty on first use. */
   private liveOf(id: number): Live {
     let live = this.live.get(id);
-    if (!live) this.live.set(id, (live = { run: { restarts: 0, lastExit: null, nextStartAt: null } }));
+    if (!live) this.live.set(id, (live = { run: { restarts: 0, nextStartAt: null } }));
     return live;
   }
 
@@ -635,9 +633,13 @@ export class InstanceLifecycle {
       delayMs: to === 'backoff' ? backoffDelay(ctx.timing, ctx.attempt) : null,
       at: Date.now(),
     };
-    const run = this.recordRun(id, to, from, ctx, change);
+    this.recordRun(id, to, ctx, change);
     // Kept on record: a failed instance, and how a run ended, are shown again after a restart of tunnelward.
-    const outcomeChanged = this.store.setOutcome(id, to === 'failed', run.lastExit);
+    const lastExit =
+      ctx.lastExit && (from === 'running' || from === 'starting' || from === 'stopping')
+        ? { code: ctx.lastExit.code, signal: ctx.lastExit.signal, at: change.at }
+        : (record?.lastExit ?? null);
+    const outcomeChanged = this.store.setOutcome(id, to === 'failed', lastExit);
     const fields = { instanceID: id, from, to, exitCode: change.exitCode, signal: change.signal };
     if (to === 'backoff')
       this.log.warn(
@@ -666,21 +668,12 @@ export class InstanceLifecycle {
     this.changes$.next(change);
   }
 
-  /** Keeps what an operator reads of the runs: restarts since the operator's start, the last exit, the next start. */
-  private recordRun(
-    id: number,
-    to: InstanceState,
-    from: InstanceState,
-    ctx: InstanceContext,
-    change: InstanceStateChange,
-  ): RunInfo {
+  /** Keeps what an operator reads of the runs: restarts since the operator's start, and the next start. */
+  private recordRun(id: number, to: InstanceState, ctx: InstanceContext, change: InstanceStateChange): void {
     const run = this.liveOf(id).run;
     // A start by command begins a new count; any other start is the watchdog's or the init system's restart.
     if (to === 'starting') run.restarts = ctx.command === 'start' || ctx.command === 'restart' ? 0 : run.restarts + 1;
-    if (ctx.lastExit && (from === 'running' || from === 'starting' || from === 'stopping'))
-      run.lastExit = { code: ctx.lastExit.code, signal: ctx.lastExit.signal, at: change.at };
     run.nextStartAt = to === 'backoff' && !ctx.awaitingRespawn ? change.at + (change.delayMs ?? 0) : null;
-    return run;
   }
 
   /** The instance's runs as an operator reads them. */

@@ -1,7 +1,9 @@
+import { createHash } from 'node:crypto';
 import type { User } from '../src/accounts/account-service.js';
 import { TunnelConfig } from '../src/config/tunnel-config.js';
 import type { ProxyInput, ProxyView } from '../src/config/tunnel-config.js';
 import { notFound } from '../src/errors.js';
+import { may, type Accessor, type InstanceAction } from '../src/accounts/access.js';
 import { verifyConfig, type Verdict } from '../src/frpc/verify.js';
 import * as changes from '../src/instances/config-changes.js';
 import { InstanceEnvStore } from '../src/instances/instance-env.js';
@@ -33,6 +35,9 @@ import type { InstanceLogs } from './instance-logs.js';
 import { InstanceRegistry } from './instance-registry.js';
 import type { TunnelRunner } from './process-runner.js';
 import { TunnelStatus } from './tunnel-status.js';
+
+/** frpc verify's verdicts kept. */
+const VERDICTS_KEPT = 256;
 
 /** How often the list reads the running tunnels' CPU and memory from /proc. */
 const USAGE_EVERY_MS = 5000;
@@ -98,7 +103,11 @@ export function processFields({ record, state, run }: InstanceView, now = Date.n
       ? { startedAt: formatIso(started), uptimeSecs: Math.max(0, Math.floor((now - started) / 1000)) }
       : {}),
     restarts: run.restarts,
-    lastExit: run.lastExit && { code: run.lastExit.code, signal: run.lastExit.signal, at: formatIso(run.lastExit.at) },
+    lastExit: record.lastExit && {
+      code: record.lastExit.code,
+      signal: record.lastExit.signal,
+      at: formatIso(record.lastExit.at),
+    },
     ...(state === 'backoff' && run.nextStartAt !== null ? { nextStartAt: formatIso(run.nextStartAt) } : {}),
   };
 }
@@ -130,6 +139,8 @@ export class InstanceSupervisor {
   readonly status: TunnelStatus;
   private readonly registry: InstanceRegistry;
   private readonly log: Logger;
+  /** frpc's last verdicts, by program, text and variables (see verify). */
+  private readonly verdicts = new Map<string, Verdict>();
 
   constructor(
     db: Database,
@@ -152,8 +163,8 @@ export class InstanceSupervisor {
     );
     this.boot = new BootSync(boot, store, env, log);
     this.lifecycle = new InstanceLifecycle(db, store, settings, runner, logs, env, this.registry, log);
-    const verify = (text: string, instanceEnv: Readonly<Record<string, string>>): Promise<Verdict> =>
-      this.verify(text, instanceEnv, dirs.scratch);
+    const verify = (config: TunnelConfig, instanceEnv: Readonly<Record<string, string>>): Promise<Verdict> =>
+      this.verify(config, instanceEnv, dirs.scratch);
     this.catalogue = new InstanceCatalogue({
       db,
       store,
@@ -220,12 +231,33 @@ export class InstanceSupervisor {
     return this.lifecycle.initSystem;
   }
 
-  /** `frpc verify` of a new file, when TunnelPath is a program tunnelward may run; skipped (and said) otherwise. */
-  private async verify(text: string, env: Readonly<Record<string, string>>, scratch: string): Promise<Verdict> {
+  /**
+   * `frpc verify` of a new file, when TunnelPath is a program tunnelward may run; skipped (and said) otherwise. What
+   * is verified is the file without tunnelward's own admin endpoint (its keys are tunnelward's to get right), so a
+   * verdict holds for every file of the same text and variables: the last ones are kept (a thousand creates of the
+   * same shape run frpc once).
+   */
+  private async verify(config: TunnelConfig, env: Readonly<Record<string, string>>, scratch: string): Promise<Verdict> {
     const tunnelPath = this.settings.value('TunnelPath');
     const program = await trustedProgram(tunnelPath).catch((err: Error) => err);
     if (program instanceof Error) return { verified: false, skipped: `TunnelPath ${program.message}` };
-    return verifyConfig(program, text, env, scratch);
+    const text = config.exportText(false);
+    const key = createHash('sha256')
+      .update(program)
+      .update('\0')
+      .update(text)
+      .update('\0')
+      .update(JSON.stringify(env))
+      .digest('base64');
+    const known = this.verdicts.get(key);
+    if (known) return known;
+    const verdict = await verifyConfig(program, text, env, scratch);
+    // A verdict that frpc could not give is not kept.
+    if (!('skipped' in verdict)) {
+      this.verdicts.set(key, verdict);
+      if (this.verdicts.size > VERDICTS_KEPT) this.verdicts.delete(this.verdicts.keys().next().value!);
+    }
+    return verdict;
   }
 
   /** An operator's command, in the instance's queue: see the lifecycle. */
@@ -241,20 +273,25 @@ export class InstanceSupervisor {
     return this.catalogue.importConfig(input, owner, by);
   }
 
-  remove(id: number, options: { purgeLog?: boolean } = {}) {
-    return this.catalogue.remove(id, options);
+  remove(id: number, as: Accessor, options: { purgeLog?: boolean } = {}) {
+    return this.catalogue.remove(id, as, options);
   }
 
-  modifySystem(id: number, change: SystemConfigChange) {
-    return this.catalogue.modifySystem(id, change);
+  modifySystem(id: number, change: SystemConfigChange, as: Accessor) {
+    return this.catalogue.modifySystem(id, change, as);
   }
 
-  modifyEnvironment(id: number, changes: Record<string, unknown>) {
-    return this.catalogue.modifyEnvironment(id, changes);
+  modifyEnvironment(id: number, changes: Record<string, unknown>, as: Accessor) {
+    return this.catalogue.modifyEnvironment(id, changes, as);
   }
 
-  modifyLabels(id: number, changes: Readonly<Record<string, string | null>>) {
-    return this.catalogue.modifyLabels(id, changes);
+  modifyLabels(id: number, changes: Readonly<Record<string, string | null>>, as: Accessor) {
+    return this.catalogue.modifyLabels(id, changes, as);
+  }
+
+  /** Whether the caller may do this to the instance (see src/accounts/access.ts); a 404 for an unknown one. */
+  may(id: number, as: Accessor, action: InstanceAction): boolean {
+    return may(as, action, this.catalogue.record(id));
   }
 
   /** The names of the instance's environment variables, each value masked. */

@@ -544,7 +544,7 @@ export interface paths {
          * Stop an instance (or several) and remove its config file and record (and its log, with purge)
          * @description With instanceIDs each instance is deleted on its own and the reply says how each went; one failing is that instance’s, not the request’s. There is no all form.
          *
-         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp).
+         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp); on the instance: the instance's owner (the admin who created it) or a superuser (403 otherwise).
          */
         post: operations["instanceMgr.delete"];
         delete?: never;
@@ -566,7 +566,7 @@ export interface paths {
          * Change an instance's config file, record or environment
          * @description configFile changes top-level frpc keys (a running tunnel is restarted to apply them); systemConfig changes name, bootAtStart and runUser (and the boot service: a failure still succeeds, with bootServiceError); environment sets write-only variables; labels sets (a string) or removes (null) labels.
          *
-         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp).
+         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp); on the instance: the instance's owner (the admin who created it) or a superuser (403 otherwise).
          */
         post: operations["instanceMgr.modify"];
         delete?: never;
@@ -588,7 +588,7 @@ export interface paths {
          * Replace an instance's whole config file
          * @description Every key, the rules between keys, every proxy and visitor are checked as the other edits check them, and what the proxies hold on their server against the other instances; the file is written atomically. tunnelward's admin endpoint (webServer) is kept whatever the text says (a note says so). A running tunnel applies a change of proxies or visitors by frpc reload (rolled back with a 400 if frpc refuses it) and a change of top-level settings by a restart; applied says which.
          *
-         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp).
+         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp); on the instance: the instance's owner (the admin who created it) or a superuser (403 otherwise).
          */
         post: operations["instanceMgr.replaceConfig"];
         delete?: never;
@@ -610,7 +610,7 @@ export interface paths {
          * Start one instance, several, or all
          * @description Replies once the outcome is known. With instanceIDs or all, each instance gets its own command and the reply says how each went; one failing is that instance’s, not the request’s.
          *
-         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp).
+         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp); on the instance: an admin or a superuser, on every instance (403 otherwise).
          */
         post: operations["instanceMgr.start"];
         delete?: never;
@@ -632,7 +632,7 @@ export interface paths {
          * Stop one instance, several, or all
          * @description Replies once the outcome is known. With instanceIDs or all, each instance gets its own command and the reply says how each went; one failing is that instance’s, not the request’s.
          *
-         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp).
+         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp); on the instance: an admin or a superuser, on every instance (403 otherwise).
          */
         post: operations["instanceMgr.stop"];
         delete?: never;
@@ -654,7 +654,7 @@ export interface paths {
          * Restart one instance, several, or all
          * @description Replies once the outcome is known. With instanceIDs or all, each instance gets its own command and the reply says how each went; one failing is that instance’s, not the request’s.
          *
-         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp).
+         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp); on the instance: an admin or a superuser, on every instance (403 otherwise).
          */
         post: operations["instanceMgr.restart"];
         delete?: never;
@@ -826,7 +826,7 @@ export interface paths {
          * Put an instance's config file back as a revision had it
          * @description A change like any other: checked, verified by frpc, applied by a reload or a restart as the difference needs, and a new revision. tunnelward's admin endpoint stays as it is.
          *
-         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp).
+         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp); on the instance: the instance's owner (the admin who created it) or a superuser (403 otherwise).
          */
         post: operations["instanceMgr.rollback"];
         delete?: never;
@@ -848,7 +848,7 @@ export interface paths {
          * Add a proxy to an instance
          * @description A running tunnel applies it by frpc reload; if frpc refuses, the file is put back (400).
          *
-         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp).
+         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp); on the instance: the instance's owner (the admin who created it) or a superuser (403 otherwise).
          */
         post: operations["proxyMgr.create"];
         delete?: never;
@@ -870,7 +870,7 @@ export interface paths {
          * Change (and maybe rename) a proxy
          * @description Keys left out keep their value; null removes one. A listed proxy sent back as it is modifies cleanly. proxyInfo.name selects the proxy, unless oldName is given.
          *
-         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp).
+         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp); on the instance: the instance's owner (the admin who created it) or a superuser (403 otherwise).
          */
         post: operations["proxyMgr.modify"];
         delete?: never;
@@ -890,7 +890,7 @@ export interface paths {
         put?: never;
         /**
          * Remove a proxy
-         * @description Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp).
+         * @description Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp); on the instance: the instance's owner (the admin who created it) or a superuser (403 otherwise).
          */
         post: operations["proxyMgr.delete"];
         delete?: never;
@@ -910,7 +910,7 @@ export interface paths {
         put?: never;
         /**
          * Enable or disable a proxy (frpc enabled = false)
-         * @description Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp).
+         * @description Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp); on the instance: the instance's owner (the admin who created it) or a superuser (403 otherwise).
          */
         post: operations["proxyMgr.setStatus"];
         delete?: never;

@@ -5,6 +5,7 @@ import { map, share, type Observable, type Subscription } from '../util/rx.js';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { EventHub } from '../../actors/event-hub.js';
 import type { InstanceSupervisor } from '../../actors/instance-supervisor.js';
+import { may } from '../accounts/access.js';
 import type { AccountService, Authenticated } from '../accounts/account-service.js';
 import type { ApiKeyService } from '../accounts/api-key-service.js';
 import { AppError } from '../errors.js';
@@ -168,9 +169,8 @@ function refuse(socket: Duplex, status: number, message: string, headers?: Recor
 
 const toBuffer = (entry: unknown) => Buffer.from(JSON.stringify(entry));
 
-/** An instance's log is for its owner and for superusers. */
-const mayFollow = (user: Authenticated['user'], ownerId: number | null) =>
-  user.id === ownerId || user.type === 'superuser';
+/** An instance's log is for its owner and for superusers (see may). */
+const mayFollow = (user: Authenticated['user'], ownerId: number | null) => may(user, 'logs', { name: '', ownerId });
 
 /**
  * The WebSocket log streams on the daemon's own HTTP server: `/system/getLogs` (the daemon's log; token optional)

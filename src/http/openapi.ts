@@ -6,6 +6,7 @@ import { jsonSchemaOf, NAMED_SCHEMAS, queryParameters, type Operation } from './
 import { ID_STRING_PATTERN } from './params.js';
 import { componentSchemas, ERRORS, RESPONSES, schema, str, type Json } from './openapi-schemas.js';
 import { declaredOperations } from './routes/operations.js';
+import { ACCESS_RULES } from '../accounts/access.js';
 
 /**
  * The OpenAPI 3.1 description of the HTTP API: every operation the routes declare (src/http/operation.ts), and the
@@ -75,9 +76,12 @@ function operation(op: Operation): Json {
   return {
     tags: [op.tag],
     summary: op.summary,
-    description: `${op.description ? `${op.description}\n\n` : ''}Access: ${ACCESS_TEXT[op.access]}.`,
+    description: `${op.description ? `${op.description}\n\n` : ''}Access: ${ACCESS_TEXT[op.access]}${
+      op.instanceAccess ? `; on the instance: ${ACCESS_RULES[op.instanceAccess]} (403 otherwise)` : ''
+    }.`,
     operationId: operationId(op.path),
     'x-access': op.access,
+    ...(op.instanceAccess ? { 'x-instance-access': op.instanceAccess } : {}),
     security: SECURITY[op.access],
     ...(op.query ? { parameters } : {}),
     ...(op.body

@@ -2,6 +2,7 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import { badRequest } from '../errors.js';
 import type { Access } from './auth.js';
+import type { InstanceAction } from '../accounts/access.js';
 import { body as jsonBody, queryParam } from './params.js';
 
 /**
@@ -14,6 +15,8 @@ export interface Operation<Body extends z.ZodType = z.ZodType, Query extends z.Z
   /** The full path, as the contract has it. */
   path: string;
   access: Access;
+  /** What the operation does to the instance it names, which the access rule judges beyond the role (see may). */
+  instanceAccess?: InstanceAction;
   tag: string;
   summary: string;
   description?: string;

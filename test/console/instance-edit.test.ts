@@ -23,12 +23,14 @@ import { createInstance, instanceSettings, waitFor } from '../helpers/instances.
 let browser: Browser;
 let daemon: Daemon;
 let root: string;
+let adminToken: string;
 
 test.before(async () => {
   [browser, daemon] = await Promise.all([launchBrowser(), startDaemon({ settingsToml: instanceSettings() })]);
   root = await daemon.login();
-  // An admin, not a superuser: secrets come masked, and must keep their value.
-  await daemon.userWithToken(root, 'edit_admin', 'admin');
+  // An admin, not a superuser: secrets come masked, and must keep their value. It changes the instances it creates
+  // (see may).
+  adminToken = (await daemon.userWithToken(root, 'edit_admin', 'admin')).token;
 });
 
 test.after.always(async () => {
@@ -115,7 +117,7 @@ test.serial('the list filters by labels, with the name search and the state filt
 });
 
 test.serial('an admin adds and removes labels on the instance page; a refusal keeps the text', async (t) => {
-  const { id } = await createInstance(daemon, root, 'lb_page', {}, { labels: { env: 'prod' } });
+  const { id } = await createInstance(daemon, adminToken, 'lb_page', {}, { labels: { env: 'prod' } });
   const page = await open(t);
   await page.goto(`${daemon.url}/#/instances/${id}`);
   const panel = page.getByRole('region', { name: 'Labels' });
@@ -174,7 +176,9 @@ remotePort = 6080
 test.serial(
   'the whole config file edited: a proxy added by a reload, the diff shown; refusals keep the text',
   async (t) => {
-    const { id, configPath } = await createInstance(daemon, root, 'ed_file', { 'auth.token': 'edit-secret-token' });
+    const { id, configPath } = await createInstance(daemon, adminToken, 'ed_file', {
+      'auth.token': 'edit-secret-token',
+    });
     const started = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root });
     t.true(started.body.success, started.body.message);
     const page = await open(t);
@@ -240,7 +244,7 @@ test.serial(
 test.serial(
   'a file changed meanwhile: the save is refused, the current file can be loaded, the text kept',
   async (t) => {
-    const { id, configPath } = await createInstance(daemon, root, 'ed_race');
+    const { id, configPath } = await createInstance(daemon, adminToken, 'ed_race');
     const page = await open(t, PHONE);
     await page.goto(`${daemon.url}/#/instances/${id}`);
     const editor = page.getByLabel('Config file (TOML)');

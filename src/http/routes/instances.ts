@@ -31,8 +31,9 @@ const optionalLabels = (labels: Record<string, string> | undefined): Record<stri
 
 const isRunning = (view: InstanceView) => view.state === 'running';
 
-/** Only a superuser reads secrets in a config file. */
-export const secretsMasked = (ctx: Context) => ctx.state.auth.user.type !== 'superuser';
+/** Whether the caller reads the instance's secrets masked (see may: only a superuser reads them in clear). */
+export const secretsMasked = (ctx: Context, supervisor: InstanceSupervisor, id: number) =>
+  !supervisor.may(id, ctx.state.auth.user, 'secrets');
 
 /** What every change of a config file may add to its request: a dry run, and the revision it was made against. */
 export const changeFields = {
@@ -56,6 +57,7 @@ export const changeOptions = (
   fields: { dryRun?: boolean; baseRevision?: number; baseVersion?: string },
 ): ChangeOptions => ({
   by: authorOf(ctx.state.auth),
+  as: ctx.state.auth.user,
   ...(fields.dryRun ? { dryRun: true } : {}),
   ...(fields.baseRevision !== undefined ? { baseRevision: fields.baseRevision } : {}),
   ...(fields.baseVersion !== undefined ? { baseVersion: fields.baseVersion } : {}),
@@ -193,6 +195,7 @@ export const deleteInstance = operation({
   description:
     'With instanceIDs each instance is deleted on its own and the reply says how each went; one failing is that instance’s, not the request’s. There is no all form.',
   access: 'admin',
+  instanceAccess: 'delete',
   body: targets(['instanceID', 'instanceIDs']).and(
     z.object({ purge: z.boolean().optional().describe('remove their logs too (default false: the logs are kept)') }),
   ),
@@ -216,6 +219,7 @@ export const modifyInstance = operation({
   description:
     'configFile changes top-level frpc keys (a running tunnel is restarted to apply them); systemConfig changes name, bootAtStart and runUser (and the boot service: a failure still succeeds, with bootServiceError); environment sets write-only variables; labels sets (a string) or removes (null) labels.',
   access: 'admin',
+  instanceAccess: 'change',
   body: z
     .discriminatedUnion('type', [
       modification('configFile', frpcSettings).extend(changeFields),
@@ -265,6 +269,7 @@ export const replaceConfig = operation({
   description:
     "Every key, the rules between keys, every proxy and visitor are checked as the other edits check them, and what the proxies hold on their server against the other instances; the file is written atomically. tunnelward's admin endpoint (webServer) is kept whatever the text says (a note says so). A running tunnel applies a change of proxies or visitors by frpc reload (rolled back with a 400 if frpc refuses it) and a change of top-level settings by a restart; applied says which.",
   access: 'admin',
+  instanceAccess: 'change',
   body: z.object({
     instanceID: idField,
     content: z
@@ -298,6 +303,7 @@ const commandOperation = (command: (typeof COMMANDS)[number]) =>
     description:
       'Replies once the outcome is known. With instanceIDs or all, each instance gets its own command and the reply says how each went; one failing is that instance’s, not the request’s.',
     access: 'admin',
+    instanceAccess: 'operate',
     body: targets(FORMS),
     ok: ok(`${command}: the outcome`, schema('CommandOutcome')),
     errors: {
@@ -432,6 +438,7 @@ export const rollbackInstance = operation({
   description:
     "A change like any other: checked, verified by frpc, applied by a reload or a restart as the difference needs, and a new revision. tunnelward's admin endpoint stays as it is.",
   access: 'admin',
+  instanceAccess: 'change',
   body: z.object({ instanceID: idField, revision: idField.describe('the revision to go back to'), ...changeFields }),
   ok: ok('Rolled back (or unchanged, or checked)', schema('InstanceConfigReplaced')),
   errors: {
@@ -565,7 +572,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
     if (seesOnlyGuestView(ctx.state.exposure, type)) {
       throw forbidden('a visitor cannot export config files on this server (Visitor.ShowDetails)');
     }
-    const masked = secretsMasked(ctx);
+    const masked = secretsMasked(ctx, supervisor, query.instanceID);
     const withServer = hasRole(type, 'admin');
     const config = await supervisor.readConfig(record.id);
     const content = config.exportText(masked, withServer);
@@ -609,7 +616,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
     const kept = purge ? '' : '; its log is kept (purge removes it)';
     const ids = body.instanceIDs && [...new Set(body.instanceIDs)];
     if (!ids) {
-      const record = await supervisor.remove(body.instanceID!, { purgeLog: purge });
+      const record = await supervisor.remove(body.instanceID!, ctx.state.auth.user, { purgeLog: purge });
       reply(ctx, `instance ${record.name} deleted${purge ? ', its log too' : kept}`, {
         instanceID: record.id,
         name: record.name,
@@ -621,7 +628,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
       ids.map(async (id): Promise<CommandResult> => {
         const name = supervisor.nameOf(id) || null;
         try {
-          await supervisor.remove(id, { purgeLog: purge });
+          await supervisor.remove(id, ctx.state.auth.user, { purgeLog: purge });
           const message = `deleted${purge ? ', its log too' : kept}`;
           return { instanceID: id, name, ok: true, state: null, unchanged: false, message };
         } catch (err) {
@@ -644,7 +651,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
         ...changeData(done),
       });
     } else if (type === 'systemConfig') {
-      const { record, bootServiceError } = await supervisor.modifySystem(id, data);
+      const { record, bootServiceError } = await supervisor.modifySystem(id, data, ctx.state.auth.user);
       reply(
         ctx,
         `instance ${record.name} modified${bootServiceError ? ', but its boot service could not be changed' : ''}`,
@@ -657,13 +664,13 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
         },
       );
     } else if (type === 'environment') {
-      const record = await supervisor.modifyEnvironment(id, data);
+      const record = await supervisor.modifyEnvironment(id, data, ctx.state.auth.user);
       reply(ctx, `environment of instance ${record.name} changed; it applies at the next start`, {
         instanceID: record.id,
         environment: supervisor.environment(id),
       });
     } else if (type === 'labels') {
-      const record = await supervisor.modifyLabels(id, checkLabels(data, 'modifiedData', true));
+      const record = await supervisor.modifyLabels(id, checkLabels(data, 'modifiedData', true), ctx.state.auth.user);
       reply(ctx, `labels of instance ${record.name} changed`, { instanceID: record.id, labels: record.labels });
     }
   });
@@ -755,7 +762,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
   router.route(showRevision, async (ctx, { query }) => {
     if (seesOnlyGuestView(ctx.state.exposure, ctx.state.auth.user.type))
       throw forbidden('a visitor cannot read config files on this server (Visitor.ShowDetails)');
-    const masked = secretsMasked(ctx);
+    const masked = secretsMasked(ctx, supervisor, query.instanceID);
     const shown = await supervisor.revision(query.instanceID, query.revision, masked);
     const data = { ...revisionData(shown), instanceID: query.instanceID, content: shown.content, masked };
     const what = `revision ${shown.number} of instance ${supervisor.nameOf(query.instanceID)}${masked ? ', secrets masked' : ''}`;
@@ -766,7 +773,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
   router.route(diffRevisions, async (ctx, { query }) => {
     if (seesOnlyGuestView(ctx.state.exposure, ctx.state.auth.user.type))
       throw forbidden('a visitor cannot read config files on this server (Visitor.ShowDetails)');
-    const masked = secretsMasked(ctx);
+    const masked = secretsMasked(ctx, supervisor, query.instanceID);
     const { diff, from, to } = await supervisor.diff(query.instanceID, query.from, query.to, masked);
     const what = `revision ${from} to ${to === 'live' ? 'the live file' : `revision ${to}`}: ${diff === '' ? 'the same' : 'they differ'}`;
     const data = { instanceID: query.instanceID, from, to, diff, masked };

@@ -33,6 +33,7 @@ export const createProxy = operation({
   summary: 'Add a proxy to an instance',
   description: 'A running tunnel applies it by frpc reload; if frpc refuses, the file is put back (400).',
   access: 'admin',
+  instanceAccess: 'change',
   body: z.object({ instanceID: idField, proxyInfo, ...changeFields }),
   ok: ok('Added', schema('ProxyEdited')),
   errors: {
@@ -51,6 +52,7 @@ export const modifyProxy = operation({
   description:
     'Keys left out keep their value; null removes one. A listed proxy sent back as it is modifies cleanly. proxyInfo.name selects the proxy, unless oldName is given.',
   access: 'admin',
+  instanceAccess: 'change',
   body: z
     .object({
       instanceID: idField,
@@ -82,6 +84,7 @@ export const deleteProxy = operation({
   tag: 'proxies',
   summary: 'Remove a proxy',
   access: 'admin',
+  instanceAccess: 'change',
   body: z.object({ instanceID: idField, proxyName, ...changeFields }),
   ok: ok('Removed', schema('ProxyEdited')),
   errors: {
@@ -97,6 +100,7 @@ export const setProxyStatus = operation({
   tag: 'proxies',
   summary: 'Enable or disable a proxy (frpc enabled = false)',
   access: 'admin',
+  instanceAccess: 'change',
   body: z.object({ instanceID: idField, proxyName, enabled: z.boolean(), ...changeFields }),
   ok: ok('Changed', { allOf: [schema('ProxyEdited'), obj({ enabled: bool() })] }),
   errors: {
