@@ -11,7 +11,7 @@ import type { Settings } from '../src/settings/table.js';
 import { trustedProgram } from '../src/system/trusted-program.js';
 import { batchedCommand } from '../src/util/batcher.js';
 import { coalesce } from '../src/util/coalesce.js';
-import { runProgram } from './commands.js';
+import { runProgram } from '../src/system/run-program.js';
 
 /** What a boot service is made from: one instance, as it is now. */
 export interface BootTarget {

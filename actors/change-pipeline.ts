@@ -15,6 +15,7 @@ import { unifiedDiff } from '../src/util/unified-diff.js';
 import type { InstanceLifecycle } from './instance-lifecycle.js';
 import type { Slot } from './instance-queue.js';
 import type { InstanceRegistry } from './instance-registry.js';
+import type { RecordedChange } from './instance-catalogue.js';
 
 export interface ChangeOptions {
   by: Author;
@@ -248,6 +249,35 @@ export class ChangePipeline {
       verify,
       ...(observed ? { observed } : {}),
     });
+  }
+
+  /**
+   * Records a change of the instance's record (its environment, name, run user, start at boot) as a revision of its
+   * file as it stands: the history says who changed what, and the file's text is the one to roll back to.
+   */
+  async recordChange(slot: Slot, record: InstanceRecord, change: RecordedChange): Promise<void> {
+    slot.check();
+    const { revisions, store } = this.deps;
+    const current = TunnelConfig.parse(await readTunnelConfigText(record.configPath), record.configPath);
+    await this.adoptFile(record, current, change.by);
+    const number = revisions.nextNumber(record.id);
+    revisions.record({
+      instanceID: record.id,
+      number,
+      at: Date.now(),
+      by: change.by,
+      kind: change.kind,
+      request: change.request,
+      plan: 'none',
+      reason: change.reason,
+      outcome: 'recorded',
+      version: current.version(),
+    });
+    store.setRevision(record.id, number);
+    await this.deps.db.persist();
+    await revisions
+      .prune(record.id)
+      .catch((err) => this.log.warn({ instanceID: record.id, err }, 'cannot drop old revisions'));
   }
 
   /**

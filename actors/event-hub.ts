@@ -1,6 +1,6 @@
 import { Subject } from '../src/util/rx.js';
 import { crashPoint } from '../src/util/crash-points.js';
-import type { Draft, NotificationEvent } from './webhook-notifier.js';
+import type { Draft, NotificationEvent } from '../src/events/vocabulary.js';
 
 /** Events after a sequence number: all of them, or `lost` when some are no longer kept. */
 export type Since = { events: NotificationEvent[] } | { lost: true; oldest: number | null };

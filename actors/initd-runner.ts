@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import type { Logger } from '../src/log/logger.js';
 import { procStat, type LiveProcess } from '../src/system/proc.js';
 import { targetOfRequest, type InitdBootService } from './boot-services.js';
-import { runCommand } from './commands.js';
+import { runCommand } from '../src/system/run-program.js';
 import { PidWatcher, type ProcessExit } from './pid-watcher.js';
 import { isSameProcess, type SpawnRequest, type TunnelProcess, type TunnelRunner } from './process-runner.js';
 

@@ -21,6 +21,7 @@ import type { BootSync } from './boot-sync.js';
 import type { InstanceLifecycle } from './instance-lifecycle.js';
 import type { InstanceLogs } from './instance-logs.js';
 import type { InstanceRegistry } from './instance-registry.js';
+import type { Slot } from './instance-queue.js';
 
 export interface CreateInstance {
   name: string;
@@ -74,7 +75,17 @@ export interface CatalogueDeps {
   revisions: RevisionStore;
   env: InstanceEnvStore;
   verify: (config: TunnelConfig, env: Readonly<Record<string, string>>) => Promise<Verdict>;
+  /** Records a change of the record (not of the file) as a revision, in the instance's slot. */
+  recordChange: (slot: Slot, record: InstanceRecord, change: RecordedChange) => Promise<void>;
   log: Logger;
+}
+
+/** A change of an instance's record as its revision says it: never a value that may be a secret. */
+export interface RecordedChange {
+  kind: string;
+  request: Record<string, unknown>;
+  by: Author;
+  reason: string;
 }
 
 /**
@@ -178,6 +189,30 @@ export class InstanceCatalogue {
       'instance imported from a config file',
     );
     return { ...done, ...imported, format, notes: [...imported.notes, ...done.notes] };
+  }
+
+  /**
+   * What an import would do, without doing it (a dry run): the file read and checked as the import reads it, what its
+   * proxies take on their server free, and frpc's verdict. Nothing is created, recorded or written.
+   */
+  async checkImport(input: ImportInstance): Promise<{
+    format: ImportFormat;
+    proxyCount: number;
+    visitorCount: number;
+    notes: string[];
+    verify: Verdict;
+  }> {
+    this.checkNewInstance(input);
+    const { format, tree, notes, text } = await readConfigText(input.content, input.format);
+    const { config, ...imported } = TunnelConfig.imported(tree, { format, text, notes });
+    const reservation = await this.deps.registry.reserve(config);
+    try {
+      const verify = await this.deps.verify(config, {});
+      if ('refused' in verify) throw badRequest(`frpc verify refuses the new file: ${verify.refused}`);
+      return { ...imported, format, verify };
+    } finally {
+      this.deps.registry.release(reservation);
+    }
   }
 
   /** What a new instance's name and run user must be; a name in use is a 409. */
@@ -311,12 +346,18 @@ export class InstanceCatalogue {
     as: Accessor,
     what: string,
     job: (record: InstanceRecord) => Promise<T>,
+    revision?: RecordedChange,
+    /** A dry run changes nothing and announces nothing. */
+    dryRun = false,
   ): Promise<T> {
-    const result = await this.deps.lifecycle.inSlot(id, (_slot, record) => {
+    const result = await this.deps.lifecycle.inSlot(id, async (slot, record) => {
       allow(as, 'change', record);
-      return job(record);
+      const done = await job(record);
+      // A change of the record is a revision too (its file as it stands), so the history says who changed what.
+      if (revision && !dryRun) await this.deps.recordChange(slot, this.deps.store.get(id) ?? record, revision);
+      return done;
     });
-    this.changes$.next({ event: 'instance.modified', instanceID: id, name: this.nameOf(id), what });
+    if (!dryRun) this.changes$.next({ event: 'instance.modified', instanceID: id, name: this.nameOf(id), what });
     return result;
   }
 
@@ -338,59 +379,97 @@ export class InstanceCatalogue {
     id: number,
     change: SystemConfigChange,
     as: Accessor,
+    by: Author,
   ): Promise<{ record: InstanceRecord; bootServiceError?: string }> {
+    const revision: RecordedChange = {
+      kind: 'system',
+      request: { ...change },
+      by,
+      reason: 'the record and the boot service changed; the tunnel takes a new run user at its next start',
+    };
     const { store, db, boot } = this.deps;
-    return this.modify(id, as, 'system config', async (record) => {
-      // An older instance may keep a name that is no longer allowed for a new one (only digits), as long as it keeps it.
-      if (change.name !== undefined && change.name !== record.name) {
-        checkInstanceName(change.name);
-        if (store.nameTaken(change.name, id)) throw nameInUse(change.name);
-      }
-      if (change.runUser !== undefined) checkRunUser(change.runUser);
-      // Taken in the same turn as the check above: a create or rename that comes while the boot service is
-      // being changed finds the name in use, not this change (which would fail half done).
-      const renamed = store.update(id, { name: change.name, runUser: change.runUser }) ?? record;
-      // The config file follows a new run user: a failure there changes nothing.
-      if (change.runUser !== undefined && change.runUser !== record.runUser) {
-        try {
-          await writeTunnelConfig(record.configPath, await readTunnelConfigText(record.configPath), change.runUser);
-        } catch (err) {
-          store.update(id, { name: record.name, runUser: record.runUser });
-          throw err;
+    return this.modify(
+      id,
+      as,
+      'system config',
+      async (record) => {
+        // An older instance may keep a name that is no longer allowed for a new one (only digits), as long as it keeps it.
+        if (change.name !== undefined && change.name !== record.name) {
+          checkInstanceName(change.name);
+          if (store.nameTaken(change.name, id)) throw nameInUse(change.name);
         }
-      }
-      const { bootAtStart, bootServiceError } = await boot.changed(
-        record,
-        renamed,
-        change.bootAtStart ?? record.bootAtStart,
-      );
-      const updated = store.update(id, { bootAtStart }) ?? renamed;
-      await db.persist();
-      this.version++;
-      return bootServiceError ? { record: updated, bootServiceError } : { record: updated };
-    });
+        if (change.runUser !== undefined) checkRunUser(change.runUser);
+        // Taken in the same turn as the check above: a create or rename that comes while the boot service is
+        // being changed finds the name in use, not this change (which would fail half done).
+        const renamed = store.update(id, { name: change.name, runUser: change.runUser }) ?? record;
+        // The config file follows a new run user: a failure there changes nothing.
+        if (change.runUser !== undefined && change.runUser !== record.runUser) {
+          try {
+            await writeTunnelConfig(record.configPath, await readTunnelConfigText(record.configPath), change.runUser);
+          } catch (err) {
+            store.update(id, { name: record.name, runUser: record.runUser });
+            throw err;
+          }
+        }
+        const { bootAtStart, bootServiceError } = await boot.changed(
+          record,
+          renamed,
+          change.bootAtStart ?? record.bootAtStart,
+        );
+        const updated = store.update(id, { bootAtStart }) ?? renamed;
+        await db.persist();
+        this.version++;
+        return bootServiceError ? { record: updated, bootServiceError } : { record: updated };
+      },
+      revision,
+    );
   }
 
   /**
    * Sets or removes (null) environment variables of the instance's tunnel; they apply at its next start. Where an
    * init system runs the tunnel, its environment file follows at once (a value it cannot hold is refused first).
    */
-  modifyEnvironment(id: number, changes: Record<string, unknown>, as: Accessor): Promise<InstanceRecord> {
+  modifyEnvironment(
+    id: number,
+    changes: Record<string, unknown>,
+    as: Accessor,
+    by: Author,
+    dryRun = false,
+  ): Promise<InstanceRecord> {
+    // Names only: the values are secrets.
+    const request = Object.fromEntries(
+      Object.entries(changes).map(([name, v]) => [name, v === null ? 'unset' : 'set']),
+    );
+    const revision: RecordedChange = {
+      kind: 'environment',
+      request,
+      by,
+      reason: 'the environment applies at the next start',
+    };
     const { env, db, boot } = this.deps;
-    return this.modify(id, as, 'environment', async (record) => {
-      const next = { ...env.of(id) };
-      for (const [name, value] of Object.entries(changes)) {
-        if (typeof value === 'string') next[name] = value;
-        else delete next[name];
-      }
-      boot.checkEnvironment(next);
-      env.change(id, changes);
-      await db.persist();
-      await boot.environmentChanged(record);
-      // Names only: the values are secrets.
-      this.log.info({ instanceID: id, names: Object.keys(changes) }, 'environment variables changed');
-      return record;
-    });
+    return this.modify(
+      id,
+      as,
+      'environment',
+      async (record) => {
+        const next = { ...env.of(id) };
+        for (const [name, value] of Object.entries(changes)) {
+          if (typeof value === 'string') next[name] = value;
+          else delete next[name];
+        }
+        boot.checkEnvironment(next);
+        env.check(changes);
+        if (dryRun) return record;
+        env.change(id, changes);
+        await db.persist();
+        await boot.environmentChanged(record);
+        // Names only: the values are secrets.
+        this.log.info({ instanceID: id, names: Object.keys(changes) }, 'environment variables changed');
+        return record;
+      },
+      revision,
+      dryRun,
+    );
   }
 
   /** Sets (a string) or removes (null) labels of the instance; checked by the caller (`checkLabels`). */

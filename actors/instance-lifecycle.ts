@@ -1,9 +1,7 @@
-import { createHash } from 'node:crypto';
 import { Subject } from '../src/util/rx.js';
 import { createActor, fromCallback, type Actor, type EventObject } from 'xstate';
 import {
   backoffDelay,
-  hasProcess,
   instanceMachine,
   type Command,
   type CommandDone,
@@ -15,9 +13,9 @@ import {
   topState,
 } from '../machines/instance.machine.js';
 import { loginFailedAtStart } from '../src/config/proxy-status.js';
-import { readTunnelConfigText, TunnelConfig, writeTunnelConfig } from '../src/config/tunnel-config.js';
-import { AppError, badRequest, conflict, notFound } from '../src/errors.js';
-import { missingEnvironment, type InstanceEnvStore } from '../src/instances/instance-env.js';
+import { readTunnelConfigText, type TunnelConfig } from '../src/config/tunnel-config.js';
+import { notFound } from '../src/errors.js';
+import type { InstanceEnvStore } from '../src/instances/instance-env.js';
 import type { InstanceRecord, InstanceStore } from '../src/instances/instance-store.js';
 import type { Logger } from '../src/log/logger.js';
 import type { Settings } from '../src/settings/table.js';
@@ -26,31 +24,19 @@ import type { Database } from '../src/storage/database.js';
 import { getMeta, setMeta } from '../src/storage/meta.js';
 import type { LiveProcess } from '../src/system/proc.js';
 import { HEAP_GROWTH, lowMemoryCollection, MemoryReclaimer } from '../src/system/memory-reclaim.js';
-import { runUserCannotRead } from '../src/system/run-user-access.js';
 import { trustedProgram } from '../src/system/trusted-program.js';
 import { crashPoint } from '../src/util/crash-points.js';
 import { WorkLimiter } from '../src/util/work-limiter.js';
-import { loopbackPortState } from '../src/system/loopback-ports.js';
 import type { InstanceLogs } from './instance-logs.js';
 import { InstanceQueue, type Slot } from './instance-queue.js';
 import type { InstanceRegistry } from './instance-registry.js';
+import { StartChecks, type VerdictCache } from './start-checks.js';
 import type { InitSystemEvent, SpawnRequest, TunnelRunner } from './process-runner.js';
+import type { InstanceStateChange } from '../src/events/vocabulary.js';
 
 export type { InstanceState } from '../machines/instance.machine.js';
 
-/** A change of an instance's state, for the notifier and the logs. */
-export interface InstanceStateChange {
-  instanceID: number;
-  name: string;
-  from: InstanceState;
-  to: InstanceState;
-  exitCode: number | null;
-  signal: string | null;
-  /** Crashes in a row, and the delay before the next start, while in backoff. */
-  attempt: number;
-  delayMs: number | null;
-  at: number;
-}
+export type { InstanceStateChange } from '../src/events/vocabulary.js';
 
 type InstanceActor = Actor<InstanceMachine>;
 
@@ -72,12 +58,10 @@ export interface RunInfo {
  * what an operator reads of its runs, and the start it checked in its slot for the spawn that follows. The persisted
  * facts (desired state, process, last exit, failed, revision) are the store's record.
  */
-interface Live {
+interface Live extends VerdictCache {
   /** Made at the instance's first command or process (an instance never started has none). */
   actor?: InstanceActor;
   run: RunInfo;
-  /** The config file and variables as last checked for a start (a digest), and what the check found. */
-  checked?: { digest: string; known: number; problem: string | undefined };
   /** Checked in the slot of the command that starts it: the spawn that follows reads nothing again. */
   prepared?: Prepared;
 }
@@ -125,6 +109,7 @@ export class InstanceLifecycle {
   readonly changes$ = new Subject<InstanceStateChange>();
   private readonly live = new Map<number, Live>();
   private readonly queue: InstanceQueue;
+  private readonly checks: StartChecks;
   private readonly spawns = new WorkLimiter(SPAWNS_AT_ONCE, Infinity);
   /** Gives back what a burst of commands (a thousand starts), or any other growth of the heap, left it holding. */
   private readonly reclaimer = new MemoryReclaimer(
@@ -156,11 +141,12 @@ export class InstanceLifecycle {
     private readonly runner: TunnelRunner,
     private readonly logs: InstanceLogs,
     private readonly env: InstanceEnvStore,
-    private readonly registry: InstanceRegistry,
+    registry: InstanceRegistry,
     log: Logger,
   ) {
     this.log = log.child({ component: 'lifecycle' });
     this.queue = new InstanceQueue((id) => this.store.get(id));
+    this.checks = new StartChecks({ settings, env, registry, stateOf: (id) => this.stateOf(id), log });
   }
 
   get initSystem(): string {
@@ -194,7 +180,7 @@ export class InstanceLifecycle {
       this.store
         .all()
         .filter((r) => r.pid !== null || (running.get(r.configPath)?.length ?? 0) > 0)
-        .map(async (r) => this.knowSecrets(r, await readTunnelConfigText(r.configPath).catch(() => ''))),
+        .map(async (r) => this.checks.knowSecrets(r, await readTunnelConfigText(r.configPath).catch(() => ''))),
     );
     const toCancel: InstanceRecord[] = [];
     this.db.transaction(() => {
@@ -451,121 +437,13 @@ export class InstanceLifecycle {
     };
   }
 
-  /**
-   * Why the tunnel cannot be started with this file and these variables, if it cannot: a placeholder outside a secret
-   * field, or one with no variable. The file's secrets, as the tunnel will read them, are made known for masking
-   * first. What the change pipeline asks of a new file before it is written.
-   */
+  /** Why the tunnel cannot start with this file and these variables, if it cannot (see StartChecks). */
   startProblem(
     record: InstanceRecord,
     config: TunnelConfig,
     env: Readonly<Record<string, string>>,
   ): string | undefined {
-    const problem = config.placeholderProblem();
-    if (problem) return problem;
-    const missing = missingEnvironment(config.envPlaceholders(), env);
-    if (missing.length === 0) return undefined;
-    const names = missing.join(', ');
-    return `the config file reads ${missing.map((n) => `{{ .Envs.${n} }}`).join(', ')}, but instance ${record.id} has no environment variable ${names} (set it with: tunnelward env set ${record.name} ${missing[0]}=VALUE)`;
-  }
-
-  /**
-   * Why the tunnel cannot be started as its config file stands (its run user cannot open it, a placeholder with no
-   * variable), if it cannot: said here for every init system, rather than by the tunnel failing to start. One read of
-   * the file; its verdict is kept while the file and the variables stay as they were.
-   */
-  private async unstartable(record: InstanceRecord, text: string): Promise<string | undefined> {
-    const unreadable = await runUserCannotRead(record.configPath, record.runUser);
-    if (unreadable) return unreadable;
-    const env = this.env.of(record.id);
-    const live = this.liveOf(record.id);
-    // The file and the variables as they were at the last check: its secrets are known, and its verdict stands.
-    const digest = createHash('sha256').update(text).update('\0').update(JSON.stringify(env)).digest('base64');
-    const last = live.checked;
-    if (last?.digest === digest && last.known === this.env.configKnownCount(record.id)) return last.problem;
-    const config = this.knowSecrets(record, text);
-    const problem = config ? this.startProblem(record, config, env) : undefined;
-    live.checked = { digest, known: this.env.configKnownCount(record.id), problem };
-    return problem;
-  }
-
-  /**
-   * The checks of a start, in the instance's slot, before anything is done: the file can be read and parsed, its run
-   * user can open it, its placeholders have variables, TunnelPath is trusted; and it gets an admin endpoint on a port
-   * no other program holds (instances made before tunnelward managed one have none). One read of the file, handed to
-   * the spawn that follows. For a restart this is asked before the stop: a restart that could not start the tunnel
-   * again is refused, and the tunnel keeps running (a bad TunnelPath never takes every tunnel down).
-   */
-  private async checkStart(slot: Slot, record: InstanceRecord, command: Command): Promise<AppError | undefined> {
-    slot.check();
-    const keeps = command === 'restart' ? `instance ${record.id} cannot restart, so it was not stopped: ` : '';
-    let text: string;
-    let config: TunnelConfig;
-    try {
-      text = await readTunnelConfigText(record.configPath);
-      config = TunnelConfig.parse(text, record.configPath);
-      const why = await this.unstartable(record, text);
-      if (why) return badRequest(`${keeps}${why}`);
-    } catch (err) {
-      if (err instanceof AppError) return new AppError(err.status, `${keeps}${err.message}`);
-      throw err;
-    }
-    const tunnelPath = this.settings.value('TunnelPath');
-    const untrusted = await trustedProgram(tunnelPath).then(
-      () => undefined,
-      (err: Error) => conflict(`${keeps || `instance ${record.id} cannot start: `}TunnelPath ${err.message}`),
-    );
-    if (untrusted) return untrusted;
-    text = await this.ensureAdminEndpoint(slot, record, config, text);
-    this.liveOf(record.id).prepared = { text };
-    return undefined;
-  }
-
-  /**
-   * A tunnel with no process gets an admin endpoint if its file has none, and a new port when another program holds
-   * its own (frpc would fail to start on it): written in the slot, with the warning that says so. Only a port found
-   * held is replaced: a bind that failed for another reason (no descriptor left in a start of thousands) says nothing
-   * of it. Returns the file's text as it is now.
-   */
-  private async ensureAdminEndpoint(
-    slot: Slot,
-    record: InstanceRecord,
-    config: TunnelConfig,
-    text: string,
-  ): Promise<string> {
-    slot.check();
-    const known = config.adminEndpoint();
-    if (hasProcess(this.stateOf(record.id))) return text;
-    if (known && (await loopbackPortState(known.port)) !== 'held') return text;
-    // A process started meanwhile (an init system's restart) may be the one holding it.
-    if (hasProcess(this.stateOf(record.id))) return text;
-    const reservation = await this.registry.reserve(config, { self: record.id, newPort: true });
-    try {
-      await writeTunnelConfig(record.configPath, config, record.runUser);
-    } catch (err) {
-      this.registry.release(reservation);
-      throw err;
-    }
-    this.registry.commit(reservation, record.id, config.adminEndpoint());
-    const port = reservation.port;
-    if (known) {
-      this.log.warn(
-        { instanceID: record.id, port: known.port, newPort: port },
-        "another program holds the tunnel's admin port: the tunnel gets a new one",
-      );
-    } else this.log.info({ instanceID: record.id, port }, 'gave the tunnel an admin endpoint on loopback');
-    return config.toString();
-  }
-
-  /** The config file as read, its secrets made known; undefined when it cannot be read (frpc will say why). */
-  private knowSecrets(record: InstanceRecord, text: string): TunnelConfig | undefined {
-    try {
-      const config = TunnelConfig.parse(text, record.configPath);
-      this.env.knowConfig(record.id, config);
-      return config;
-    } catch {
-      return undefined;
-    }
+    return this.checks.startProblem(record, config, env);
   }
 
   private withRequest(id: number, act: (request: SpawnRequest) => void): void {
@@ -583,7 +461,7 @@ export class InstanceLifecycle {
       const prepared = live.prepared;
       live.prepared = undefined;
       if (!prepared) {
-        const unstartable = await this.unstartable(record, await readTunnelConfigText(record.configPath));
+        const unstartable = await this.checks.unstartable(record, await readTunnelConfigText(record.configPath), live);
         if (unstartable) throw new Error(unstartable);
       }
       const channel = this.logs.channel(id);
@@ -728,8 +606,9 @@ export class InstanceLifecycle {
     const id = slot.id;
     const record = this.recordOf(id);
     if (command !== 'stop') {
-      const problem = await this.checkStart(slot, record, command);
-      if (problem) throw problem;
+      const checked = await this.checks.check(slot, record, command, this.liveOf(id));
+      if ('problem' in checked) throw checked.problem;
+      this.liveOf(id).prepared = { text: checked.text };
     }
     const actor = this.live.get(id)?.actor ?? this.createActor(record);
     // The intent is on disk before anything is done: a crash halfway is finished the way it was meant.

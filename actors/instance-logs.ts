@@ -10,8 +10,8 @@ import { connectionIn, withoutStatusReads } from '../src/config/proxy-status.js'
 import { parseFrpcLine, type InstanceLogEntry } from '../src/log/log-entries.js';
 import type { Logger } from '../src/log/logger.js';
 import { stripControls } from '../src/util/terminal-text.js';
-import { LogFileWriter, type LogFault, type RotationPolicy } from './log-file-writer.js';
-import { isFifo } from './output-keeper.js';
+import { LogFileWriter, type LogFault, type RotationPolicy } from '../src/log/log-file-writer.js';
+import { isFifo } from '../src/spawner/output-keeper.js';
 import { batchedCommand } from '../src/util/batcher.js';
 import type { LogSource, LogSourceFactory } from './log-sources.js';
 
@@ -22,7 +22,7 @@ import type { LogSource, LogSourceFactory } from './log-sources.js';
  */
 const PIPE_READS = Buffer.allocUnsafe(64 * 1024);
 
-export type { RotationPolicy } from './log-file-writer.js';
+export type { RotationPolicy } from '../src/log/log-file-writer.js';
 
 const run = promisify(execFile);
 

@@ -176,6 +176,7 @@ export class InstanceSupervisor {
       revisions: this.revisions,
       env,
       verify,
+      recordChange: (slot, record, change) => this.pipeline.recordChange(slot, record, change),
       log,
     });
     this.pipeline = new ChangePipeline({
@@ -273,16 +274,21 @@ export class InstanceSupervisor {
     return this.catalogue.importConfig(input, owner, by);
   }
 
+  /** An import checked, not made (a dry run). */
+  checkImport(input: ImportInstance) {
+    return this.catalogue.checkImport(input);
+  }
+
   remove(id: number, as: Accessor, options: { purgeLog?: boolean } = {}) {
     return this.catalogue.remove(id, as, options);
   }
 
-  modifySystem(id: number, change: SystemConfigChange, as: Accessor) {
-    return this.catalogue.modifySystem(id, change, as);
+  modifySystem(id: number, change: SystemConfigChange, as: Accessor, by: Author) {
+    return this.catalogue.modifySystem(id, change, as, by);
   }
 
-  modifyEnvironment(id: number, changes: Record<string, unknown>, as: Accessor) {
-    return this.catalogue.modifyEnvironment(id, changes, as);
+  modifyEnvironment(id: number, changes: Record<string, unknown>, as: Accessor, by: Author, dryRun = false) {
+    return this.catalogue.modifyEnvironment(id, changes, as, by, dryRun);
   }
 
   modifyLabels(id: number, changes: Readonly<Record<string, string | null>>, as: Accessor) {

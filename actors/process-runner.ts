@@ -11,8 +11,8 @@ import {
   type LiveProcess,
 } from '../src/system/proc.js';
 import { PidWatcher, type ProcessExit } from './pid-watcher.js';
-import { stopKeeper } from './output-keeper.js';
-import { Spawner, SpawnError, type OutputPlace, type Spawned } from './spawner.js';
+import { stopKeeper } from '../src/spawner/output-keeper.js';
+import { Spawner, SpawnError, type OutputPlace, type Spawned } from '../src/spawner/spawner.js';
 
 export type { ProcessExit } from './pid-watcher.js';
 

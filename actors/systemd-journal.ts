@@ -3,7 +3,7 @@ import { JOURNAL_FIELDS, parseJournalLine } from '../src/boot/journal-entry.js';
 import { TUNNEL_SLICE } from '../src/boot/systemd-unit.js';
 import type { Logger } from '../src/log/logger.js';
 import { trustedProgram } from '../src/system/trusted-program.js';
-import { runProgram } from './commands.js';
+import { runProgram } from '../src/system/run-program.js';
 import type { LogSource } from './log-sources.js';
 
 /** How long to wait before following again after journalctl ended on its own: doubling while it keeps failing. */

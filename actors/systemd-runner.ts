@@ -7,7 +7,7 @@ import type { Logger } from '../src/log/logger.js';
 import type { Settings } from '../src/settings/table.js';
 import { procStat, type LiveProcess } from '../src/system/proc.js';
 import { serviceNameOf, targetOfRequest, type SystemdBootService } from './boot-services.js';
-import { runProgram } from './commands.js';
+import { runProgram } from '../src/system/run-program.js';
 import type { ProcessExit } from './pid-watcher.js';
 import {
   type InitSystemEvent,
@@ -16,7 +16,7 @@ import {
   type TunnelProcess,
   type TunnelRunner,
 } from './process-runner.js';
-import type { SystemdBus } from './systemd-bus.js';
+import type { SystemdBus } from '../src/boot/systemd-bus.js';
 
 const unitOf = (id: number) => `${serviceNameOf(id)}.service`;
 

@@ -12,6 +12,7 @@ import { soak } from './soak-scenario.js';
 import { systemd } from './systemd-scenario.js';
 import { peers } from './peers-scenario.js';
 import { writes } from './writes-scenario.js';
+import { changes } from './changes-scenario.js';
 import type { Row } from './run.js';
 
 export interface Scenario {
@@ -649,6 +650,7 @@ export const scenarios: Scenario[] = [
   logs,
   startup,
   writes,
+  changes,
   memory,
   soak,
   peers,

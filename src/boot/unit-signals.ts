@@ -1,5 +1,5 @@
 // What systemd's own D-Bus signals say of tunnel units: a run of a unit that is up, a run that ended (and how), a
-// start that failed. Pure: the connection that receives the signals is in actors/systemd-bus.ts.
+// start that failed. Pure: the connection that receives the signals is in src/boot/systemd-bus.ts.
 //
 // systemd (once a client has called Manager.Subscribe) sends, for each unit whose state changed, PropertiesChanged
 // for its type's interface (org.freedesktop.systemd1.Service: MainPID, Result, ExecMainCode, ExecMainStatus) and

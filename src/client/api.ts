@@ -1,7 +1,7 @@
 import WebSocket from 'ws';
 import { isApiKey } from '../accounts/tokens.js';
 import { CliError, EXIT } from './errors.js';
-import type { paths } from '../http/api-types.js';
+import type { paths } from '../generated/api-types.js';
 
 /** The response envelope every HTTP endpoint answers with. */
 interface Envelope<T> {

@@ -2,12 +2,12 @@ import { readFile } from 'node:fs/promises';
 import { basename, extname } from 'node:path';
 import { writeFileAtomic } from '../fs/atomic.js';
 import { ApiClient, type Reply } from './api.js';
-import type { components } from '../http/api-types.js';
+import type { components } from '../generated/api-types.js';
 import { endOfStream, stopOnSignal } from './streams.js';
 import { flag, has, helpAsked, keyValues, parseArgs } from './args.js';
 import { outcomeLine, print, type Command, type Context, type Io } from './command.js';
 import { configDir, Credentials } from './credentials.js';
-import { EDIT_COMMANDS } from './edit-commands.js';
+import { DRY_RUN_FLAG, dryRun, EDIT_COMMANDS } from './edit-commands.js';
 import { REVISION_COMMANDS } from './revision-commands.js';
 import { CliError, EXIT, usageError, type ExitCode } from './errors.js';
 import {
@@ -412,9 +412,12 @@ const FORMATS: Record<string, string> = {
 };
 
 const importCommand: Command = {
-  usage: 'import <file> [--name NAME] [--format toml|ini|yaml|json] [--label KEY=VALUE]... [--boot] [--run-user USER]',
-  summary: 'an existing frpc config file as a new instance (name from the file name unless given)',
+  usage:
+    'import <file> [--name NAME] [--format toml|ini|yaml|json] [--label KEY=VALUE]... [--boot] [--run-user USER] [--dry-run]',
+  summary:
+    'an existing frpc config file as a new instance (name from the file name unless given); --dry-run checks it, frpc verify included, and creates nothing',
   flags: [
+    DRY_RUN_FLAG,
     { name: 'name', value: true },
     { name: 'format', value: true },
     LABEL_FLAG,
@@ -444,6 +447,7 @@ const importCommand: Command = {
       ...(labels ? { labels } : {}),
       ...(has(ctx.args, 'boot') ? { bootAtStart: true } : {}),
       ...(flag(ctx.args, 'run-user') ? { runUser: flag(ctx.args, 'run-user') } : {}),
+      ...dryRun(ctx.args),
     });
     if (ctx.json) print(ctx, data);
     else ctx.io.out(`${message}\n`);

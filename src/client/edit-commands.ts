@@ -137,10 +137,10 @@ const proxy: Command = {
 };
 
 const env: Command = {
-  usage: 'env set <name|#id> KEY | env unset <name|#id> KEY...',
+  usage: 'env set <name|#id> KEY | env unset <name|#id> KEY... [--dry-run]',
   summary:
     "set an environment variable of the instance's tunnel (its value read from standard input, or asked without echo: never from the command line) or unset some",
-  flags: [ID_FLAG],
+  flags: [ID_FLAG, DRY_RUN_FLAG],
   async run(ctx) {
     const action = ctx.args.positional[0];
     if (action !== 'set' && action !== 'unset') throw usageError('env needs set or unset');
@@ -166,7 +166,12 @@ const env: Command = {
       changes[rest[0]!] = value;
     } else for (const key of rest) changes[key] = null;
     return change(ctx, target, () =>
-      client.post(MODIFY, { instanceID: String(target.id), type: 'environment', modifiedData: changes }),
+      client.post(MODIFY, {
+        instanceID: String(target.id),
+        type: 'environment',
+        modifiedData: changes,
+        ...dryRun(ctx.args),
+      }),
     );
   },
 };

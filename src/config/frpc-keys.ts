@@ -2,8 +2,8 @@
  * What the frp client (frpc) v0.71 accepts at the top of its TOML config file and in visitors (the proxy keys
  * are in proxy-keys.ts), and the older snake_case spellings (the INI-era names the API specification still uses)
  * mapped to the current dotted names.
- * frpc refuses unknown keys (strict mode), so only keys listed here are ever written on request (test/real-frp/
- * verify.test.ts has the real frpc check them). auth.tokenSource and store, structures of their own, are left
+ * frpc refuses unknown keys (strict mode), so only keys listed here are ever written on request
+ * (test/e2e/real-frp/verify.test.ts has the real frpc check them). auth.tokenSource and store, structures of their own, are left
  * out: they survive a rewrite when a file has them, but the API cannot set them.
  */
 

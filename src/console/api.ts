@@ -4,7 +4,7 @@
  * sessionStorage (never in a URL of the page); the WebSocket streams take it as `?token=`, as the API requires.
  */
 
-import type { components } from '../http/api-types.js';
+import type { components } from '../generated/api-types.js';
 
 export type Role = components['schemas']['UserType'];
 

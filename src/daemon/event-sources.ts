@@ -2,7 +2,7 @@ import type { Subscription } from '../util/rx.js';
 import type { EventHub } from '../../actors/event-hub.js';
 import type { InstanceLogs } from '../../actors/instance-logs.js';
 import type { InstanceSupervisor } from '../../actors/instance-supervisor.js';
-import { eventsOf } from '../../actors/webhook-notifier.js';
+import { eventsOf } from '../events/vocabulary.js';
 
 const NO_PROCESS = { from: null, to: null, exitCode: null, signal: null } as const;
 

@@ -3,7 +3,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { get as httpGet } from 'node:http';
 import { get as httpsGet } from 'node:https';
 import { join, sep } from 'node:path';
-import { runProgram } from '../../actors/commands.js';
+import { runProgram } from '../system/run-program.js';
 import { tunnelwardUnit } from '../boot/systemd-unit.js';
 import { writeFileAtomic } from '../fs/atomic.js';
 import { PACKAGE_ROOT } from '../paths.js';

@@ -301,6 +301,15 @@ export function componentSchemas(): Record<string, Json> {
           revision: int('the revision of its config file it stands at; changes take it as baseRevision', {
             minimum: 0,
           }),
+          access: obj(
+            {
+              operate: bool('may start, stop and restart it'),
+              change: bool('may change (and delete) it: its owner or a superuser'),
+              secrets: bool('reads its secrets in clear'),
+              logs: bool('may follow its log'),
+            },
+            { description: 'what the caller may do to it (the access rule)' },
+          ),
           'runUser?': str('left out for a visitor while Visitor.ShowDetails hides details'),
           'configPath?': str('left out for a visitor while Visitor.ShowDetails hides details'),
           'serverAddr?': str('admin and superuser only'),
@@ -348,6 +357,7 @@ export function componentSchemas(): Record<string, Json> {
           {
             instanceID: int(),
             environment: mapOf('its variables, each value shown as ********', str(undefined, { const: '********' })),
+            'dryRun?': bool('true when the change was checked only: nothing changed'),
           },
           { title: 'environment' },
         ),
@@ -400,6 +410,15 @@ export function componentSchemas(): Record<string, Json> {
         schema('BootServiceFailure'),
       ],
     },
+    InstanceImportChecked: obj({
+      name: str(),
+      format: str('the format the content was read as', { enum: [...IMPORT_FORMATS] }),
+      proxyCount: int('[[proxies]] it would import', { minimum: 0 }),
+      visitorCount: int('[[visitors]] it would import', { minimum: 0 }),
+      notes: arrayOf(str(), 'what would be changed in it (webServer, loginFailExit, log.to)'),
+      dryRun: { type: 'boolean', const: true },
+      verify: obj({ verified: bool(), 'skipped?': str() }),
+    }),
     InstanceExport: obj({
       instanceID: int(),
       name: str(),

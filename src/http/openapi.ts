@@ -10,7 +10,7 @@ import { ACCESS_RULES } from '../accounts/access.js';
 
 /**
  * The OpenAPI 3.1 description of the HTTP API: every operation the routes declare (src/http/operation.ts), and the
- * three WebSocket streams. `test/http/openapi.test.ts` checks it against the
+ * three WebSocket streams. `test/daemon/http/openapi.test.ts` checks it against the
  * routes the app really serves.
  */
 

@@ -99,6 +99,11 @@ export class InstanceEnvStore {
 
   /** Sets (a string) or removes (null) each variable; every one is checked before any is changed. */
   change(id: number, changes: Record<string, unknown>): void {
+    this.apply(id, this.check(changes), this.mapOf(id));
+  }
+
+  /** Checks every change (names, values) as `change` does, changing nothing; the changes as entries. */
+  check(changes: Record<string, unknown>): Array<[string, unknown]> {
     const entries = Object.entries(changes);
     if (entries.length === 0) throw badRequest('modifiedData must name at least one environment variable');
     for (const [name, value] of entries) {
@@ -118,7 +123,10 @@ export class InstanceEnvStore {
       if (value.includes('\0') || value.length > MAX_VALUE)
         throw badRequest(`${name} must be at most ${MAX_VALUE} characters, without NUL`);
     }
-    const map = this.mapOf(id);
+    return entries;
+  }
+
+  private apply(id: number, entries: Array<[string, unknown]>, map: Map<string, string>): void {
     this.db.transaction(() => {
       for (const [name, value] of entries) {
         if (value === null) {

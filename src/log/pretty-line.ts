@@ -1,4 +1,5 @@
-import { forTerminal, logLine } from '../client/render.js';
+import { forTerminal } from '../util/terminal-paint.js';
+import { logLine } from './log-line.js';
 import { showControls } from '../util/terminal-text.js';
 import { systemEntryFromPino } from './log-entries.js';
 

@@ -1,4 +1,4 @@
-# Hooks of the conformance run (test/http/conformance.test.ts). Each request the run makes with a timestamp or a
+# Hooks of the conformance run (test/daemon/http/conformance.test.ts). Each request the run makes with a timestamp or a
 # credential (X-Token, or an API key) gets a fresh X-Timestamp and the role's token, as the daemon asks of every
 # request; a request the run makes without one (to see it refused) is left without it. The run never ends its own
 # footing: the role's session, its user, or that user's role stay as they are (such a request names another), and a

@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import test from 'ava';
 import { collectLines, dispose, spawnCli, startDaemon, tempDir } from '../helpers/daemon.js';
 import { createInstance, instanceSettings, killTunnelsUnder, statusOf, tunnelPids } from '../helpers/instances.js';
+import { until } from '../helpers/until.js';
 
 const run = promisify(execFile);
 const BOOT = { TUNNELWARD_BOOT_ID: 'lock-boot' };
@@ -24,11 +25,14 @@ async function secondDaemon(dataDir: string, wrap: string[] = []): Promise<{ cod
       resolve();
     }),
   );
-  while (code === undefined) {
-    if (lines.some((line) => line.includes('tunnelward listening on'))) {
-      code = 'listening';
-      proc.kill('SIGKILL');
-    } else await new Promise((r) => setTimeout(r, 20));
+  await until(() => code !== undefined || lines.some((line) => line.includes('tunnelward listening on')), Boolean, {
+    timeoutMs: 30_000,
+    everyMs: 20,
+    what: 'the daemon to listen or exit',
+  });
+  if (code === undefined) {
+    code = 'listening';
+    proc.kill('SIGKILL');
   }
   await closed;
   return { code, output: lines.join('\n') };

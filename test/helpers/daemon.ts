@@ -4,8 +4,9 @@ import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { stopKeeper } from '../../actors/output-keeper.js';
+import { stopKeeper } from '../../src/spawner/output-keeper.js';
 import { killOnExit } from './exit-guard.js';
+import { until } from './until.js';
 import { responseDrift } from './response-schema.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import type { ExecutionContext } from 'ava';
@@ -153,15 +154,15 @@ export class Daemon {
 
   /** Waits until a line of standard output or error matches. */
   async waitForOutput(pattern: RegExp, timeoutMs = 10_000): Promise<RegExpMatchArray> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      for (const line of this.output) {
-        const m = line.match(pattern);
-        if (m) return m;
-      }
-      if (Date.now() > deadline) throw new Error(`no output matched ${pattern}; got:\n${this.output.join('\n')}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    const found = () => this.output.map((line) => line.match(pattern)).find((m) => m !== null);
+    const match = await until(found, (m) => m !== undefined, {
+      timeoutMs,
+      everyMs: 20,
+      what: `output matching ${pattern}`,
+    }).catch(() => {
+      throw new Error(`no output matched ${pattern}; got:\n${this.output.join('\n')}`);
+    });
+    return match!;
   }
 
   async stop(signal: NodeJS.Signals = 'SIGTERM') {

@@ -1,3 +1,4 @@
+import { until } from './until.js';
 import { execFile } from 'node:child_process';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -141,14 +142,9 @@ export function processIds(status: string): { uid: number; gid: number } {
   return { uid: Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]), gid: Number(/^Gid:\s+(\d+)/m.exec(status)?.[1]) };
 }
 
-export async function waitFor<T>(probe: () => Promise<T>, until: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (until(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out; last value ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+/** Waits until `check(await probe())` holds (see until). */
+export function waitFor<T>(probe: () => Promise<T>, check: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
+  return until(probe, check, { timeoutMs });
 }
 
 export const statusOf = (daemon: Daemon, token: string, id: string) =>

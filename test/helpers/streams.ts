@@ -1,3 +1,4 @@
+import { until } from './until.js';
 import { WebSocket } from 'ws';
 
 export interface Stream {
@@ -31,14 +32,12 @@ export function openStream(url: string, headers: Record<string, string> = {}): P
         ws,
         messages,
         closed,
-        async waitFor(predicate, timeoutMs = 10_000) {
-          const deadline = Date.now() + timeoutMs;
-          while (!predicate(messages)) {
-            if (Date.now() > deadline) throw new Error(`stream condition not met; ${messages.length} messages`);
-            await new Promise((r) => setTimeout(r, 20));
-          }
-          return messages;
-        },
+        waitFor: (predicate, timeoutMs = 10_000) =>
+          until(() => messages, predicate, {
+            timeoutMs,
+            everyMs: 20,
+            what: `a stream condition (${messages.length} messages so far)`,
+          }),
       }),
     );
   });

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Installs schemathesis (the property-based conformance run of test/http/conformance.test.ts) from PyPI, at one
+# Installs schemathesis (the property-based conformance run of test/daemon/http/conformance.test.ts) from PyPI, at one
 # pinned version, into its own virtual environment .cache/schemathesis (git-ignored). A later run finds it and
 # returns at once. Needs Python 3 with venv (Debian: python3-venv, installed when missing and run as root).
 set -eu

@@ -29,7 +29,7 @@ const APPLIED: Record<Applied, string> = {
 };
 
 /** A unified diff with each line marked by what it is (the +/- sign stays: colour is never the only sign). */
-function Diff({ diff }: { diff: string }) {
+export function Diff({ diff }: { diff: string }) {
   const kind = (line: string) =>
     line.startsWith('+++') || line.startsWith('---')
       ? undefined

@@ -37,6 +37,7 @@ import {
 } from './instance-actions';
 import { ConfigEditor, type ExportedConfig } from './config-editor';
 import { InstanceLabels } from './instance-labels';
+import { History } from './history';
 import { ProxyDialog } from './proxy-form';
 
 type DialogState =
@@ -50,6 +51,8 @@ export function InstancePage({ id }: { id: number }) {
   const { me, events, notify } = useSession();
   const admin = atLeast(me.type, 'admin');
   const [info, setInfo] = useState<InstanceInfo | null>(null);
+  // Changes of this instance are its owner's and superusers' (the daemon's access rule says it in getInfo).
+  const mayChange = info?.access.change ?? false;
   const [infoAt, setInfoAt] = useState(Date.now());
   const [proxies, setProxies] = useState<Proxy[] | null>(null);
   const [visitors, setVisitors] = useState<Visitor[]>([]);
@@ -261,12 +264,16 @@ export function InstancePage({ id }: { id: number }) {
               {COMMAND_LABEL[cmd]}
             </button>
           ))}
-          <button type="button" onClick={() => setDialog({ kind: 'rename' })}>
-            Rename
-          </button>
-          <button type="button" class="danger" onClick={() => setDialog({ kind: 'delete' })}>
-            Delete
-          </button>
+          {mayChange && (
+            <>
+              <button type="button" onClick={() => setDialog({ kind: 'rename' })}>
+                Rename
+              </button>
+              <button type="button" class="danger" onClick={() => setDialog({ kind: 'delete' })}>
+                Delete
+              </button>
+            </>
+          )}
         </div>
       )}
       <ErrorText>{error}</ErrorText>
@@ -284,15 +291,15 @@ export function InstancePage({ id }: { id: number }) {
         <Fact name="Auth" value={info.auth_method || '—'} />
         <Fact name="Service" value={info.serviceName} />
         <Fact name="Created" value={`${dateTime(info.createdAt)} by ${info.createdBy}`} />
-        {!admin && <Fact name="Start at boot" value={info.bootAtStart ? 'yes' : 'no'} />}
-        {!admin && info.runUser !== undefined && <Fact name="Runs as" value={info.runUser} />}
+        {!mayChange && <Fact name="Start at boot" value={info.bootAtStart ? 'yes' : 'no'} />}
+        {!mayChange && info.runUser !== undefined && <Fact name="Runs as" value={info.runUser} />}
         {info.configPath !== undefined && <Fact name="Config file" value={info.configPath} wide />}
       </dl>
 
       <InstanceLabels
         instanceID={id}
         labels={info.labels}
-        admin={admin}
+        admin={mayChange}
         onChanged={(labels) => setInfo((i) => (i ? { ...i, labels } : i))}
       />
 
@@ -300,7 +307,7 @@ export function InstancePage({ id }: { id: number }) {
         <div class="panel-head">
           <h2 id="proxies-title">Proxies</h2>
           <span class="spacer" />
-          {admin && (
+          {mayChange && (
             <button type="button" class="primary" onClick={() => setDialog({ kind: 'proxy', proxy: null })}>
               Add proxy
             </button>
@@ -309,7 +316,7 @@ export function InstancePage({ id }: { id: number }) {
         {proxies === null ? (
           <p class="muted">Loading…</p>
         ) : proxies.length === 0 ? (
-          <p class="empty">No proxies.{admin ? ' Add one with Add proxy.' : ''}</p>
+          <p class="empty">No proxies.{mayChange ? ' Add one with Add proxy.' : ''}</p>
         ) : (
           <div class="table-wrap">
             <table class="grid proxies">
@@ -321,7 +328,7 @@ export function InstancePage({ id }: { id: number }) {
                   <th scope="col">Remote</th>
                   <th scope="col">Status</th>
                   <th scope="col">Enabled</th>
-                  {admin && <th scope="col">Actions</th>}
+                  {mayChange && <th scope="col">Actions</th>}
                 </tr>
               </thead>
               <tbody>
@@ -337,7 +344,7 @@ export function InstancePage({ id }: { id: number }) {
                       <ProxyStatus proxy={p} running={info.state === 'running'} />
                     </td>
                     <td data-label="Enabled">
-                      {admin ? (
+                      {mayChange ? (
                         <label class="switch">
                           <input
                             type="checkbox"
@@ -355,7 +362,7 @@ export function InstancePage({ id }: { id: number }) {
                         'no'
                       )}
                     </td>
-                    {admin && (
+                    {mayChange && (
                       <td data-label="Actions" class="actions-cell">
                         <button
                           type="button"
@@ -435,17 +442,17 @@ export function InstancePage({ id }: { id: number }) {
         </section>
       )}
 
-      {admin && <SystemConfig info={info} onSaved={() => refreshInfo.current.request()} />}
+      {mayChange && <SystemConfig info={info} onSaved={() => refreshInfo.current.request()} />}
 
       {mayExport && (
         <section aria-labelledby="config-title" class="panel">
           <div class="panel-head">
             <h2 id="config-title">Config file</h2>
-            {!admin && <span class="muted">read-only{config?.masked ? ', secrets shown as ********' : ''}</span>}
+            {!mayChange && <span class="muted">read-only{config?.masked ? ', secrets shown as ********' : ''}</span>}
           </div>
           <ErrorText>{configError}</ErrorText>
           {config &&
-            (admin ? (
+            (mayChange ? (
               <ConfigEditor
                 instanceID={id}
                 config={config}
@@ -462,6 +469,17 @@ export function InstancePage({ id }: { id: number }) {
             ))}
         </section>
       )}
+
+      <History
+        instanceID={id}
+        mayChange={mayChange}
+        stamp={info.revision}
+        onRolledBack={() => {
+          refreshInfo.current.request();
+          if (exportable.current) refreshConfig.current.request();
+          proxiesEdited();
+        }}
+      />
 
       {dialog?.kind === 'rename' && (
         <RenameInstance instance={info} onClose={() => setDialog(null)} onDone={() => refreshInfo.current.request()} />

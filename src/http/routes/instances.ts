@@ -179,8 +179,11 @@ export const importInstance = operation({
     content: given('the text of an frpc config file'),
     format: z.enum(IMPORT_FORMATS).optional().describe('guessed from the content when omitted'),
     ...runFields,
+    dryRun: changeFields.dryRun,
   }),
-  ok: ok('Imported', schema('InstanceImported')),
+  ok: ok('Imported (or, with dryRun, checked)', {
+    oneOf: [schema('InstanceImported'), schema('InstanceImportChecked')],
+  }),
   errors: {
     400: 'A missing field, content that does not parse, or something in it that cannot be represented (the message names it).',
     409: 'An instance with that name exists, or a proxy would clash with one of another instance on the same server.',
@@ -239,7 +242,7 @@ export const modifyInstance = operation({
           .describe(
             'environment variable NAME to its value (write-only), or null to remove it; the config file reads them as {{ .Envs.NAME }}',
           ),
-      ),
+      ).extend({ dryRun: changeFields.dryRun }),
       modification(
         'labels',
         z
@@ -532,18 +535,36 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
 
   // An existing frpc config file (TOML, INI, YAML or JSON) as a new instance, rewritten in frpc's current TOML.
   router.route(importInstance, async (ctx, { body: fields }) => {
-    const done = await supervisor.importConfig(
-      {
-        name: fields.name,
-        content: fields.content,
-        format: fields.format,
-        bootAtStart: fields.bootAtStart ?? false,
-        runUser: fields.runUser || 'root',
-        labels: optionalLabels(fields.labels),
-      },
-      ctx.state.auth.user,
-      authorOf(ctx.state.auth),
-    );
+    const input = {
+      name: fields.name,
+      content: fields.content,
+      format: fields.format,
+      bootAtStart: fields.bootAtStart ?? false,
+      runUser: fields.runUser || 'root',
+      labels: optionalLabels(fields.labels),
+    };
+    if (fields.dryRun) {
+      const checked = await supervisor.checkImport(input);
+      const notes = checked.notes.length > 0 ? `; ${checked.notes.join('; ')}` : '';
+      const verified =
+        'skipped' in checked.verify ? `not verified by frpc (${checked.verify.skipped})` : 'frpc verify accepts it';
+      reply(
+        ctx,
+        `dry run, nothing created: ${fields.name} would be imported from ${checked.format}: ${checked.proxyCount} proxies, ${checked.visitorCount} visitors; ${verified}${notes}`,
+        {
+          name: fields.name,
+          format: checked.format,
+          proxyCount: checked.proxyCount,
+          visitorCount: checked.visitorCount,
+          notes: checked.notes,
+          dryRun: true as const,
+          verify:
+            'skipped' in checked.verify ? { verified: false, skipped: checked.verify.skipped } : { verified: true },
+        },
+      );
+      return;
+    }
+    const done = await supervisor.importConfig(input, ctx.state.auth.user, authorOf(ctx.state.auth));
     const { record, bootServiceError } = done;
     const notes = [...done.notes, ...(bootServiceError ? ['its boot service could not be set up'] : [])];
     reply(
@@ -651,7 +672,12 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
         ...changeData(done),
       });
     } else if (type === 'systemConfig') {
-      const { record, bootServiceError } = await supervisor.modifySystem(id, data, ctx.state.auth.user);
+      const { record, bootServiceError } = await supervisor.modifySystem(
+        id,
+        data,
+        ctx.state.auth.user,
+        authorOf(ctx.state.auth),
+      );
       reply(
         ctx,
         `instance ${record.name} modified${bootServiceError ? ', but its boot service could not be changed' : ''}`,
@@ -664,10 +690,19 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
         },
       );
     } else if (type === 'environment') {
-      const record = await supervisor.modifyEnvironment(id, data, ctx.state.auth.user);
-      reply(ctx, `environment of instance ${record.name} changed; it applies at the next start`, {
+      const dryRun = 'dryRun' in fields && fields.dryRun === true;
+      const record = await supervisor.modifyEnvironment(
+        id,
+        data,
+        ctx.state.auth.user,
+        authorOf(ctx.state.auth),
+        dryRun,
+      );
+      const what = dryRun ? 'checked; dry run, nothing changed' : 'changed; it applies at the next start';
+      reply(ctx, `environment of instance ${record.name} ${what}`, {
         instanceID: record.id,
         environment: supervisor.environment(id),
+        ...(dryRun ? { dryRun: true } : {}),
       });
     } else if (type === 'labels') {
       const record = await supervisor.modifyLabels(id, checkLabels(data, 'modifiedData', true), ctx.state.auth.user);
@@ -729,6 +764,13 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
       bootAtStart: view.record.bootAtStart,
       labels: view.record.labels,
       revision: view.record.revision,
+      // What the caller may do to it (see may): what a UI offers.
+      access: {
+        operate: supervisor.may(view.record.id, ctx.state.auth.user, 'operate'),
+        change: supervisor.may(view.record.id, ctx.state.auth.user, 'change'),
+        secrets: supervisor.may(view.record.id, ctx.state.auth.user, 'secrets'),
+        logs: supervisor.may(view.record.id, ctx.state.auth.user, 'logs'),
+      },
       // A guest is not shown which local account runs it or where its file is.
       ...(guest ? {} : { runUser: view.record.runUser, configPath: view.record.configPath }),
       state: view.state,

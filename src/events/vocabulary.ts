@@ -1,0 +1,123 @@
+/**
+ * What tunnelward tells the world: the kinds of event (the event stream has them all, webhooks the ones that mean
+ * something to someone outside), their fields, and how a change of an instance's state becomes them. One home for
+ * the vocabulary that the lifecycle, the event hub, the webhook notifier and the streams speak.
+ */
+
+import type { InstanceState } from '../../machines/instance.machine.js';
+
+/** A change of an instance's state, as the lifecycle tells it. */
+export interface InstanceStateChange {
+  instanceID: number;
+  name: string;
+  from: InstanceState;
+  to: InstanceState;
+  exitCode: number | null;
+  signal: string | null;
+  /** Crashes in a row, and the delay before the next start, while in backoff. */
+  attempt: number;
+  delayMs: number | null;
+  at: number;
+}
+
+export type NotificationKind =
+  | 'instance.started'
+  | 'instance.stopped'
+  | 'instance.crashed'
+  | 'instance.restarting'
+  | 'instance.failed'
+  | 'instance.bootServiceError'
+  | 'instance.logFailed'
+  | 'instance.logRecovered'
+  | 'service.started'
+  | 'service.stopping'
+  /** The catalogue: an instance was created, changed (its config file, proxies, record, environment) or deleted. */
+  | 'instance.created'
+  | 'instance.modified'
+  | 'instance.deleted'
+  /** Every change of an instance's state (the event stream only: webhooks get the kinds above). */
+  | 'instance.state'
+  /** What frpc says: a proxy working or not, the tunnel logged in to its server or not (debounced). */
+  | 'proxy.up'
+  | 'proxy.down'
+  | 'instance.connected'
+  | 'instance.disconnected'
+  /** The live status as frpc reports it changed (first sights included, not debounced): for UIs to re-read. */
+  | 'instance.status';
+
+/** What webhooks are sent: what an instance's life means, not each step of it, and not the catalogue's edits. */
+const WEBHOOK_KINDS: ReadonlySet<NotificationKind> = new Set<NotificationKind>([
+  'instance.started',
+  'instance.stopped',
+  'instance.crashed',
+  'instance.restarting',
+  'instance.failed',
+  'instance.bootServiceError',
+  'instance.logFailed',
+  'instance.logRecovered',
+  'service.started',
+  'service.stopping',
+  'proxy.up',
+  'proxy.down',
+  'instance.connected',
+  'instance.disconnected',
+]);
+
+export const isWebhookEvent = (event: { event: NotificationKind }): boolean => WEBHOOK_KINDS.has(event.event);
+
+export interface NotificationEvent {
+  event: NotificationKind;
+  instanceID: number | null;
+  name: string;
+  from: string | null;
+  to: string | null;
+  exitCode: number | null;
+  signal: string | null;
+  /** For instance.restarting: crashes in a row, and the delay before the next start. */
+  attempt?: number;
+  delayMs?: number;
+  /** For instance.bootServiceError, instance.logFailed, instance.logRecovered and instance.modified: what happened. */
+  message?: string;
+  /** For instance.status: logged in to its server (null: not known), and how many proxies in each status. */
+  connected?: boolean | null;
+  proxyStatus?: Record<string, number>;
+  /** For proxy.up and proxy.down: which proxy, and frpc's error. */
+  proxy?: string;
+  err?: string;
+  at: string;
+  seq: number;
+}
+
+export type Draft = Omit<NotificationEvent, 'seq' | 'at'>;
+
+/** What an instance's change of state means to someone watching from outside; adoption at start-up is no news. */
+export function eventsOf(change: InstanceStateChange): Draft[] {
+  const base = {
+    instanceID: change.instanceID,
+    name: change.name,
+    from: change.from,
+    to: change.to,
+    exitCode: change.exitCode,
+    signal: change.signal,
+  };
+  const crashed: Draft = { event: 'instance.crashed', ...base };
+  switch (change.to) {
+    case 'running':
+      return change.from === 'starting' ? [{ event: 'instance.started', ...base }] : [];
+    case 'backoff':
+      return [
+        crashed,
+        { event: 'instance.restarting', ...base, attempt: change.attempt, delayMs: change.delayMs ?? 0 },
+      ];
+    case 'failed':
+      return [crashed, { event: 'instance.failed', ...base }];
+    case 'stopped':
+      // Ended by itself with code 0 (frpc after its own `/api/stop`) is a stop, not a crash.
+      return (change.from === 'running' || change.from === 'starting') &&
+        !(change.exitCode === 0 && change.signal === null)
+        ? [crashed]
+        : [{ event: 'instance.stopped', ...base }];
+    default:
+      return [];
+  }
+}

@@ -1,0 +1,59 @@
+import test from 'ava';
+import { cli, loggedIn } from '../../helpers/cli.js';
+import { rm, symlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { disposeWithTunnels, programDir, startWithRoot } from '../../helpers/daemon.js';
+import { FIXTURE_FRPC, instanceSettings } from '../../helpers/instances.js';
+
+test("doctor shows the daemon's self-check, a line per check, and exits 1 only on a failure", async (t) => {
+  const { daemon, root } = await startWithRoot({ settingsToml: instanceSettings() });
+  t.teardown(() => disposeWithTunnels(daemon, root));
+  const env = await loggedIn(daemon, t);
+
+  const healthy = await cli(['doctor'], env);
+  t.is(healthy.code, 0, healthy.stderr);
+  const lines = healthy.stdout.trimEnd().split('\n');
+  t.regex(lines[0]!, /^\s+check\s+found$/);
+  t.regex(healthy.stdout, /^ok\s+tunnelVersion\s+0\.71\.0$/m);
+  t.regex(healthy.stdout, /^ok\s+tunnelPath\s+\S+frpc\.mjs is executable$/m);
+  t.is(lines.length, 1 + 9 + 1, 'a header, nine checks, a verdict');
+  t.is(lines.at(-1), `ok: 0 failed, 0 warned, 9 ok (at ${daemon.url})`);
+
+  // A tunnel client that goes away after it was set.
+  const programs = await programDir();
+  t.teardown(() => rm(programs, { recursive: true, force: true }));
+  const frpc = join(programs, 'frpc');
+  await symlink(FIXTURE_FRPC, frpc);
+  t.true((await daemon.post('/settings/set', { TunnelPath: frpc }, { token: root })).body.success);
+  await daemon.waitForOutput(new RegExp(`"tunnelPath":"${frpc}".*tunnel client found`));
+  await rm(frpc);
+  const broken = await cli(['doctor'], env);
+  t.is(broken.code, 1);
+  t.true(broken.stdout.includes(`${frpc} is missing or not an executable file`), broken.stdout);
+  t.regex(broken.stdout, /^fail\s+tunnelPath\s/m);
+  t.regex(broken.stdout, /^fail\s+tunnelVersion\s+no tunnel client to ask$/m);
+  t.regex(broken.stdout, /^fail: 2 failed, 0 warned, 7 ok/m);
+
+  const json = await cli(['doctor', '--json'], env);
+  t.is(json.code, 1);
+  const data = JSON.parse(json.stdout);
+  t.false(data.ok);
+  t.like(
+    data.checks.find((c: any) => c.name === 'tunnelPath'),
+    { ok: false, severity: 'fail' },
+  );
+  t.is(
+    (await cli(['doctor'], { XDG_CONFIG_HOME: env.XDG_CONFIG_HOME!, TUNNELWARD_URL: 'http://127.0.0.1:1' })).code,
+    4,
+  );
+});
+
+test('doctor passes with warnings: plain HTTP beyond loopback warns, and the exit is still 0', async (t) => {
+  const { daemon, root } = await startWithRoot({ settingsToml: instanceSettings(), args: ['--host', '0.0.0.0'] });
+  t.teardown(() => disposeWithTunnels(daemon, root));
+  const env = await loggedIn(daemon, t);
+  const run = await cli(['doctor'], env);
+  t.regex(run.stdout, /^warn\s+exposure\s+open to whoever reaches the port: plain HTTP on a non-loopback address/m);
+  t.is(run.code, 0, run.stdout);
+  t.regex(run.stdout, /^ok: 0 failed, 1 warned, 8 ok/m);
+});

@@ -1,0 +1,152 @@
+import { NODE_FLAGS } from '../../../src/system/node-flags.js';
+// Tunnels are started by the spawner, a small process of the daemon's: it is their parent (exit codes known),
+// and losing it loses no tunnel.
+import test from 'ava';
+import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { disposeWithTunnels, startWithRoot } from '../../helpers/daemon.js';
+import { createInstance, instanceSettings, statusOf, tunnelPids, waitFor } from '../../helpers/instances.js';
+import { quietFor } from '../../helpers/until.js';
+
+const parentOf = async (pid: number) => {
+  const stat = await readFile(`/proc/${pid}/stat`, 'latin1');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+};
+const childrenOf = async (pid: number) =>
+  (await readFile(`/proc/${pid}/task/${pid}/children`, 'latin1').catch(() => ''))
+    .trim()
+    .split(' ')
+    .filter(Boolean)
+    .map(Number);
+const cmdline = (pid: number) => readFile(`/proc/${pid}/cmdline`, 'latin1').catch(() => '');
+
+async function spawnerOf(daemonPid: number): Promise<number | undefined> {
+  for (const child of await childrenOf(daemonPid))
+    if ((await cmdline(child)).includes('spawner-process.js')) return child;
+  return undefined;
+}
+
+test("the spawner is the tunnels' parent; when it dies they run on, are watched, and the next start has a new one", async (t) => {
+  const { daemon, root } = await startWithRoot({ settingsToml: instanceSettings() });
+  t.teardown(() => disposeWithTunnels(daemon, root));
+  const a = await createInstance(daemon, root, 'sp_a');
+  const b = await createInstance(daemon, root, 'sp_b', { metadatas: { 'fixture.crashAfterMs': '60000' } });
+  t.is(await spawnerOf(daemon.pid), undefined, 'no spawner before a tunnel is started');
+  for (const { id } of [a, b])
+    t.true((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root })).body.success);
+  const spawner = (await spawnerOf(daemon.pid))!;
+  t.truthy(spawner);
+  const [pidA] = await tunnelPids(a.configPath);
+  const [pidB] = await tunnelPids(b.configPath);
+  t.is(await parentOf(pidA!), spawner);
+  t.is(await parentOf(pidB!), spawner);
+  t.false((await childrenOf(daemon.pid)).includes(pidA!), 'not a child of the daemon');
+  t.deepEqual(
+    (await cmdline(spawner)).split('\0').filter((arg) => NODE_FLAGS.includes(arg)),
+    NODE_FLAGS,
+    "the spawner runs with the daemon's Node options",
+  );
+
+  process.kill(spawner, 'SIGKILL');
+  await quietFor(300, 'a tunnel ended with its spawner');
+  for (const { id, configPath } of [a, b]) {
+    t.like(await statusOf(daemon, root, id), { state: 'running' });
+    t.is((await tunnelPids(configPath)).length, 1, 'the tunnel runs on');
+  }
+  t.deepEqual(await tunnelPids(a.configPath), [pidA!]);
+
+  // A crash of a tunnel whose spawner is gone is still seen, and its restart brings a new spawner.
+  process.kill(pidA!, 'SIGKILL');
+  const [again] = await waitFor(
+    () => tunnelPids(a.configPath),
+    (pids) => pids.length === 1 && pids[0] !== pidA,
+  );
+  const fresh = await spawnerOf(daemon.pid);
+  t.truthy(fresh);
+  t.not(fresh, spawner);
+  t.is(await parentOf(again!), fresh!);
+  t.like(await statusOf(daemon, root, a.id), { restarts: 1, lastExit: { signal: null } });
+  await waitFor(
+    () => statusOf(daemon, root, a.id),
+    (s) => s.state === 'running',
+  );
+});
+
+test('the exit code of a tunnel the spawner started reaches the instance', async (t) => {
+  const { daemon, root } = await startWithRoot({ settingsToml: instanceSettings() });
+  t.teardown(() => disposeWithTunnels(daemon, root));
+  const { id } = await createInstance(daemon, root, 'sp_code', {
+    metadatas: { 'fixture.crashAfterMs': '600', 'fixture.exitCode': '7' },
+  });
+  t.true((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root })).body.success);
+  const crashed = await waitFor(
+    () => statusOf(daemon, root, id),
+    (s) => s.lastExit !== null,
+  );
+  t.like(crashed.lastExit, { code: 7, signal: null });
+});
+
+test('a spawner that stops answering: the start fails with a clear error within the timeout, the instance is not left busy, and the spawner is replaced', async (t) => {
+  const { daemon, root } = await startWithRoot({ settingsToml: instanceSettings() });
+  t.teardown(() => disposeWithTunnels(daemon, root));
+  const a = await createInstance(daemon, root, 'sp_wedge_a');
+  const b = await createInstance(daemon, root, 'sp_wedge_b');
+  t.true((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: a.id }, { token: root })).body.success);
+  const wedged = (await spawnerOf(daemon.pid))!;
+  const [pidA] = await tunnelPids(a.configPath);
+  // Stopped, not dead: its channel stays open and it answers nothing.
+  process.kill(wedged, 'SIGSTOP');
+  t.teardown(() => {
+    try {
+      process.kill(wedged, 'SIGKILL');
+    } catch {
+      // replaced already
+    }
+  });
+
+  const started = Date.now();
+  const res = await Promise.race([
+    daemon.post('/tunnelAct/instanceMgr/start', { instanceID: b.id }, { token: root }),
+    new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error('the start got no answer within 40 s')), 40_000).unref(),
+    ),
+  ]);
+  t.false(res.body.success);
+  t.regex(res.body.message, /the spawner did not answer within \d+ s/);
+  t.true(Date.now() - started < 40_000);
+  t.like(await statusOf(daemon, root, b.id), { state: 'stopped', isRunning: false }, 'not left busy');
+  t.deepEqual(await tunnelPids(b.configPath), []);
+
+  // The wedged spawner is gone; its tunnel runs on, watched, and the next start has a new spawner.
+  await waitFor(
+    () => cmdline(wedged),
+    (line) => !line.includes('spawner-process.js'),
+  );
+  t.like(await statusOf(daemon, root, a.id), { state: 'running', pid: pidA });
+  t.true((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: b.id }, { token: root })).body.success);
+  const fresh = await spawnerOf(daemon.pid);
+  t.truthy(fresh);
+  t.not(fresh, wedged);
+});
+
+test("a tunnel's output pipe removed while it runs, then its spawner killed: the daemon runs on, says so, and still hears the tunnel's end", async (t) => {
+  const { daemon, root } = await startWithRoot({ settingsToml: instanceSettings() });
+  t.teardown(() => disposeWithTunnels(daemon, root));
+  const a = await createInstance(daemon, root, 'sp_nopipe');
+  t.true((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: a.id }, { token: root })).body.success);
+  const spawner = (await spawnerOf(daemon.pid))!;
+  const [pid] = await tunnelPids(a.configPath);
+  await rm(join(daemon.dataDir, 'logs', `tunnel_${a.id}.pipe`));
+
+  process.kill(spawner, 'SIGKILL');
+  await daemon.waitForOutput(/a tunnel taken over: its output pipe \S+ was missing/);
+  t.like(await statusOf(daemon, root, a.id), { state: 'running', pid });
+
+  // Its output is read through its own end of the pipe, so its end is still heard, and the restart makes the pipe again.
+  process.kill(pid!, 'SIGKILL');
+  await waitFor(
+    () => tunnelPids(a.configPath),
+    (pids) => pids.length === 1 && pids[0] !== pid,
+  );
+  t.like(await statusOf(daemon, root, a.id), { restarts: 1 });
+});
