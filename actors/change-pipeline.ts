@@ -222,18 +222,25 @@ export class ChangePipeline {
       throw err;
     }
 
-    let applied: Plan = plan;
+    // The plan as the apply goes (a reload frpc cannot be asked becomes a restart): what putting back undoes.
+    const progress = { plan };
     let observed: Record<string, string> | undefined;
     try {
-      ({ plan: applied, observed } = await this.apply(slot, record, number, plan, current, config));
+      observed = await this.apply(slot, record, number, progress, current, config);
     } catch (err) {
-      if (!(err instanceof ApplyFailed)) throw err;
-      const how = await this.putBack(slot, record, before, current, applied.action, err);
+      // Whatever stopped the apply (frpc's refusal, a restart that did not hold, a start check that refused it, a
+      // failure of ours), the file and the tunnel are put back: no new file stays behind a failure.
+      const failure =
+        err instanceof ApplyFailed
+          ? err
+          : new ApplyFailed(err instanceof AppError ? err.status : 500, (err as Error).message);
+      const how = await this.putBack(slot, record, before, current, progress.plan.action, failure);
       revisions.drop(id, number);
       await this.deps.db.persist();
-      this.log.warn({ instanceID: id, reason: err.message }, 'a change could not be applied; it was undone');
-      throw new AppError(err.status, `${err.message}; ${how}`);
+      this.log.warn({ instanceID: id, reason: failure.message }, 'a change could not be applied; it was undone');
+      throw new AppError(failure.status, `${failure.message}; ${how}`);
     }
+    const applied = progress.plan;
     revisions.commit(id, number, { plan: applied.action, reason: applied.reason, outcome: OUTCOME[applied.action] });
     store.setRevision(id, number);
     await this.deps.db.persist();
@@ -318,16 +325,20 @@ export class ChangePipeline {
     return { action: 'reload', reason: 'only proxies or visitors changed: frpc reloads them, the others run on' };
   }
 
-  /** Gives the running tunnel the new file, and looks at what it did with it. Throws ApplyFailed. */
+  /**
+   * Gives the running tunnel the new file, and looks at what it did with it; `progress.plan` says how far it went
+   * (the plan can change on the way). Returns what a reload's look saw; throws ApplyFailed.
+   */
   private async apply(
     slot: Slot,
     record: InstanceRecord,
     number: number,
-    plan: Plan,
+    progress: { plan: Plan },
     current: TunnelConfig,
     config: TunnelConfig,
-  ): Promise<{ plan: Plan; observed?: Record<string, string> }> {
-    if (plan.action !== 'reload' && plan.action !== 'restart') return { plan };
+  ): Promise<Record<string, string> | undefined> {
+    const { plan } = progress;
+    if (plan.action !== 'reload' && plan.action !== 'restart') return undefined;
     this.deps.revisions.applying(record.id, number);
     await this.deps.db.persist();
     crashPoint('change:applying', record);
@@ -339,19 +350,20 @@ export class ChangePipeline {
         const observed = await this.observe(endpoint, changedProxies(current, config));
         const failed = Object.entries(observed).find(([, s]) => s.startsWith('start error'));
         if (failed) throw new ApplyFailed(409, `frpc could not start proxy ${failed[0]}: ${failed[1]}`);
-        return { plan, observed };
+        return observed;
       }
       // frpc did not refuse it, it could not be asked: nothing says the change is wrong, and a restart applies it.
       this.log.warn({ instanceID: record.id, reason: reloaded.message }, 'cannot reload the tunnel; restarting it');
-      plan = { action: 'restart', reason: `frpc could not be asked to reload (${reloaded.message})` };
+      progress.plan = { action: 'restart', reason: `frpc could not be asked to reload (${reloaded.message})` };
     }
     const done = await this.deps.lifecycle.restartIfRunning(slot);
     if (done && !done.ok) throw new ApplyFailed(502, `the tunnel did not come up with the new file: ${done.message}`);
     if (!done)
-      return {
-        plan: { action: 'file only', reason: 'the tunnel stopped meanwhile: it reads the file at its next start' },
+      progress.plan = {
+        action: 'file only',
+        reason: 'the tunnel stopped meanwhile: it reads the file at its next start',
       };
-    return { plan };
+    return undefined;
   }
 
   /**

@@ -2,10 +2,18 @@
 // answer (the plan, how it went, the revision), a failed apply put back whole, dry runs that write nothing, changes
 // made against a revision refused once it moved on, and the revisions' history, diff and rollback.
 import test from 'ava';
-import { access, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { access, chmod, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { disposeWithTunnels, startWithRoot, tempDir, type Daemon } from '../../helpers/daemon.js';
-import { createInstance, instanceSettings, statusOf, tcpProxy, tunnelPids, waitFor } from '../../helpers/instances.js';
+import { disposeWithTunnels, programDir, startWithRoot, tempDir, type Daemon } from '../../helpers/daemon.js';
+import {
+  createInstance,
+  FIXTURE_FRPC,
+  instanceSettings,
+  statusOf,
+  tcpProxy,
+  tunnelPids,
+  waitFor,
+} from '../../helpers/instances.js';
 
 let daemon: Daemon;
 let root: string;
@@ -310,4 +318,42 @@ test('changes of the record are revisions too: the environment (names only), the
   );
   t.false(JSON.stringify(history).includes('value-never-recorded'));
   t.is(history.revisions[0].version, history.revisions[2].version, 'the file is as it was');
+});
+
+test('a restart refused by its start checks after the write (TunnelPath gone) puts the file back: no new file behind a failure', async (t) => {
+  // A daemon of its own, whose TunnelPath becomes one it may not run (writable by every user).
+  const programs = await programDir();
+  t.teardown(() => rm(programs, { recursive: true, force: true }));
+  const frpc = join(programs, 'frpc');
+  await symlink(FIXTURE_FRPC, frpc);
+  const { daemon: own, root: ownRoot } = await startWithRoot({ settingsToml: instanceSettings({}, frpc) });
+  t.teardown(() => disposeWithTunnels(own, ownRoot));
+  const control = join(await tempDir(undefined, t), 'control.json');
+  await writeFile(control, JSON.stringify({ server: 'up' }));
+  const { id, configPath } = await createInstance(own, ownRoot, 'cp_gone', {
+    metadatas: { 'fixture.control': control },
+  });
+  t.true((await own.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: ownRoot })).body.success);
+  const before = await readFile(configPath, 'utf8');
+  const pidOf = async () =>
+    (await own.get(`/tunnelAct/instanceMgr/status?instanceID=${id}`, { token: ownRoot })).body.data.pid;
+  const pid = await pidOf();
+  t.true(typeof pid === 'number');
+  await chmod(programs, 0o777);
+  const res = await own.post(
+    '/tunnelAct/instanceMgr/modify',
+    { instanceID: id, type: 'configFile', modifiedData: { loginFailExit: true } },
+    { token: ownRoot },
+  );
+  t.is(res.status, 409);
+  t.regex(res.body.message, /cannot restart, so it was not stopped: TunnelPath .* is writable by every user/);
+  t.regex(res.body.message, /the file is back at revision \d+, and the tunnel runs on it/);
+  t.is(await readFile(configPath, 'utf8'), before, 'the file as it was');
+  t.is(await pidOf(), pid, 'the tunnel untouched');
+  const status = (await own.get(`/tunnelAct/instanceMgr/status?instanceID=${id}`, { token: ownRoot })).body.data;
+  t.like(status, { state: 'running', queued: 0 });
+  t.is(
+    (await own.get(`/tunnelAct/instanceMgr/history?instanceID=${id}`, { token: ownRoot })).body.data.current,
+    status.revision,
+  );
 });
