@@ -35,6 +35,22 @@ const isRunning = (view: InstanceView) => view.state === 'running';
 export const secretsMasked = (ctx: Context, supervisor: InstanceSupervisor, id: number) =>
   !supervisor.may(id, ctx.state.auth.user, 'secrets');
 
+/**
+ * Whether the caller reads the instance's file masked (see may); a visitor is refused while Visitor.ShowDetails hides
+ * details.
+ */
+function readableFile(ctx: Context, supervisor: InstanceSupervisor, id: number): boolean {
+  if (seesOnlyGuestView(ctx.state.exposure, ctx.state.auth.user.type))
+    throw forbidden('a visitor cannot read config files on this server (Visitor.ShowDetails)');
+  return secretsMasked(ctx, supervisor, id);
+}
+
+/** A reply with a file's text: unmasked, its secrets are what a superuser asked for. */
+function replyMasked(ctx: Context, masked: boolean, what: string, data: object): void {
+  if (masked) reply(ctx, what, data);
+  else replyWithSecrets(ctx, what, data);
+}
+
 /** What every change of a config file may add to its request: a dry run, and the revision it was made against. */
 export const changeFields = {
   dryRun: z
@@ -608,8 +624,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
       revision: record.revision,
     };
     // Unmasked, the secrets are what a superuser asked for.
-    if (masked) reply(ctx, what, data);
-    else replyWithSecrets(ctx, what, data);
+    replyMasked(ctx, masked, what, data);
   });
 
   // The whole config file replaced by an operator's text (an export, edited): checked as every edit is, applied as
@@ -802,25 +817,19 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
   });
 
   router.route(showRevision, async (ctx, { query }) => {
-    if (seesOnlyGuestView(ctx.state.exposure, ctx.state.auth.user.type))
-      throw forbidden('a visitor cannot read config files on this server (Visitor.ShowDetails)');
-    const masked = secretsMasked(ctx, supervisor, query.instanceID);
+    const masked = readableFile(ctx, supervisor, query.instanceID);
     const shown = await supervisor.revision(query.instanceID, query.revision, masked);
     const data = { ...revisionData(shown), instanceID: query.instanceID, content: shown.content, masked };
     const what = `revision ${shown.number} of instance ${supervisor.nameOf(query.instanceID)}${masked ? ', secrets masked' : ''}`;
-    if (masked) reply(ctx, what, data);
-    else replyWithSecrets(ctx, what, data);
+    replyMasked(ctx, masked, what, data);
   });
 
   router.route(diffRevisions, async (ctx, { query }) => {
-    if (seesOnlyGuestView(ctx.state.exposure, ctx.state.auth.user.type))
-      throw forbidden('a visitor cannot read config files on this server (Visitor.ShowDetails)');
-    const masked = secretsMasked(ctx, supervisor, query.instanceID);
+    const masked = readableFile(ctx, supervisor, query.instanceID);
     const { diff, from, to } = await supervisor.diff(query.instanceID, query.from, query.to, masked);
     const what = `revision ${from} to ${to === 'live' ? 'the live file' : `revision ${to}`}: ${diff === '' ? 'the same' : 'they differ'}`;
     const data = { instanceID: query.instanceID, from, to, diff, masked };
-    if (masked) reply(ctx, what, data);
-    else replyWithSecrets(ctx, what, data);
+    replyMasked(ctx, masked, what, data);
   });
 
   router.route(rollbackInstance, async (ctx, { body }) => {
