@@ -21,8 +21,6 @@ import type { Logger } from '../src/log/logger.js';
 import type { Settings } from '../src/settings/table.js';
 import type { SettingsStore } from '../src/settings/settings-store.js';
 import type { Database } from '../src/storage/database.js';
-import { getMeta, setMeta } from '../src/storage/meta.js';
-import type { LiveProcess } from '../src/system/proc.js';
 import { HEAP_GROWTH, lowMemoryCollection, MemoryReclaimer } from '../src/system/memory-reclaim.js';
 import { trustedProgram } from '../src/system/trusted-program.js';
 import { crashPoint } from '../src/util/crash-points.js';
@@ -31,6 +29,7 @@ import type { InstanceLogs } from './instance-logs.js';
 import { InstanceQueue, type Slot } from './instance-queue.js';
 import type { InstanceRegistry } from './instance-registry.js';
 import { StartChecks, type VerdictCache } from './start-checks.js';
+import { InstanceRestore } from './instance-restore.js';
 import type { InitSystemEvent, SpawnRequest, TunnelRunner } from './process-runner.js';
 import type { InstanceStateChange } from '../src/events/vocabulary.js';
 
@@ -110,6 +109,7 @@ export class InstanceLifecycle {
   private readonly live = new Map<number, Live>();
   private readonly queue: InstanceQueue;
   private readonly checks: StartChecks;
+  private readonly restoration: InstanceRestore;
   private readonly spawns = new WorkLimiter(SPAWNS_AT_ONCE, Infinity);
   /** Gives back what a burst of commands (a thousand starts), or any other growth of the heap, left it holding. */
   private readonly reclaimer = new MemoryReclaimer(
@@ -147,6 +147,26 @@ export class InstanceLifecycle {
     this.log = log.child({ component: 'lifecycle' });
     this.queue = new InstanceQueue((id) => this.store.get(id));
     this.checks = new StartChecks({ settings, env, registry, stateOf: (id) => this.stateOf(id), log });
+    this.restoration = new InstanceRestore({
+      db,
+      store,
+      runner,
+      logs,
+      log: this.log,
+      host: {
+        adopt: (record, pid) => this.createActor(record).send({ type: 'ADOPT', pid }),
+        resume: (record, state, exit) =>
+          this.createActor(record).send({
+            type: 'RESUME',
+            state,
+            // Failed before we restarted: nothing is announced again (it is no new failure).
+            ...(exit === undefined ? {} : { quiet: true, ...(exit ? { exit } : {}) }),
+          }),
+        knowSecrets: (record, text) => void this.checks.knowSecrets(record, text),
+        requestFor: (record) => this.requestFor(record),
+        outputProblem: (id, pid, problem) => this.outputProblem(id, pid, problem),
+      },
+    });
   }
 
   get initSystem(): string {
@@ -159,64 +179,11 @@ export class InstanceLifecycle {
   }
 
   /**
-   * Takes over the processes that still run and brings the rest to their desired state: after a restart of
-   * tunnelward alone, what should run is started again and a stop that was cut off is finished; after a new boot
-   * of the host, the `bootAtStart` instances are started.
+   * Takes over the processes that still run and brings the rest to their desired state (see InstanceRestore), then
+   * follows what the init system and the runner tell of the tunnels from now on.
    */
   async restore(bootId: string): Promise<void> {
-    await this.runner.takeOverOutput?.();
-    const sameBoot = getMeta(this.db, 'boot_id') === bootId;
-    const toStart: number[] = [];
-    const toStop: number[] = [];
-    let adopted = 0;
-    let failed = 0;
-    // Tunnels are found by what they run, not only by the pids on record: a crash can come between a spawn and
-    // the saving of its pid, and a tunnel found so is taken over instead of being started a second time.
-    const running = await this.runner.findRunning(
-      this.store.all().map((r) => ({ id: r.id, configPath: r.configPath })),
-    );
-    // What runs on may print its secrets: they are known before its output is read.
-    await Promise.all(
-      this.store
-        .all()
-        .filter((r) => r.pid !== null || (running.get(r.configPath)?.length ?? 0) > 0)
-        .map(async (r) => this.checks.knowSecrets(r, await readTunnelConfigText(r.configPath).catch(() => ''))),
-    );
-    const toCancel: InstanceRecord[] = [];
-    this.db.transaction(() => {
-      for (const record of this.store.all()) {
-        const pid = this.adoptOne(record, running.get(record.configPath) ?? []);
-        if (pid !== null) {
-          adopted++;
-          // A stop that was cut off: it was meant, so it is finished.
-          if (record.desired === 'stopped') toStop.push(record.id);
-          continue;
-        }
-        if (record.pid !== null) this.store.setProcess(record.id, null, null);
-        // An init system that restarts tunnels itself may be about to restart this one, or may have given it up.
-        const restart = this.runner.restartStateOf?.(record.id);
-        if (restart === 'backoff' && record.desired === 'stopped') toCancel.push(record);
-        else if (restart) {
-          this.createActor(record).send({ type: 'RESUME', state: restart });
-          if (restart === 'failed') this.store.setDesired(record.id, 'stopped');
-          continue;
-        }
-        const shouldRun = sameBoot ? record.desired === 'running' : record.bootAtStart;
-        if (!sameBoot) this.store.setDesired(record.id, record.bootAtStart ? 'running' : 'stopped');
-        if (shouldRun) toStart.push(record.id);
-        else if (record.failed) {
-          // Failed before we restarted: it rests there, as it was, until an operator starts it (nothing is announced
-          // again: it is no new failure).
-          const actor = this.createActor(record);
-          const exit = record.lastExit && { code: record.lastExit.code, signal: record.lastExit.signal, tail: [] };
-          actor.send({ type: 'RESUME', state: 'failed', quiet: true, ...(exit ? { exit } : {}) });
-          failed++;
-        }
-      }
-      setMeta(this.db, 'boot_id', bootId);
-    });
-    await this.db.persist();
-    for (const record of toCancel) this.runner.cancelRestart?.(this.requestFor(record));
+    const found = await this.restoration.restore(bootId);
     this.initSub = this.runner.initEvents$?.subscribe((event) => this.onInitSystem(event));
     // A tunnel whose parent went away: the end of its output pipe tells its end, as for one adopted at start-up.
     this.orphanSub = this.runner.orphaned$?.subscribe((pid) => {
@@ -235,16 +202,15 @@ export class InstanceLifecycle {
         for (const { actor } of this.live.values()) actor?.send(event);
       }
     });
-    const instances = this.store.all().length;
     this.log.info(
       {
         initSystem: this.initSystem,
-        instances,
-        adopted,
-        failed,
-        starting: toStart.length,
-        stopping: toStop.length,
-        sameBoot,
+        instances: this.store.all().length,
+        adopted: found.adopted,
+        failed: found.failed,
+        starting: found.toStart.length,
+        stopping: found.toStop.length,
+        sameBoot: found.sameBoot,
       },
       'instances loaded',
     );
@@ -254,43 +220,13 @@ export class InstanceLifecycle {
           done.ok || this.log.warn({ instanceID: id, command, reason: done.message }, 'could not restore an instance'),
         (err) => this.log.error({ instanceID: id, command, err }, 'could not restore an instance'),
       );
-    for (const id of toStart) void restore(id, 'start');
-    for (const id of toStop) void restore(id, 'stop');
+    for (const id of found.toStart) void restore(id, 'start');
+    for (const id of found.toStop) void restore(id, 'stop');
   }
 
-  /**
-   * Takes over the instance's live process: the recorded one if it still runs, else the newest found running its
-   * config file. Any other process for the same file is a second copy (a restart cut off by a crash) and is ended.
-   * Returns the pid taken over, or null.
-   */
-  private adoptOne(record: InstanceRecord, found: LiveProcess[]): number | null {
-    const recorded =
-      record.pid !== null && this.runner.adopt(record.pid, record.startTicks, record.configPath) ? record.pid : null;
-    const candidates = found.filter((p) => p.pid !== recorded).sort((a, b) => b.startTicks - a.startTicks);
-    let pid = recorded;
-    if (pid === null) {
-      const newest = candidates.shift();
-      if (newest && this.runner.adopt(newest.pid, newest.startTicks, record.configPath)) {
-        pid = newest.pid;
-        this.store.setProcess(record.id, newest.pid, newest.startTicks);
-        this.log.warn({ instanceID: record.id, pid }, 'found a tunnel running whose pid was not recorded; taken over');
-      }
-    }
-    for (const stray of candidates) {
-      this.log.warn(
-        { instanceID: record.id, pid: stray.pid },
-        'found a second tunnel for the same config file; stopping it',
-      );
-      this.runner.stopStray(stray.pid);
-    }
-    if (pid === null) return null;
-    // Drain what it wrote while we were away, then follow it. Output that cannot be read is this instance's
-    // trouble alone: it is said, and the tunnel is taken over all the same.
-    const adoptedPid = pid;
-    const problem = this.logs.channel(record.id).readTakenOver(pid, () => this.runner.checkNow(adoptedPid));
-    if (problem) this.outputProblem(record.id, pid, problem);
-    this.createActor(record).send({ type: 'ADOPT', pid });
-    return pid;
+  /** Ends every process found running the config files of these instances (being undone or removed). */
+  stopStrays(records: readonly InstanceRecord[]): Promise<void> {
+    return this.restoration.stopStrays(records);
   }
 
   private outputProblem(instanceID: number, pid: number, problem: string): void {
@@ -301,13 +237,6 @@ export class InstanceLifecycle {
       recovered: false,
       message: problem,
     });
-  }
-
-  /** Ends every process found running the config files of these instances (being undone or removed). */
-  async stopStrays(records: readonly InstanceRecord[]): Promise<void> {
-    const targets = records.map((r) => ({ id: r.id, configPath: r.configPath }));
-    for (const found of (await this.runner.findRunning(targets)).values())
-      for (const p of found) this.runner.stopStray(p.pid);
   }
 
   /**
