@@ -246,7 +246,9 @@ export interface paths {
         put?: never;
         /**
          * Create a user
-         * @description Access: superuser: a superuser only (X-Token or a superuser-scoped API key, and X-Timestamp).
+         * @description Not with an API key: a password login is needed (an account made with a leaked key would outlive it).
+         *
+         *     Access: superuser: a superuser only (X-Token or a superuser-scoped API key, and X-Timestamp).
          */
         post: operations["userMgr.create"];
         delete?: never;
@@ -308,7 +310,7 @@ export interface paths {
         put?: never;
         /**
          * Change a user's role
-         * @description The user's API keys act with the lower of their own scope and the new role.
+         * @description The user's API keys act with the lower of their own scope and the new role. Not with an API key: a password login is needed (a role raised with a leaked key would outlive it).
          *
          *     Access: superuser: a superuser only (X-Token or a superuser-scoped API key, and X-Timestamp).
          */
@@ -3350,6 +3352,7 @@ export interface operations {
             /** @description A missing field, a username or password that breaks the rules, or an unknown type. */
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            /** @description Not a superuser, or called with an API key. */
             403: components["responses"]["Forbidden"];
             /** @description The username is taken. */
             409: components["responses"]["Conflict"];
@@ -3474,6 +3477,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            /** @description Not a superuser, or called with an API key. */
             403: components["responses"]["Forbidden"];
             /** @description No such user. */
             404: components["responses"]["NotFound"];

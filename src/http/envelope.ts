@@ -42,6 +42,9 @@ function libraryErrorMessage(err: { status?: number; type?: string; message?: st
   if (err.status === 400 && err.message === 'Object contains forbidden prototype property') {
     return reservedKeyMessage('request body', '__proto__', 'in an object');
   }
+  // The body's reading, as raw-body says it went wrong (its `type`).
+  if (err.type === 'request.aborted') return 'the request was aborted before its body was read whole';
+  if (err.type === 'request.size.invalid') return 'the request body is not as long as its Content-Length says';
   if (err.status === 400) return 'request body is not valid JSON';
   return undefined;
 }

@@ -85,10 +85,12 @@ const ENCODINGS = new Set(['identity', 'gzip', 'deflate', 'br']);
 export function parseJsonBody(limit: string): Middleware {
   return async (ctx, next) => {
     if (PARSED_METHODS.has(ctx.method) && ctx.request.is('json')) {
-      const encoding = ctx.get('Content-Encoding') || 'identity';
+      // Content codings are case-insensitive (RFC 9110, 8.4.1): GZIP is gzip, and the decompressor is told so.
+      const encoding = (ctx.get('Content-Encoding') || 'identity').trim().toLowerCase();
       if (!ENCODINGS.has(encoding)) {
         throw new AppError(415, `Content-Encoding ${encoding} is not supported (gzip, deflate, br or none)`);
       }
+      if (ctx.req.headers['content-encoding'] !== undefined) ctx.req.headers['content-encoding'] = encoding;
       try {
         (ctx.request as { body?: unknown }).body = await json(ctx, { limit, strict: true });
       } catch (err) {

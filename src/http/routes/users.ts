@@ -27,7 +27,9 @@ export const createUser = operation({
     type: userType.default('visitor').describe('visitor when left out'),
   }),
   ok: ok('Created (type defaults to visitor)', schema('Account')),
+  description: 'Not with an API key: a password login is needed (an account made with a leaked key would outlive it).',
   errors: {
+    403: 'Not a superuser, or called with an API key.',
     400: 'A missing field, a username or password that breaks the rules, or an unknown type.',
     409: 'The username is taken.',
     429: 'Too many requests for this token, or too many password hashes at once.',
@@ -83,11 +85,16 @@ export const modifyUserType = operation({
   path: '/userMgr/modifyType',
   tag: 'users',
   summary: "Change a user's role",
-  description: "The user's API keys act with the lower of their own scope and the new role.",
+  description:
+    "The user's API keys act with the lower of their own scope and the new role. Not with an API key: a password login is needed (a role raised with a leaked key would outlive it).",
   access: 'superuser',
   body: z.object({ userID: idField, newType: userType }),
   ok: ok('Changed'),
-  errors: { 404: 'No such user.', 409: 'The last superuser cannot be demoted.' },
+  errors: {
+    403: 'Not a superuser, or called with an API key.',
+    404: 'No such user.',
+    409: 'The last superuser cannot be demoted.',
+  },
 });
 
 export const listUsers = operation({
@@ -106,6 +113,9 @@ export function userRoutes({ accounts, guards }: RouteDeps): ResourceRouter {
   const router = new ResourceRouter('/userMgr', guards);
 
   router.route(createUser, async (ctx, { body }) => {
+    // A leaked key must not mint a credential that outlives its revocation.
+    if (viaApiKey(ctx.state.auth))
+      throw forbidden('creating a user needs a password login, not an API key: an account would outlive the key');
     const user = await accounts.createUser(body.username, body.passwd, body.type);
     reply(ctx, `user ${user.username} created`, userData(user));
   });
@@ -127,6 +137,9 @@ export function userRoutes({ accounts, guards }: RouteDeps): ResourceRouter {
   });
 
   router.route(modifyUserType, async (ctx, { body }) => {
+    // Nor raise an account it controls (a self-registered visitor) to a role that outlives the key.
+    if (viaApiKey(ctx.state.auth))
+      throw forbidden("changing a user's type needs a password login, not an API key: the role would outlive the key");
     const user = await accounts.modifyType(body.userID, body.newType);
     reply(ctx, `user ${user.username} is now ${user.type}`);
   });

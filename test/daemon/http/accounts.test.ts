@@ -126,6 +126,11 @@ test('compressed bodies: read as their Content-Encoding says; data that is not w
     t.is(junk.status, 400);
     t.deepEqual(junk.body, { success: false, message: `request body is not valid ${encoding} data` });
   }
+  // Content codings are case-insensitive.
+  for (const encoding of ['GZIP', 'Gzip']) {
+    const upper = await send(encoding, gzipSync(json));
+    t.is(upper.status, 200, `${encoding}: ${upper.body.message}`);
+  }
   const cut = await send('gzip', gzipSync(json).subarray(0, 20));
   t.deepEqual([cut.status, cut.body.message], [400, 'request body is not valid gzip data']);
   const other = await send('compress', json);

@@ -343,3 +343,37 @@ test('at rest only a hash; never in the log or the audit trail; a stream on a ke
     'no secret in the log',
   );
 });
+
+test('a superuser key cannot mint a credential that outlives it: no user created, no role raised; a password login can', async (t) => {
+  const app = await inProcessApp();
+  t.teardown(() => app.close());
+  const root = await app.login();
+  const { key } = await newKey(app, root, { name: 'leaky' });
+  const made = await app.request('POST', '/userMgr/create', {
+    ...bearer(key),
+    body: { username: 'planted', passwd: 'Passw0rd!x', type: 'superuser' },
+  });
+  t.is(made.status, 403);
+  t.regex(made.body.message, /creating a user needs a password login, not an API key/);
+  // A self-registered visitor is not raised by the key either.
+  const visitor = await user(app, root, 'selfmade', 'visitor');
+  const raised = await app.request('POST', '/userMgr/modifyType', {
+    ...bearer(key),
+    body: { userID: visitor.userID, newType: 'superuser' },
+  });
+  t.is(raised.status, 403);
+  t.regex(raised.body.message, /changing a user's type needs a password login/);
+  const users = (await app.request('GET', '/userMgr/list', { token: root })).body.data;
+  t.false(users.some((u: { Username: string }) => u.Username === 'planted'));
+  t.is(users.find((u: { Username: string }) => u.Username === 'selfmade').Type, 'visitor');
+  // The same with a password login works.
+  t.is(
+    (
+      await app.request('POST', '/userMgr/modifyType', {
+        token: root,
+        body: { userID: visitor.userID, newType: 'admin' },
+      })
+    ).status,
+    200,
+  );
+});

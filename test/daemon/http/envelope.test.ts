@@ -57,3 +57,21 @@ test('an AppError keeps its status and message', async (t) => {
   t.is(res.text, JSON.stringify({ success: false, message: 'an instance named x already exists' }));
   t.deepEqual(res.logged, [], 'a client error is not logged as a failure');
 });
+
+test("a body-reading library's error says what went wrong with the body: aborted, short, not JSON", async (t) => {
+  const libraryError = (message: string, type: string) =>
+    Object.assign(new Error(message), { status: 400, expose: true, type });
+  const cases: Array<[Error, string]> = [
+    [libraryError('request aborted', 'request.aborted'), 'the request was aborted before its body was read whole'],
+    [
+      libraryError('request size did not match content length', 'request.size.invalid'),
+      'the request body is not as long as its Content-Length says',
+    ],
+    [libraryError('Unexpected token } in JSON', 'entity.parse.failed'), 'request body is not valid JSON'],
+  ];
+  for (const [err, message] of cases) {
+    const res = await throwing(() => err);
+    t.is(res.status, 400, message);
+    t.is(res.text, JSON.stringify({ success: false, message }));
+  }
+});
