@@ -358,8 +358,11 @@ export class LogChannel {
   }
 }
 
-/** Up to `count` last lines of a file, reading backwards in blocks only as far as needed. */
-function tailOf(path: string, count: number): string[] {
+/**
+ * Up to `count` last lines of a file, reading backwards in blocks only as far as needed. The bytes are decoded once,
+ * whole: a character cut by a block's edge is read whole, never as U+FFFD.
+ */
+export function tailOf(path: string, count: number, block = 16 * 1024): string[] {
   if (count <= 0) return [];
   let fd: number;
   try {
@@ -368,22 +371,21 @@ function tailOf(path: string, count: number): string[] {
     return [];
   }
   try {
-    const size = fstatSync(fd).size;
-    let position = size;
-    let text = '';
-    const block = 16 * 1024;
-    while (position > 0) {
+    let position = fstatSync(fd).size;
+    const blocks: Buffer[] = [];
+    let newlines = 0;
+    while (position > 0 && newlines <= count + 1) {
       const length = Math.min(block, position);
       position -= length;
       const buffer = Buffer.alloc(length);
       readSync(fd, buffer, 0, length, position);
-      text = buffer.toString('utf8') + text;
-      if (text.split('\n').length > count + 1) break;
+      blocks.unshift(buffer);
+      for (const byte of buffer) if (byte === 0x0a) newlines++;
     }
-    return text
-      .split('\n')
-      .filter((l) => l !== '')
-      .slice(-count);
+    const lines = Buffer.concat(blocks).toString('utf8').split('\n');
+    // Unless the file was read from its start, its first line here is cut (maybe mid-character): it is not one.
+    if (position > 0) lines.shift();
+    return lines.filter((l) => l !== '').slice(-count);
   } finally {
     closeSync(fd);
   }

@@ -1,4 +1,5 @@
 import { closeSync, openSync, readSync, statSync, watch, type FSWatcher } from 'node:fs';
+import { StringDecoder } from 'node:string_decoder';
 import type { Logger } from '../src/log/logger.js';
 
 /** Output of a tunnel that comes from somewhere other than tunnelward's own pipe. */
@@ -13,9 +14,14 @@ export function fileSource(pathOf: (id: number) => string, log: Logger): LogSour
   return (id, onText) => {
     const path = pathOf(id);
     let offset = sizeOf(path);
+    // One decoder for the file's whole life: a character the writer had half written is finished by the next read.
+    let decoder = new StringDecoder('utf8');
     const readNew = () => {
       const size = sizeOf(path);
-      if (size < offset) offset = 0;
+      if (size < offset) {
+        offset = 0;
+        decoder = new StringDecoder('utf8');
+      }
       if (size === offset) return;
       let fd: number | undefined;
       try {
@@ -23,7 +29,8 @@ export function fileSource(pathOf: (id: number) => string, log: Logger): LogSour
         const buffer = Buffer.alloc(size - offset);
         readSync(fd, buffer, 0, buffer.length, offset);
         offset = size;
-        onText(buffer.toString('utf8'));
+        const text = decoder.write(buffer);
+        if (text !== '') onText(text);
       } catch (err) {
         log.warn({ instanceID: id, err }, 'cannot read the service log file');
       } finally {

@@ -1,8 +1,8 @@
 import { closeSync, constants, openSync, write, writeSync } from 'node:fs';
-import { readFile, rm } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import test from 'ava';
 import pino from 'pino';
-import { InstanceLogs } from '../../../actors/instance-logs.js';
+import { InstanceLogs, tailOf } from '../../../actors/instance-logs.js';
 import type { InstanceLogEntry } from '../../../src/log/log-entries.js';
 import { tempDir } from '../../helpers/daemon.js';
 import { waitFor } from '../../helpers/instances.js';
@@ -99,4 +99,18 @@ test('what a tunnel writes is kept and published without control sequences, its 
     expected,
   );
   channel.close();
+});
+
+test('the last lines of a log file, read backwards in blocks: a character cut by a block edge is read whole', async (t) => {
+  const dir = await tempDir(undefined, t);
+  const path = `${dir}/tunnel.log`;
+  // Lines of three-byte characters: with 5-byte blocks, nearly every block edge cuts one.
+  const lines = Array.from({ length: 40 }, (_, i) => `${i} ${'€'.repeat(i % 7)}`);
+  await writeFile(path, `${lines.join('\n')}\n`);
+  for (const block of [5, 7, 16 * 1024]) {
+    t.deepEqual(tailOf(path, 10, block), lines.slice(-10), `blocks of ${block}`);
+    t.deepEqual(tailOf(path, 100, block), lines, `the whole file, blocks of ${block}`);
+  }
+  t.false(tailOf(path, 40, 5).some((line) => line.includes('\uFFFD')));
+  t.deepEqual(tailOf(`${dir}/missing.log`, 5), []);
 });
