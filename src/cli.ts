@@ -146,6 +146,7 @@ async function main(argv: string[]): Promise<void> {
     err: (text) => void process.stderr.write(text),
     env: process.env,
     colour: useColour(),
+    terminal: Boolean(process.stdin.isTTY && process.stdout.isTTY),
   });
   // Let the output drain; open handles (a closed stream's socket) must not keep the process.
   process.exitCode = code;

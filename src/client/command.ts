@@ -10,6 +10,8 @@ export interface Io {
   err: (text: string) => void;
   env: NodeJS.ProcessEnv;
   colour: boolean;
+  /** Someone at a terminal (standard input and output are one): what an edit loop may reopen a file for. */
+  terminal: boolean;
 }
 
 export interface Context {

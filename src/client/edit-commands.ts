@@ -292,6 +292,11 @@ const edit: Command = {
             ]);
             base = latest;
             text = latest.content;
+          } else if (!ctx.io.terminal) {
+            // No one at a terminal to fix it (a script as $EDITOR, CI): reopening would loop for ever.
+            ctx.io.err(`tunnelward edit: ${who} refused the file: ${err.message}\n`);
+            outcomeLine(ctx, false, `${who}: refused, and no terminal to reopen it on: nothing applied`);
+            return EXIT.failed;
           } else {
             ctx.io.err(`tunnelward edit: ${who} refused the file: ${err.message}\nopening it again\n`);
             top = header([err.message]);

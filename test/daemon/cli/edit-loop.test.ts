@@ -165,7 +165,8 @@ else
   sed -i '1i bogusKey = 1\\nwebServer.port = 1' "$1"
 fi`,
   );
-  const run = await cli(['edit', 'el_refused'], { ...env, EDITOR: editor });
+  // Someone at a terminal: the file is opened again for them.
+  const run = await cli(['edit', 'el_refused'], { ...env, EDITOR: editor }, undefined, { terminal: true });
   t.is(run.code, 0, run.stderr);
   t.regex(run.stderr, /el_refused \(\d+\) refused the file: Unknown config key: bogusKey\nopening it again/);
   const reopened = await readFile(join(dir, 'reopened.toml'), 'utf8');
@@ -183,9 +184,19 @@ fi`,
     t,
     `grep -q '^# tunnelward: this file was not applied' "$1" || sed -i '1i bogusKey = 1' "$1"`,
   );
-  const gaveUp = await cli(['edit', 'el_refused'], { ...env, EDITOR: stubborn.editor });
+  const gaveUp = await cli(['edit', 'el_refused'], { ...env, EDITOR: stubborn.editor }, undefined, { terminal: true });
   t.is(gaveUp.code, 1);
   t.regex(gaveUp.stdout, /^failed\s+el_refused \(\d+\): no change since the file was opened again: nothing applied/m);
+
+  // No terminal (a script as $EDITOR, CI): the first refusal ends it, non-zero, the file untouched; an editor that
+  // would change its text at every opening does not loop.
+  const before = await readFile(configPath, 'utf8');
+  const looping = await editorScript(t, `printf '\nbogusKey = 1\n' | cat - "$1" > "$1.new" && mv "$1.new" "$1"`);
+  const once = await cli(['edit', 'el_refused'], { ...env, EDITOR: looping.editor });
+  t.is(once.code, 1);
+  t.regex(once.stderr, /refused the file: Unknown config key: bogusKey\n$/);
+  t.regex(once.stdout, /^failed\s+el_refused \(\d+\): refused, and no terminal to reopen it on: nothing applied$/m);
+  t.is(await readFile(configPath, 'utf8'), before);
 });
 
 test('edit: a change made by someone else meanwhile is a 409; the file opens again as it is now, and says so', async (t) => {
@@ -232,7 +243,7 @@ test('edit: a proxy that takes a port another instance holds on the same server 
     `grep -q '^# tunnelward: this file was not applied' "$1" && exit 0
 printf '\\n[[proxies]]\\nname = "mine"\\ntype = "tcp"\\nlocalPort = 81\\nremotePort = 7080\\n' >> "$1"`,
   );
-  const run = await cli(['edit', 'el_claim_a'], { ...env, EDITOR: editor });
+  const run = await cli(['edit', 'el_claim_a'], { ...env, EDITOR: editor }, undefined, { terminal: true });
   t.is(run.code, 1, 'given up on the second, unchanged save');
   t.regex(
     run.stderr,
