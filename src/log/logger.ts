@@ -1,4 +1,5 @@
 import pino, { type Logger } from 'pino';
+import { AppError } from '../errors.js';
 import { escapeControlsInJson } from '../util/terminal-text.js';
 import { prettyLine, type LogFormat } from './pretty-line.js';
 
@@ -78,9 +79,19 @@ export function createLogger({
       level: debug ? 'debug' : 'info',
       // A child logger's bindings name a component or an instance, never a secret.
       formatters: { log: censorSecrets },
+      serializers: { err: serializeError },
     },
     destination,
   );
+}
+
+/**
+ * An error as the log keeps it: a refusal (an AppError: a failed start, a bad request) by its message and status
+ * only, for it says all there is to say; anything else, a failure nobody meant, with its stack, for whoever debugs it.
+ */
+export function serializeError(err: unknown): unknown {
+  if (err instanceof AppError) return { type: 'AppError', status: err.status, message: err.message };
+  return pino.stdSerializers.err(err as Error);
 }
 
 /** Writes out what is buffered; called before the process exits. */

@@ -2,6 +2,7 @@ import test from 'ava';
 import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { AppError } from '../../../src/errors.js';
 import { createLogger } from '../../../src/log/logger.js';
 import { SystemLog } from '../../../src/log/system-log.js';
 import { waitFor } from '../../helpers/instances.js';
@@ -98,4 +99,15 @@ test('pretty lines on the output, JSON to the tee: secrets redacted and control 
   t.false(/[\x00-\x09\x0b-\x1f\x7f-\x9f]/.test(written), JSON.stringify(written));
   t.is(JSON.parse(teed[0]!).token, '[redacted]', 'the tee gets the JSON line');
   for (const text of [written, teed.join('')]) t.false(/tok-secret|nested-secret/.test(text));
+});
+
+test('a refusal (AppError) is logged by its message and status only; an unexpected error keeps its stack', (t) => {
+  const { log, teed } = capture();
+  log.error({ err: new AppError(400, 'instance 3 cannot start: no variable T') }, 'could not restore an instance');
+  log.error({ err: new TypeError('x is undefined') }, 'a failure nobody meant');
+  const [refusal, failure] = teed.map((line) => JSON.parse(line) as { err: Record<string, unknown> });
+  t.deepEqual(refusal!.err, { type: 'AppError', status: 400, message: 'instance 3 cannot start: no variable T' });
+  t.false(teed[0]!.includes('dist/'), 'no file paths');
+  t.is(failure!.err.type, 'TypeError');
+  t.regex(String(failure!.err.stack), /TypeError: x is undefined\n\s+at /);
 });
