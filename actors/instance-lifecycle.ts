@@ -2,6 +2,7 @@ import { Subject } from '../src/util/rx.js';
 import { createActor, fromCallback, type Actor, type EventObject } from 'xstate';
 import {
   backoffDelay,
+  describeExit,
   instanceMachine,
   type Command,
   type CommandDone,
@@ -48,6 +49,8 @@ export type { LastExit } from '../src/instances/instance-store.js';
 export interface RunInfo {
   /** Automatic restarts since the last operator start. */
   restarts: number;
+  /** Why the last run or start ended (the exit and its last lines, or a spawn refused), until the next start. */
+  lastError: string | null;
   /** In backoff, when the watchdog starts it again (null where the init system restarts it). */
   nextStartAt: number | null;
 }
@@ -75,7 +78,7 @@ const BURST_COMMANDS = 100;
 
 const mib = (bytes: number) => Math.round((bytes / 1048576) * 10) / 10;
 
-const NO_RUNS: RunInfo = Object.freeze({ restarts: 0, nextStartAt: null });
+const NO_RUNS: RunInfo = Object.freeze({ restarts: 0, lastError: null, nextStartAt: null });
 
 /**
  * Starts prepared and handed to the runner at once: a thousand started together hold a bounded number of file
@@ -340,7 +343,7 @@ export class InstanceLifecycle {
   /** What the lifecycle holds of the instance, made empty on first use. */
   private liveOf(id: number): Live {
     let live = this.live.get(id);
-    if (!live) this.live.set(id, (live = { run: { restarts: 0, nextStartAt: null } }));
+    if (!live) this.live.set(id, (live = { run: { restarts: 0, lastError: null, nextStartAt: null } }));
     return live;
   }
 
@@ -440,20 +443,34 @@ export class InstanceLifecycle {
       delayMs: to === 'backoff' ? backoffDelay(ctx.timing, ctx.attempt) : null,
       at: Date.now(),
     };
+    // Why a run or a start ended, in words: the spawn's refusal (there was no process), else the exit with the
+    // tunnel's last lines.
+    const spawnRefused = from === 'starting' && ctx.lastError !== null;
+    const reason = crashed ? (spawnRefused ? ctx.lastError : exit ? describeExit(exit) : null) : null;
+    if (reason !== null) change.reason = reason;
     this.recordRun(id, to, ctx, change);
-    // Kept on record: a failed instance, and how a run ended, are shown again after a restart of tunnelward.
-    const lastExit =
-      ctx.lastExit && (from === 'running' || from === 'starting' || from === 'stopping')
+    // Kept on record: a failed instance, and how a run ended, are shown again after a restart of tunnelward. A spawn
+    // refused leaves no exit: an earlier one (an operator's SIGKILL) is not its cause.
+    const lastExit = spawnRefused
+      ? null
+      : ctx.lastExit && (from === 'running' || from === 'starting' || from === 'stopping')
         ? { code: ctx.lastExit.code, signal: ctx.lastExit.signal, at: change.at }
         : (record?.lastExit ?? null);
     const outcomeChanged = this.store.setOutcome(id, to === 'failed', lastExit);
-    const fields = { instanceID: id, from, to, exitCode: change.exitCode, signal: change.signal };
+    const fields = {
+      instanceID: id,
+      from,
+      to,
+      exitCode: change.exitCode,
+      signal: change.signal,
+      ...(reason !== null ? { reason } : {}),
+    };
     if (to === 'backoff')
       this.log.warn(
         { ...fields, attempt: ctx.attempt, delayMs: change.delayMs },
         'instance crashed, restarting after a delay',
       );
-    else if (to === 'failed') this.log.error(fields, 'instance crashed too often in a row, giving up');
+    else if (to === 'failed') this.log.error(fields, 'instance failed: the watchdog gives up');
     else if (crashed) this.log.warn(fields, 'instance exited');
     else this.log.info(fields, `instance ${to}`);
     if (to === 'backoff' && ctx.awaitingRespawn) {
@@ -478,6 +495,9 @@ export class InstanceLifecycle {
   /** Keeps what an operator reads of the runs: restarts since the operator's start, and the next start. */
   private recordRun(id: number, to: InstanceState, ctx: InstanceContext, change: InstanceStateChange): void {
     const run = this.liveOf(id).run;
+    // Why the last run or start ended, while it rests after it (a new start clears it).
+    if (change.reason !== undefined) run.lastError = change.reason;
+    else if (to === 'starting' || to === 'running') run.lastError = null;
     // A start by command begins a new count; any other start is the watchdog's or the init system's restart.
     if (to === 'starting') run.restarts = ctx.command === 'start' || ctx.command === 'restart' ? 0 : run.restarts + 1;
     run.nextStartAt = to === 'backoff' && !ctx.awaitingRespawn ? change.at + (change.delayMs ?? 0) : null;

@@ -79,6 +79,8 @@ export interface ProcessFields {
   lastExit: { code: number | null; signal: string | null; at: string } | null;
   /** In backoff, when the watchdog starts it again. */
   nextStartAt?: string;
+  /** Resting after a run or a start that ended (backoff, failed, stopped by itself): why it ended. */
+  lastError?: string;
 }
 
 /** How one instance of a command on many went. */
@@ -109,6 +111,7 @@ export function processFields({ record, state, run }: InstanceView, now = Date.n
       at: formatIso(record.lastExit.at),
     },
     ...(state === 'backoff' && run.nextStartAt !== null ? { nextStartAt: formatIso(run.nextStartAt) } : {}),
+    ...(run.lastError !== null && !hasProcess(state) ? { lastError: run.lastError } : {}),
   };
 }
 

@@ -13,8 +13,17 @@ const NO_PROCESS = { from: null, to: null, exitCode: null, signal: null } as con
  */
 export function publishEvents(hub: EventHub, supervisor: InstanceSupervisor, logs: InstanceLogs): Subscription {
   const subscription = supervisor.stateChanges$.subscribe((change) => {
-    const { instanceID, name, from, to, exitCode, signal } = change;
-    hub.publish({ event: 'instance.state', instanceID, name, from, to, exitCode, signal });
+    const { instanceID, name, from, to, exitCode, signal, reason } = change;
+    hub.publish({
+      event: 'instance.state',
+      instanceID,
+      name,
+      from,
+      to,
+      exitCode,
+      signal,
+      ...(reason !== undefined ? { message: reason } : {}),
+    });
     for (const event of eventsOf(change)) hub.publish(event);
   });
   subscription.add(

@@ -18,6 +18,8 @@ export interface InstanceStateChange {
   attempt: number;
   delayMs: number | null;
   at: number;
+  /** Why a run or a start ended: the exit with the tunnel's last lines, or the spawn's refusal. */
+  reason?: string;
 }
 
 export type NotificationKind =
@@ -76,7 +78,10 @@ export interface NotificationEvent {
   /** For instance.restarting: crashes in a row, and the delay before the next start. */
   attempt?: number;
   delayMs?: number;
-  /** For instance.bootServiceError, instance.logFailed, instance.logRecovered and instance.modified: what happened. */
+  /**
+   * For instance.bootServiceError, instance.logFailed, instance.logRecovered and instance.modified: what happened; for
+   * instance.crashed, instance.failed and an instance.state that ends a run: why it ended.
+   */
   message?: string;
   /** For instance.status: logged in to its server (null: not known), and how many proxies in each status. */
   connected?: boolean | null;
@@ -100,7 +105,9 @@ export function eventsOf(change: InstanceStateChange): Draft[] {
     exitCode: change.exitCode,
     signal: change.signal,
   };
-  const crashed: Draft = { event: 'instance.crashed', ...base };
+  // Why it ended goes with the news of the end (instance.crashed, instance.failed).
+  const why = change.reason !== undefined ? { message: change.reason } : {};
+  const crashed: Draft = { event: 'instance.crashed', ...base, ...why };
   switch (change.to) {
     case 'running':
       return change.from === 'starting' ? [{ event: 'instance.started', ...base }] : [];
@@ -110,7 +117,7 @@ export function eventsOf(change: InstanceStateChange): Draft[] {
         { event: 'instance.restarting', ...base, attempt: change.attempt, delayMs: change.delayMs ?? 0 },
       ];
     case 'failed':
-      return [crashed, { event: 'instance.failed', ...base }];
+      return [crashed, { event: 'instance.failed', ...base, ...why }];
     case 'stopped':
       // Ended by itself with code 0 (frpc after its own `/api/stop`) is a stop, not a crash.
       return (change.from === 'running' || change.from === 'starting') &&

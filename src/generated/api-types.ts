@@ -1443,6 +1443,8 @@ export interface components {
              * @description in backoff: when the watchdog starts it again
              */
             nextStartAt?: string;
+            /** @description resting after a run or a start that ended (backoff, failed, stopped by itself): why, as the exit and the tunnel's last lines or the spawn's refusal (a missing environment variable) said it */
+            lastError?: string;
             /** @description logged in to its server, as frpc says; null while not running or not yet known */
             connected: boolean | null;
             /** @description how many of its proxies are in each status frpc reports, e.g. {"running": 2, "start error": 1} */

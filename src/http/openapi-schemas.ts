@@ -236,6 +236,9 @@ export function componentSchemas(): Record<string, Json> {
         restarts: int('automatic restarts since the last start by an operator', { minimum: 0 }),
         lastExit: { description: 'the last end of its process', oneOf: [schema('LastExit'), { type: 'null' }] },
         'nextStartAt?': dateTime('in backoff: when the watchdog starts it again'),
+        'lastError?': str(
+          "resting after a run or a start that ended (backoff, failed, stopped by itself): why, as the exit and the tunnel's last lines or the spawn's refusal (a missing environment variable) said it",
+        ),
         connected: {
           description: 'logged in to its server, as frpc says; null while not running or not yet known',
           type: ['boolean', 'null'],

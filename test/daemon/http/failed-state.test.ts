@@ -53,3 +53,26 @@ for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
     await second.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token });
   });
 }
+
+test('when the watchdog gives up it says why: a spawn refused (a variable gone) is the cause, not an earlier SIGKILL', async (t) => {
+  const daemon = await daemonOn(t, await tempDir('failed-why-', t));
+  const root = await daemon.login();
+  const { id } = await createInstance(daemon, root, 'fs_why', { 'auth.token': '{{ .Envs.T }}' });
+  const modify = (type: string, modifiedData: unknown) =>
+    daemon.post('/tunnelAct/instanceMgr/modify', { instanceID: id, type, modifiedData }, { token: root });
+  t.true((await modify('environment', { T: 'tok' })).body.success);
+  t.true((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root })).body.success);
+  const { pid } = await statusOf(daemon, root, id);
+  // The variable goes while it runs; then the tunnel is killed: every restart is refused before a process exists.
+  t.true((await modify('environment', { T: null })).body.success);
+  process.kill(pid, 'SIGKILL');
+  const failed = await waitFor(
+    () => statusOf(daemon, root, id),
+    (s) => s.state === 'failed',
+  );
+  t.regex(failed.lastError, /reads \{\{ \.Envs\.T \}\}, but instance \d+ has no environment variable T/);
+  t.is(failed.lastExit, null, 'no process ended: the SIGKILL before is not the cause');
+  const line = await daemon.waitForOutput(/instance failed: the watchdog gives up/);
+  t.regex(line.input!, /"reason":"the config file reads \{\{ \.Envs\.T \}\}/);
+  t.false(line.input!.includes('"exitCode":null,"signal":null,"msg"'), 'a reason, not empty codes');
+});

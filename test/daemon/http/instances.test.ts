@@ -203,6 +203,7 @@ test('a start whose tunnel exits says how (502), and the watchdog retries it up 
   t.is(status.state, 'failed');
   t.is(status.restarts, 2, 'the start limit (3 here) counts the operator start and 2 restarts');
   t.like(status.lastExit, { code: 4, signal: null });
+  t.regex(status.lastError, /^exited with code 4; last log lines:\n.*fixture: exiting with code 4/s, 'why it gave up');
 });
 
 test("a config error (frpc exits 1 during its start) goes straight to failed with frpc's message, never retried", async (t) => {
