@@ -38,7 +38,7 @@ for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
       { state: 'failed', lastExit: before.lastExit },
     );
     t.false(
-      second.output.some((line) => line.includes('giving up')),
+      second.output.some((line) => line.includes('the watchdog gives up')),
       'no new failure is announced: it is the one on record',
     );
     const stop = await second.post('/tunnelAct/instanceMgr/stop', { instanceID: id }, { token });

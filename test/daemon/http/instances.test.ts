@@ -282,14 +282,14 @@ test('crash while running: restarts with backoff, then gives up (failed) until s
   );
   t.false(failed.isRunning);
   t.deepEqual(await tunnelPids(configPath), []);
-  await daemon.waitForOutput(new RegExp(`"instanceID":${id},.*giving up`));
+  await daemon.waitForOutput(new RegExp(`"instanceID":${id},.*the watchdog gives up`));
   const lines = daemon.output.filter((l) => l.includes(`"instanceID":${id},`));
   t.is(
     lines.filter((l) => l.includes('restarting after a delay')).length,
     2,
     'StartLimit 3: two restarts, then give up',
   );
-  t.true(lines.some((l) => l.includes('giving up')));
+  t.true(lines.some((l) => l.includes('the watchdog gives up')));
   await quietFor(600, 'a restart of a failed tunnel');
   t.is((await statusOf(daemon, root, id)).state, 'failed', 'failed stays failed');
   const again = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token: root });
