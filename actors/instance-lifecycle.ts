@@ -259,7 +259,8 @@ export class InstanceLifecycle {
   private takeRespawn(instanceId: number, actor: InstanceActor): void {
     void (async () => {
       const outcome = await this.runner.afterRestart?.(instanceId);
-      if (!outcome || !actor.getSnapshot().context.awaitingRespawn) return;
+      if (!outcome || !actor.getSnapshot().context.awaitingRespawn || this.live.get(instanceId)?.actor !== actor)
+        return;
       if (outcome === 'failed') {
         actor.send({ type: 'GAVE_UP' });
         return;
@@ -311,6 +312,9 @@ export class InstanceLifecycle {
    */
   private watch(id: number, pid: number): void {
     void this.runner.exitOf(pid).then(async (exit) => {
+      // A late exit of a deleted instance (its unit's stop landed after the delete) tells no one: its log channel,
+      // with its file, is gone and must not come back.
+      if (!this.live.get(id)?.actor) return;
       // The last lines only explain the exit: a failure to get them must not hide the exit itself.
       const tail = await this.logs
         .channel(id)
@@ -628,6 +632,7 @@ export class InstanceLifecycle {
     }
     actor?.send({ type: 'RETIRE' });
     this.live.delete(id);
+    this.runner.removed?.(id);
     this.version++;
     return undefined;
   }

@@ -69,6 +69,8 @@ export interface TunnelRunner {
   /** A hint that a watched process may have ended (its output pipe reported end-of-file). */
   checkNow(pid: number): void;
   forget(pid: number): void;
+  /** The instance is deleted: what the runner kept of it goes (optional: a runner that keeps nothing has none). */
+  removed?(id: number): void;
   terminate(request: SpawnRequest, pid: number): void;
   kill(request: SpawnRequest, pid: number): void;
   close(): void;

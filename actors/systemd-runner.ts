@@ -277,6 +277,10 @@ export class SystemdRunner implements TunnelRunner {
     this.exits.delete(pid);
   }
 
+  removed(id: number): void {
+    this.stopAsked.delete(id);
+  }
+
   /** Units a stop was asked of since their last start. */
   private readonly stopAsked = new Set<number>();
 

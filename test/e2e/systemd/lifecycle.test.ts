@@ -1,10 +1,12 @@
 // The instance lifecycle with InitSystem = "systemd", under a real systemd (test/systemd/host.sh): each test boots
 // a throwaway one and runs the daemon inside its namespaces, so units, journal and processes are that systemd's.
 import test, { type ExecutionContext } from 'ava';
-import { rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { startDaemon, type Daemon } from '../../helpers/daemon.js';
 import { createInstance, instanceSettings, statusOf, tunnelPids, waitFor } from '../../helpers/instances.js';
 import { openStream, wsUrl } from '../../helpers/streams.js';
+import { quietFor } from '../../helpers/until.js';
 import { enteredChild, SystemdHost } from '../../helpers/systemd-host.js';
 
 const BOOT_ID = 'systemd-test-boot';
@@ -297,4 +299,25 @@ test("PID 1 logging to its console only: crashes are still seen (systemd's signa
   const before = stream.messages.length;
   await stream.waitFor((m) => m.slice(before).some((e) => /fixture: tick/.test(e.content)));
   stream.ws.close();
+});
+
+test('a running instance deleted with purge: nothing of it comes back when its unit ends after the delete', async (t) => {
+  const s = await setup(t);
+  const { host, daemon, token } = s;
+  const { id, configPath } = await createInstance(daemon, token, 'sd_gone');
+  t.true((await post(s, '/tunnelAct/instanceMgr/start', { instanceID: id })).body.success);
+  const del = await post(s, '/tunnelAct/instanceMgr/delete', { instanceID: id, purge: true });
+  t.true(del.body.success, del.body.message);
+  await quietFor(1500, "the unit's late end bringing back the instance's log");
+  const logs = await readdir(join(daemon.dataDir, 'logs')).catch(() => [] as string[]);
+  t.false(
+    logs.some((name) => name.startsWith(`tunnel_${id}.log`)),
+    `no log of instance ${id}: ${logs.join(', ')}`,
+  );
+  t.deepEqual(await tunnelPids(configPath), []);
+  t.is((await host.show(unitOf(id), 'LoadState')).LoadState, 'not-found');
+  t.false(
+    daemon.output.some((l) => l.includes(`"instanceID":${id},`) && /"level":50/.test(l)),
+    'no error after',
+  );
 });
