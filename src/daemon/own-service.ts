@@ -73,9 +73,17 @@ export async function serviceCommand(
       out(`${path} does not exist: ${UNIT} is not installed\n`);
       return;
     }
-    // --now: stopped as well as disabled. Its tunnels are let be, as at every stop of tunnelward.
-    await runProgram([systemctl, 'disable', '--now', UNIT]);
+    // --now: stopped as well as disabled. Its tunnels are let be, as at every stop of tunnelward. Where systemd
+    // cannot be asked (it does not run here), the file still goes: it is what install left.
+    const disabled = await runProgram([systemctl, 'disable', '--now', UNIT]).then(
+      () => undefined,
+      (err: Error) => err.message,
+    );
     await rm(path, { force: true });
+    if (disabled !== undefined) {
+      out(`removed ${path}; ${UNIT} could not be stopped or disabled (${disabled})\n`);
+      return;
+    }
     await runProgram([systemctl, 'daemon-reload']);
     out(
       `stopped and disabled ${UNIT}, removed ${path}\n` +
@@ -86,8 +94,19 @@ export async function serviceCommand(
 
   await mkdir(unitDir, { recursive: true });
   await writeFileAtomic(path, unit, { mode: 0o644 });
-  await runProgram([systemctl, 'daemon-reload']);
-  await runProgram([systemctl, 'enable', UNIT]);
+  try {
+    await runProgram([systemctl, 'daemon-reload']);
+    await runProgram([systemctl, 'enable', UNIT]);
+  } catch (err) {
+    // systemd does not run this host's services (no systemd as PID 1, a container): nothing stays half installed.
+    await rm(path, { force: true });
+    throw new Error(
+      `${(err as Error).message}: ${UNIT} was not installed (${path} removed). Where systemd does not run the ` +
+        `services, start tunnelward by what does (an init script, a supervisor, a container's entry point): ` +
+        `${process.execPath} ${program.cliPath} serve --data-dir ${dataDir}`,
+      { cause: err },
+    );
+  }
   const listen = resolveOptions(
     { dataDir, host, port: port === undefined ? undefined : String(port) },
     {},

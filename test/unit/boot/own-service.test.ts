@@ -126,3 +126,35 @@ test('service install --user names a user that must exist; a malformed name is r
   t.regex(malformed.stderr, /^tunnelward: user /);
   t.deepEqual((await readdir(dir)).sort(), [], 'nothing written');
 });
+
+test('service install where systemd does not run: nothing stays installed, and it says what to do; uninstall still removes a unit file', async (t) => {
+  const dir = await tempDir();
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  // systemctl as it answers on a host whose PID 1 is not systemd.
+  const bin = await programDir('bin-');
+  t.teardown(() => rm(bin, { recursive: true, force: true }));
+  const systemctl = join(bin, 'systemctl');
+  await writeFile(
+    systemctl,
+    '#!/bin/sh\necho "System has not been booted with systemd as init system (PID 1). Can\'t operate." >&2\nexit 1\n',
+    { mode: 0o755 },
+  );
+  const units = join(dir, 'units');
+  await writeFile(join(dir, 'settings.toml'), `[Systemd]\nUnitDir = "${units}"\nSystemctl = "${systemctl}"\n`);
+  const installed = await run(process.execPath, [CLI, 'service', 'install', '--data-dir', dir, '--no-start']).catch(
+    (e) => e,
+  );
+  t.is(installed.code, 1);
+  t.regex(installed.stderr, /daemon-reload failed: System has not been booted with systemd/);
+  t.regex(installed.stderr, /tunnelward\.service was not installed .*removed\)\. Where systemd does not run/);
+  t.regex(installed.stderr, / serve --data-dir /);
+  t.deepEqual(await readdir(units), [], 'no unit file left behind');
+  // A unit file left by an older install is removed all the same.
+  await writeFile(join(units, 'tunnelward.service'), '[Service]\n');
+  const removed = await run(process.execPath, [CLI, 'service', 'uninstall', '--data-dir', dir]);
+  t.regex(
+    removed.stdout,
+    /^removed .*tunnelward\.service; tunnelward\.service could not be stopped or disabled \(.*disable --now tunnelward\.service failed: System has not been booted/m,
+  );
+  t.deepEqual(await readdir(units), []);
+});
