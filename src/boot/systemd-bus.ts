@@ -6,7 +6,15 @@ import { MANAGER_INTERFACE, SYSTEMD_PATH, UnitSignals, type BusSignal, type Unit
 import type { Logger } from '../log/logger.js';
 
 /** systemd's own D-Bus socket: PID 1 answers on it directly, with or without a bus daemon (root only). */
-export const SYSTEMD_PRIVATE_SOCKET = '/run/systemd/private';
+export interface JobWaiter {
+  resolve: (result: string) => void;
+  reject: (err: Error) => void;
+}
+
+/** The longest a job is followed: past systemd's own start timeout (90 s by default) and a stop's, with room. */
+const JOB_TIMEOUT_MS = 150_000;
+
+const SYSTEMD_PRIVATE_SOCKET = '/run/systemd/private';
 
 /** How long to wait before connecting again after the connection failed or ended: doubling while it keeps failing. */
 const RECONNECT_MS = 500;
@@ -58,12 +66,17 @@ export class SystemdBus {
   /** Calls waiting for the connection to be subscribed again. */
   private readonly waiting = new Set<(subscribed: boolean) => void>();
   private retry: NodeJS.Timeout | undefined;
-  /** Start jobs followed to their end, by job path: JobRemoved's result (`done`, `failed`, ...). */
-  private readonly jobs = new Map<string, { resolve: (result: string) => void; reject: (err: Error) => void }>();
+  /**
+   * Jobs followed to their end, by job path: each waiter gets JobRemoved's result (`done`, `failed`, ...). systemd
+   * merges a job asked for while the same one is pending into it, so two calls can follow one path: all are told.
+   */
+  private readonly jobs = new Map<string, Set<JobWaiter>>();
 
   constructor(
     log: Logger,
     private readonly socket = SYSTEMD_PRIVATE_SOCKET,
+    /** How long a job is followed before its caller is told it did not end. */
+    private readonly jobTimeoutMs = JOB_TIMEOUT_MS,
   ) {
     this.log = log.child({ component: 'systemd-bus' });
   }
@@ -90,7 +103,8 @@ export class SystemdBus {
       lost = true;
       this.bus = undefined;
       this.subscribed = false;
-      for (const job of this.jobs.values()) job.reject(new Error(`lost the connection to systemd: ${err?.message}`));
+      for (const waiters of this.jobs.values())
+        for (const waiter of waiters) waiter.reject(new Error(`lost the connection to systemd: ${err?.message}`));
       this.jobs.clear();
       this.failures++;
       if (!this.closed) this.reconnect(err);
@@ -99,9 +113,10 @@ export class SystemdBus {
       if (message.type !== SIGNAL) return;
       for (const event of this.signals.read(message)) this.events$.next(event);
       if (message.member === 'JobRemoved') {
-        const job = this.jobs.get(String(message.body?.[1]));
-        this.jobs.delete(String(message.body?.[1]));
-        job?.resolve(String(message.body?.[3]));
+        const path = String(message.body?.[1]);
+        const waiters = this.jobs.get(path);
+        this.jobs.delete(path);
+        for (const waiter of waiters ?? []) waiter.resolve(String(message.body?.[3]));
       }
     });
     bus.connection.on('error', onLost);
@@ -185,10 +200,31 @@ export class SystemdBus {
 
   /** Asks for a unit's job (StartUnit, StopUnit: mode replace) and follows it to its end: JobRemoved's result. */
   private job(member: 'StartUnit' | 'StopUnit', unit: string): Promise<string> {
+    const timeoutMs = this.jobTimeoutMs;
     return new Promise((resolve, reject) => {
-      this.call(member, 'ss', [unit, 'replace'], (job) => this.jobs.set(String(job), { resolve, reject })).catch(
-        reject,
-      );
+      let path: string | undefined;
+      // A job whose end never comes (a lost signal) must not hold its caller (a start slot) for good.
+      const timer = setTimeout(() => {
+        if (path !== undefined) this.jobs.get(path)?.delete(waiter);
+        reject(new Error(`systemd: ${member} ${unit}: its job did not end within ${timeoutMs} ms`));
+      }, timeoutMs);
+      timer.unref();
+      const waiter: JobWaiter = {
+        resolve: (result) => {
+          clearTimeout(timer);
+          resolve(result);
+        },
+        reject: (err) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      };
+      this.call(member, 'ss', [unit, 'replace'], (job) => {
+        path = String(job);
+        let waiters = this.jobs.get(path);
+        if (!waiters) this.jobs.set(path, (waiters = new Set()));
+        waiters.add(waiter);
+      }).catch(waiter.reject);
     });
   }
 

@@ -32,3 +32,31 @@ test(`${CONNECTIONS} connections in a row: each is subscribed and its first call
   t.is(times.length, CONNECTIONS);
   t.true(Math.max(...times) < 1000, `slowest connection ${Math.max(...times).toFixed(0)} ms`);
 });
+
+test('two starts of one unit merged into one job are both answered; a job that does not end in time is given up', async (t) => {
+  const host = await SystemdHost.boot();
+  t.teardown(() => host.shutdown());
+  // A unit whose start takes a second (a oneshot), so that a second start merges into the first's job.
+  const unit = '[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/sleep 1\n';
+  t.is((await host.run('sh', '-c', `printf '${unit}' > /etc/systemd/system/slow-start.service`)).code, 0);
+  t.is((await host.systemctl('daemon-reload')).code, 0);
+  const module = join(PACKAGE_ROOT, 'dist', 'src', 'boot', 'systemd-bus.js');
+  const program = `
+    import { SystemdBus } from ${JSON.stringify(module)};
+    const log = { child: () => log, debug() {}, info() {}, warn() {}, error() {} };
+    const bus = new SystemdBus(log);
+    await bus.start();
+    const merged = await Promise.all([bus.startUnit('slow-start.service'), bus.startUnit('slow-start.service')]);
+    await bus.stopUnit('slow-start.service', true);
+    bus.close();
+    const hasty = new SystemdBus(log, undefined, 300);
+    await hasty.start();
+    const late = await hasty.startUnit('slow-start.service');
+    hasty.close();
+    console.log(JSON.stringify({ merged, late }));`;
+  const run = await host.run('timeout', '30', 'node', '--input-type=module', '-e', program);
+  t.is(run.code, 0, run.stderr);
+  const { merged, late } = JSON.parse(run.stdout) as { merged: string[]; late: string };
+  t.deepEqual(merged, ['done', 'done'], 'both calls of the merged job are answered');
+  t.regex(late, /StartUnit slow-start\.service: its job did not end within 300 ms/, 'a 1 s start outlives 300 ms');
+});
