@@ -53,7 +53,7 @@ export class StartChecks {
     const missing = missingEnvironment(config.envPlaceholders(), env);
     if (missing.length === 0) return undefined;
     const names = missing.join(', ');
-    return `the config file reads ${missing.map((n) => `{{ .Envs.${n} }}`).join(', ')}, but instance ${record.id} has no environment variable ${names} (set it with: tunnelward env set ${record.name} ${missing[0]}=VALUE)`;
+    return `the config file reads ${missing.map((n) => `{{ .Envs.${n} }}`).join(', ')}, but instance ${record.id} has no environment variable ${names} (set it with: tunnelward env set ${record.name} ${missing[0]}; the API: modify, type environment)`;
   }
 
   /**

@@ -1,4 +1,5 @@
 import { badRequest } from '../errors.js';
+import { withSuggestions } from '../util/closest.js';
 import { LEGACY_PROXY_KEYS, type KeySpec } from './frpc-keys.js';
 import {
   ALL_PROXY_KEYS,
@@ -62,7 +63,10 @@ export function readProxyChanges(input: unknown): ProxyChange[] {
     if (change.entry !== undefined) givenAs.set(`${change.key}.*`, label);
     changes.push(change);
   }
-  if (unknown.length > 0) throw badRequest(`Unknown proxy key${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}`);
+  if (unknown.length > 0)
+    throw badRequest(
+      `Unknown proxy key${unknown.length > 1 ? 's' : ''}: ${withSuggestions(unknown, Object.keys(ALL_PROXY_KEYS))}`,
+    );
   return changes;
 }
 

@@ -7,6 +7,7 @@ import { badRequest, conflict, internal, notFound } from '../errors.js';
 import { writeFileAtomic } from '../fs/atomic.js';
 import { configFileAccess } from '../system/run-user-access.js';
 import { COMMON_KEYS, enclosingKey, FEATURE_GATES, LEGACY_COMMON_KEYS } from './frpc-keys.js';
+import { withSuggestions } from '../util/closest.js';
 import { envPlaceholders, PLACEHOLDER_REASON } from './go-template.js';
 import { normalizeDocument } from './legacy-shape.js';
 import { editProxy, readProxyChanges, type ProxyInput } from './proxy-edit.js';
@@ -356,7 +357,9 @@ export class TunnelConfig {
       }
     }
     if (unknown.length > 0) {
-      throw badRequest(`Unknown config key${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}`);
+      throw badRequest(
+        `Unknown config key${unknown.length > 1 ? 's' : ''}: ${withSuggestions(unknown, Object.keys(COMMON_KEYS))}`,
+      );
     }
     if (errors.length > 0) throw badRequest([...new Set(errors)].join('; '));
     const { proxies, visitors, ...settings } = this.doc;

@@ -1,4 +1,5 @@
 import { badRequest } from '../errors.js';
+import { withSuggestions } from '../util/closest.js';
 import { VISITOR_KEYS, VISITOR_TYPES, visitorKeyTable, type KeySpec } from './frpc-keys.js';
 import { SECRET_MASK } from './proxy-view.js';
 import { isTable, setPath, text, type Table } from './toml-tree.js';
@@ -36,7 +37,9 @@ export function checkVisitor(block: Table): Table {
     }
   }
   if (unknown.length > 0)
-    throw badRequest(`Unknown visitor key${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}`);
+    throw badRequest(
+      `Unknown visitor key${unknown.length > 1 ? 's' : ''}: ${withSuggestions(unknown, Object.keys(VISITOR_KEYS))}`,
+    );
   if (errors.length > 0) throw badRequest(errors.join('; '));
   if (!VISITOR_NAME.test(text(out.name)))
     throw badRequest('name is required: 1-64 characters from A-Z, a-z, 0-9, "_", "." and "-"');

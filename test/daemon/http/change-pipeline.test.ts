@@ -96,7 +96,10 @@ test('an edit the tunnel does not come up with is put back, file and tunnel, and
   // A file the tunnel cannot start with is refused before anything is written: a placeholder with no variable.
   const placeholder = await modify(id, { 'auth.token': '{{ .Envs.T }}' });
   t.is(placeholder.status, 400);
-  t.regex(placeholder.body.message, /no environment variable T \(set it with: tunnelward env set cp_putback T=VALUE\)/);
+  t.regex(
+    placeholder.body.message,
+    /no environment variable T \(set it with: tunnelward env set cp_putback T; the API: modify, type environment\)/,
+  );
   t.is(await readFile(configPath, 'utf8'), before);
   t.deepEqual(await tunnelPids(configPath), [pid], 'the tunnel was not touched');
 });

@@ -269,7 +269,7 @@ test.serial('what cannot be represented is refused with a 400 naming it, and not
     [
       'unknown keys',
       { content: `${server}${token}colour = "blue"\nauth.tokn = "${SECRET}"\n` },
-      /Unknown config keys: (colour, auth\.tokn|auth\.tokn, colour)$/,
+      /Unknown config keys: (colour, auth\.tokn \(did you mean auth\.token\?\)|auth\.tokn \(did you mean auth\.token\?\), colour)$/,
     ],
     [
       'an unknown proxy key',

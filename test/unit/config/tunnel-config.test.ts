@@ -1527,3 +1527,20 @@ test('replacedBy: the whole file checked as every edit is; masked secrets keep t
   t.is((parse(chosen.config.toString()) as Table).loginFailExit, true);
   t.deepEqual(chosen.notes, []);
 });
+
+test('an unknown key names the key it was likely meant as: remotPort, auth.tokn, serverAdr', (t) => {
+  const config = TunnelConfig.create({ serverAddr: '127.0.0.1', serverPort: '7000', authMethod: 'token' });
+  fails(
+    t,
+    () => config.addProxy({ name: 'x', type: 'tcp', localPort: '22', remotPort: '6000' } as never),
+    400,
+    /^Unknown proxy key: remotPort \(did you mean remotePort\?\)$/,
+  );
+  fails(
+    t,
+    () => config.setCommon({ 'auth.tokn': 'x' }),
+    400,
+    /^Unknown config key: auth\.tokn \(did you mean auth\.token\?\)$/,
+  );
+  fails(t, () => config.setCommon({ serverAdr: 'x' }), 400, /did you mean serverAddr\?/);
+});
