@@ -341,8 +341,9 @@ export class LogChannel {
 
   close(): void {
     this.stopReader();
-    // Half a line read: written as it is, so that whoever reads the pipe next (the keeper) completes it.
-    if (this.partial !== '') this.file.append(stripControls(this.partial));
+    // Half a line read: written (masked as every line tunnelward writes) without its end, so that whoever reads the
+    // pipe next (the keeper) completes it.
+    if (this.partial !== '') this.file.append(this.redact(stripControls(this.partial)));
     this.partial = '';
     this.entries$.complete();
   }

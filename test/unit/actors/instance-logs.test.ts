@@ -1,5 +1,6 @@
 import { closeSync, constants, openSync, write, writeSync } from 'node:fs';
 import { readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import test from 'ava';
 import pino from 'pino';
 import { InstanceLogs, tailOf } from '../../../actors/instance-logs.js';
@@ -113,4 +114,32 @@ test('the last lines of a log file, read backwards in blocks: a character cut by
   }
   t.false(tailOf(path, 40, 5).some((line) => line.includes('\uFFFD')));
   t.deepEqual(tailOf(`${dir}/missing.log`, 5), []);
+});
+
+test('half a line read when the daemon closes is written masked, as every line it writes', async (t) => {
+  const dir = await tempDir('tunnelward-logs-');
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const logs = new InstanceLogs(
+    dir,
+    () => ({ maxBytes: 1 << 20, files: 1 }),
+    pino({ enabled: false }),
+    undefined,
+    (text) => text.replaceAll('hunter2-secret', '***'),
+  );
+  const channel = logs.channel(7);
+  const pipe = await channel.prepareForTunnel();
+  const fd = openSync(pipe, constants.O_WRONLY);
+  writeSync(
+    fd,
+    '2026-11-25 10:00:00.000 [I] [a.go:1] whole line hunter2-secret\n2026-11-25 10:00:01.000 [I] [a.go:2] half hunter2-secret',
+  );
+  await waitFor(
+    async () => channel.recentEntries(5).length,
+    (n) => n >= 1,
+  );
+  await logs.close();
+  closeSync(fd);
+  const file = await readFile(join(dir, 'logs', 'tunnel_7.log'), 'utf8');
+  t.regex(file, /whole line \*\*\*\n.*half \*\*\*$/s);
+  t.false(file.includes('hunter2-secret'));
 });
