@@ -9,6 +9,7 @@ import { outcomeLine, print, type Command, type Context, type Io } from './comma
 import { configDir, Credentials } from './credentials.js';
 import { DRY_RUN_FLAG, dryRun, EDIT_COMMANDS } from './edit-commands.js';
 import { REVISION_COMMANDS } from './revision-commands.js';
+import { ACCOUNT_COMMANDS } from './account-commands.js';
 import { CliError, EXIT, usageError, type ExitCode } from './errors.js';
 import {
   ID_FLAG,
@@ -548,6 +549,7 @@ export const CLIENT_COMMANDS: Record<string, Command> = {
   ...REVISION_COMMANDS,
   label,
   users,
+  ...ACCOUNT_COMMANDS,
   keys,
   settings,
   doctor,

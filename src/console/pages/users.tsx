@@ -332,11 +332,15 @@ function SetPassword(props: { user: User; onClose: () => void; onDone: () => Pro
       onClose={props.onClose}
       invalid={!passwd || Boolean(problem)}
       onSubmit={async () => {
+        // The reply says what the new password ended: the other sessions, and how many API keys.
         const reply = await post('/userMgr/modify', { userID: props.user.UserID, passwd });
-        notify(`${reply.message}. Their other sessions have ended.`);
+        notify(reply.message);
         await props.onDone();
       }}
     >
+      <p class="muted" data-note="password-retires">
+        A new password ends {props.user.Username}'s other sessions and revokes all of {props.user.Username}'s API keys.
+      </p>
       <Field label="New password" error={problem}>
         {({ id, describedBy, invalid }) => (
           <input

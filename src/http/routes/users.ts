@@ -109,7 +109,7 @@ export const listUsers = operation({
 export const operations = [createUser, removeUser, modifyUser, modifyUserType, listUsers];
 
 /** /userMgr/*: a superuser's, except that every user may modify themself. */
-export function userRoutes({ accounts, guards }: RouteDeps): ResourceRouter {
+export function userRoutes({ accounts, apiKeys, guards }: RouteDeps): ResourceRouter {
   const router = new ResourceRouter('/userMgr', guards);
 
   router.route(createUser, async (ctx, { body }) => {
@@ -129,11 +129,16 @@ export function userRoutes({ accounts, guards }: RouteDeps): ResourceRouter {
     const caller = ctx.state.auth;
     // A key must not be able to take over the password it stands beside (and a new password revokes the keys).
     if (viaApiKey(caller)) throw forbidden('changing a username or password needs a password login, not an API key');
+    // A new password revokes the user's keys: the reply says how many, as it happens.
+    const keys = body.passwd ? apiKeys.list(caller.user, body.userID).keys.length : 0;
     const user = await accounts.modifyUser(caller, body.userID, {
       username: body.username || undefined,
       passwd: body.passwd || undefined,
     });
-    reply(ctx, `user ${user.username} modified`);
+    const retired = body.passwd
+      ? `; the new password ended ${user.username}'s other sessions and revoked ${keys === 1 ? 'its 1 API key' : `its ${keys} API keys`}`
+      : '';
+    reply(ctx, `user ${user.username} modified${retired}`);
   });
 
   router.route(modifyUserType, async (ctx, { body }) => {
