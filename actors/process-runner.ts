@@ -135,8 +135,8 @@ export class ProcessRunner implements TunnelRunner {
    */
   async takeOverOutput(): Promise<void> {
     if (!this.output) return;
-    const pid = await stopKeeper(this.output().dir);
-    if (pid !== undefined) this.log.info({ keeperPid: pid }, "took the tunnels' output over from the keeper");
+    for (const pid of await stopKeeper(this.output().dir, this.spawner.pid))
+      this.log.info({ keeperPid: pid }, "took the tunnels' output over from the keeper");
   }
 
   /** The rotation settings changed: the keeper is told. */

@@ -4,28 +4,26 @@
 // blocks on output nobody reads (frpc writes its log synchronously: a full pipe would stall its connections). The
 // next daemon stops the keeper before it reads the pipes itself; whatever the keeper had not read is still in them.
 // Imports nothing of the daemon's but the file writer and /proc readers: it runs in the spawner, which must stay small.
-import {
-  closeSync,
-  constants,
-  openSync,
-  readdirSync,
-  readSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { closeSync, constants, openSync, readdirSync, readSync, statSync } from 'node:fs';
+import { readdir, readFile, readlink, rm } from 'node:fs/promises';
 import { Socket, type SocketConstructorOpts } from 'node:net';
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import type { Logger } from '../log/logger.js';
-import { pidExists, procArgs, procStat } from '../system/proc.js';
+import { liveProcesses, pidExists, procArgs, procStat } from '../system/proc.js';
 import { stripControls } from '../util/terminal-text.js';
 import { LogFileWriter, type RotationPolicy } from '../log/log-file-writer.js';
 
-export const KEEPER_PID_FILE = 'keeper.pid';
 const PIPE = /^tunnel_(\d+)\.pipe$/;
+
+/**
+ * The spawner's script. A spawner that may keep the output is run with the directory it keeps as its one argument:
+ * that is how the next daemon finds it, and never another data dir's.
+ */
+export const SPAWNER_SCRIPT = 'spawner-process.js';
+
+/** The pid file a keeper of an earlier version wrote (it was run without its directory). */
+const EARLIER_PID_FILE = 'keeper.pid';
 
 /** How long the daemon waits for a keeper to write what it read and go, before it kills it. */
 const HANDOVER_MS = 5000;
@@ -69,25 +67,35 @@ function drainNow(fd: number): { bytes: Buffer; writer: boolean } {
   }
 }
 
+/** The tunnels' pipes in `dir`, by id; none if the directory cannot be read. */
+function pipesIn(dir: string): [id: string, path: string][] {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch (err) {
+    stderrLog.warn({ dir, err: (err as Error).message }, 'cannot read the directory of the tunnel output pipes');
+    return [];
+  }
+  return names.flatMap((name) => {
+    const id = PIPE.exec(name)?.[1];
+    const path = join(dir, name);
+    return id && isFifo(path) ? [[id, path] as [string, string]] : [];
+  });
+}
+
 /**
  * Reads every tunnel's pipe in `dir` into `tunnel_<id>.log` until each tunnel is gone (end of file: its last
- * writer closed) or the keeper is told to stop (SIGTERM: the next daemon takes over). Resolves when it is done.
+ * writer closed) or `stop` is aborted (SIGTERM: the next daemon takes over). Resolves when it is done; never throws:
+ * a pipe that cannot be read is passed over (and said so on standard error), the others are kept.
  */
-export function keepOutput(dir: string, policy: RotationPolicy): Promise<void> {
-  const pidFile = join(dir, KEEPER_PID_FILE);
-  writeFileSync(`${pidFile}.tmp`, `${process.pid}\n`, { mode: 0o600 });
-  renameSync(`${pidFile}.tmp`, pidFile);
+export function keepOutput(dir: string, policy: RotationPolicy, stop: AbortSignal): Promise<void> {
   const kept = new Set<Kept>();
   const files: LogFileWriter[] = [];
   let finishing: Promise<void> | undefined;
   let done!: () => void;
   const finished = new Promise<void>((resolve) => (done = resolve));
   // Done once every pipe is let go and what was read from them is written.
-  const finish = () =>
-    (finishing ??= Promise.all(files.map((f) => f.idle())).then(() => {
-      rmSync(pidFile, { force: true });
-      done();
-    }));
+  const finish = () => (finishing ??= Promise.all(files.map((f) => f.idle())).then(() => done()));
   const release = (k: Kept, endOfFile: boolean) => {
     if (!kept.delete(k)) return;
     const rest = k.partial + k.decoder.end();
@@ -96,26 +104,18 @@ export function keepOutput(dir: string, policy: RotationPolicy): Promise<void> {
     k.reader?.destroy();
     if (kept.size === 0 && !opening) void finish();
   };
-
-  let opening = true;
-  for (const name of readdirSync(dir)) {
-    const id = PIPE.exec(name)?.[1];
-    const path = join(dir, name);
-    if (!id || !isFifo(path)) continue;
-    let fd: number;
+  const follow = (id: string, path: string) => {
+    const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    let now: { bytes: Buffer; writer: boolean };
     try {
-      fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+      // A pipe with no writer (its tunnel is stopped) reads as end of file, but a poll would never say so (it had no
+      // writer when it was opened): each pipe is read once here, and only one with a writer is followed.
+      now = drainNow(fd);
     } catch (err) {
-      stderrLog.warn({ path, err: (err as Error).message }, 'cannot open a tunnel output pipe');
-      continue;
-    }
-    // A pipe with no writer (its tunnel is stopped) reads as end of file, but a poll would never say so (it had no
-    // writer when it was opened): each pipe is read once here, and only one with a writer is followed.
-    const now = drainNow(fd);
-    if (!now.writer && now.bytes.length === 0) {
       closeSync(fd);
-      continue;
+      throw err;
     }
+    if (!now.writer && now.bytes.length === 0) return closeSync(fd);
     const k: Kept = {
       reader: undefined,
       decoder: new StringDecoder('utf8'),
@@ -131,51 +131,85 @@ export function keepOutput(dir: string, policy: RotationPolicy): Promise<void> {
     onText(k, k.decoder.write(now.bytes));
     if (!now.writer) {
       closeSync(fd);
-      release(k, true);
-      continue;
+      return release(k, true);
     }
     const reader = new Socket({ fd, readable: true, writable: false } as SocketConstructorOpts);
     k.reader = reader;
     reader.on('data', (chunk: Buffer) => onText(k, k.decoder.write(chunk)));
     reader.on('end', () => release(k, true));
     reader.on('error', () => release(k, true));
-  }
+  };
 
+  let opening = true;
+  for (const [id, path] of pipesIn(dir)) {
+    try {
+      follow(id, path);
+    } catch (err) {
+      stderrLog.warn({ path, err: (err as Error).message }, 'cannot read a tunnel output pipe');
+    }
+  }
   opening = false;
-  process.once('SIGTERM', () => {
+  const handOver = () => {
     for (const k of [...kept]) release(k, false);
     void finish();
-  });
+  };
+  if (stop.aborted) handOver();
+  else stop.addEventListener('abort', handOver, { once: true });
   if (kept.size === 0) void finish();
   return finished;
 }
 
 /**
- * Called by a daemon before it reads the tunnels' pipes: a keeper left by the daemon before it writes what it has
- * read, and goes (killed if it has not within a few seconds). Returns its pid, if there was one.
+ * Called by a daemon before it reads the tunnels' pipes: the keepers of `dir` an earlier daemon left (found by their
+ * command line, whatever any file says) write what they have read and go (killed if they have not within a few
+ * seconds). `except` is the caller's own spawner, if it has one. Returns their pids.
  */
-export async function stopKeeper(dir: string): Promise<number | undefined> {
-  const pidFile = join(dir, KEEPER_PID_FILE);
-  const pid = Number((await readFile(pidFile, 'utf8').catch(() => '')).trim());
-  if (!Number.isInteger(pid) || pid <= 0 || !isKeeper(pid)) {
-    rmSync(pidFile, { force: true });
-    return undefined;
+export async function stopKeeper(dir: string, except?: number): Promise<number[]> {
+  const pids = new Set(keepersOf(dir));
+  const earlier = await earlierKeeper(dir);
+  if (earlier !== undefined) pids.add(earlier);
+  if (except !== undefined) pids.delete(except);
+  await Promise.all([...pids].map(handOver));
+  return [...pids];
+}
+
+/** The spawners that keep, or would keep, the output in `dir` (one pass over /proc). */
+export function keepersOf(dir: string): number[] {
+  return (liveProcesses((args) => (keeperOf(args) === dir ? dir : undefined)).get(dir) ?? []).map((p) => p.pid);
+}
+
+/** The directory a spawner's command line says it keeps, if it is a spawner's. */
+function keeperOf(args: readonly string[]): string | undefined {
+  const at = args.findIndex((arg) => arg.endsWith(`/${SPAWNER_SCRIPT}`));
+  return at >= 0 ? args[at + 1] : undefined;
+}
+
+/**
+ * A keeper of an earlier version, which named itself only in `keeper.pid`: taken as one only if it is a spawner and
+ * holds one of `dir`'s pipes open (a pid file left behind may name anything by now). The file is removed.
+ */
+async function earlierKeeper(dir: string): Promise<number | undefined> {
+  const file = join(dir, EARLIER_PID_FILE);
+  const pid = Number((await readFile(file, 'utf8').catch(() => '')).trim());
+  await rm(file, { force: true });
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
+  // Its command line ends with the script (each argument ends with a NUL: the last split is empty).
+  if (!procArgs(pid)?.filter(Boolean).at(-1)?.endsWith(`/${SPAWNER_SCRIPT}`)) return undefined;
+  const fds = await readdir(`/proc/${pid}/fd`).catch(() => []);
+  for (const fd of fds) {
+    const target = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
+    if (target.startsWith(join(dir, 'tunnel_')) && target.endsWith('.pipe')) return pid;
   }
+  return undefined;
+}
+
+async function handOver(pid: number): Promise<void> {
   signal(pid, 'SIGTERM');
   const deadline = Date.now() + HANDOVER_MS;
   while (alive(pid)) {
-    if (Date.now() > deadline) {
-      signal(pid, 'SIGKILL');
-      break;
-    }
+    if (Date.now() > deadline) return signal(pid, 'SIGKILL');
     await new Promise((r) => setTimeout(r, 10));
   }
-  rmSync(pidFile, { force: true });
-  return pid;
-}
-
-function isKeeper(pid: number): boolean {
-  return procArgs(pid)?.some((arg) => arg.endsWith('spawner-process.js')) ?? false;
 }
 
 /** Running, and not a zombie waiting for its parent to reap it. */

@@ -5,10 +5,11 @@
 //   daemon -> spawner  { type: 'spawn', ref, file, args, cwd, env, uid?, gid?, output }   (output: a named pipe)
 //   spawner -> daemon  { type: 'spawned', ref, pid } | { type: 'failed', ref, code, message }
 //                      | { type: 'exit', pid, code, signal }
-//   daemon -> spawner  { type: 'keep', dir, maxBytes, files }   (where the tunnels' pipes and logs are)
-// When the daemon goes (its channel closes) the tunnels, each in a process group of its own, keep running and the
-// next daemon takes them over. If told where their output goes, the spawner stays as its keeper until then
-// (src/spawner/output-keeper.ts); otherwise it goes.
+//   daemon -> spawner  { type: 'keep', maxBytes, files }   (how the tunnels' logs rotate)
+// Its one argument, if any, is the directory of the tunnels' pipes and logs. When the daemon goes (its channel
+// closes) the tunnels, each in a process group of its own, keep running and the next daemon takes them over. Given
+// that directory and told how the logs rotate, the spawner stays as their output's keeper until the next daemon
+// finds it by that argument and sends it SIGTERM (src/spawner/output-keeper.ts); otherwise it goes.
 import { spawn } from 'node:child_process';
 import { closeSync, constants, openSync } from 'node:fs';
 import { keepOutput } from './output-keeper.js';
@@ -62,24 +63,25 @@ function start(m: SpawnMessage): void {
 
 interface KeepMessage {
   type: 'keep';
-  dir: string;
   maxBytes: number;
   files: number;
 }
 
+/** Where the tunnels' output goes, if the spawner is to keep it while no daemon runs. */
+const dir = process.argv[2];
 let keep: KeepMessage | undefined;
+let keeping = false;
+// From the start, not only once keeping: a SIGTERM the moment the next daemon finds the spawner is a hand-over too
+// (without a handler it would end the process at once, with what it had read and not yet written).
+const handOver = new AbortController();
+process.on('SIGTERM', () => (keeping ? handOver.abort() : process.exit(0)));
 
 process.on('message', (m: SpawnMessage | KeepMessage) => {
   if (m?.type === 'spawn') start(m);
   else if (m?.type === 'keep') keep = m;
 });
 process.on('disconnect', () => {
-  if (!keep) process.exit(0);
-  keepOutput(keep.dir, { maxBytes: keep.maxBytes, files: keep.files }).then(
-    () => process.exit(0),
-    (err: Error) => {
-      process.stderr.write(`tunnelward output keeper: ${err.message}\n`);
-      process.exit(1);
-    },
-  );
+  if (!dir || !keep) process.exit(0);
+  keeping = true;
+  void keepOutput(dir, { maxBytes: keep.maxBytes, files: keep.files }, handOver.signal).then(() => process.exit(0));
 });

@@ -2,8 +2,9 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { NODE_FLAGS } from '../system/node-flags.js';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../log/logger.js';
+import { SPAWNER_SCRIPT } from './output-keeper.js';
 
-const SPAWNER_MAIN = fileURLToPath(new URL('./spawner-process.js', import.meta.url));
+const SPAWNER_MAIN = fileURLToPath(new URL(`./${SPAWNER_SCRIPT}`, import.meta.url));
 
 /** How long the spawner stays once it has no tunnel and nothing to start: it costs a process while it lives. */
 const IDLE_MS = 30_000;
@@ -93,7 +94,18 @@ export class Spawner {
 
   /** Tells the spawner the current place of the tunnels' output (the rotation settings changed). */
   outputChanged(): void {
-    if (this.child?.connected && this.output) this.child.send({ type: 'keep', ...this.output() });
+    if (this.child?.connected) this.sendKeep(this.child);
+  }
+
+  private sendKeep(child: ChildProcess): void {
+    if (!this.output) return;
+    const { maxBytes, files } = this.output();
+    child.send({ type: 'keep', maxBytes, files });
+  }
+
+  /** The spawner's pid, while there is one. */
+  get pid(): number | undefined {
+    return this.child?.pid;
   }
 
   spawn(order: SpawnOrder): Promise<Spawned> {
@@ -139,14 +151,15 @@ export class Spawner {
 
   private ensure(): ChildProcess {
     if (this.child) return this.child;
-    const child = fork(SPAWNER_MAIN, [], {
+    // The output's directory is its argument: what the next daemon knows it by, should it become the keeper.
+    const child = fork(SPAWNER_MAIN, this.output ? [this.output().dir] : [], {
       execArgv: [...this.nodeArgs],
       // A clean environment: the daemon's own may hold secrets, and each tunnel gets its environment per spawn.
       env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin' },
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     });
     this.child = child;
-    if (this.output) child.send({ type: 'keep', ...this.output() });
+    this.sendKeep(child);
     child.on('message', (m: SpawnerMessage) => this.onMessage(child, m));
     child.on('error', (err) => this.log.error({ err }, 'spawner error'));
     child.once('exit', (code, signal) => this.onExit(child, code, signal));

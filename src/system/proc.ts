@@ -89,12 +89,10 @@ export interface LiveProcess {
 }
 
 /**
- * Every live (not zombie) process whose command line runs one of `configPaths` (`... -c <path>`), by path: one pass
- * over /proc, whatever the number of paths. Finds a tunnel whose pid was never recorded.
+ * Every live (not zombie) process whose command line `select` picks, grouped by what it returns: one pass over /proc.
  */
-export function processesByConfigPath(configPaths: ReadonlySet<string>): Map<string, LiveProcess[]> {
+export function liveProcesses(select: (args: string[]) => string | undefined): Map<string, LiveProcess[]> {
   const found = new Map<string, LiveProcess[]>();
-  if (configPaths.size === 0) return found;
   let entries: string[];
   try {
     entries = readdirSync('/proc');
@@ -104,14 +102,26 @@ export function processesByConfigPath(configPaths: ReadonlySet<string>): Map<str
   for (const entry of entries) {
     if (entry.charCodeAt(0) > 57 || !/^\d+$/.test(entry)) continue;
     const args = procArgs(entry);
-    const path = args && configPathOf(args);
-    if (path === undefined || !configPaths.has(path)) continue;
+    const key = args && select(args);
+    if (key === undefined) continue;
     const pid = Number(entry);
     const stat = procStat(pid);
     if (!stat || stat.state === 'Z') continue;
-    const list = found.get(path) ?? [];
+    const list = found.get(key) ?? [];
     list.push({ pid, startTicks: stat.startTicks });
-    found.set(path, list);
+    found.set(key, list);
   }
   return found;
+}
+
+/**
+ * Every live process whose command line runs one of `configPaths` (`... -c <path>`), by path, whatever the number of
+ * paths. Finds a tunnel whose pid was never recorded.
+ */
+export function processesByConfigPath(configPaths: ReadonlySet<string>): Map<string, LiveProcess[]> {
+  if (configPaths.size === 0) return new Map();
+  return liveProcesses((args) => {
+    const path = configPathOf(args);
+    return path !== undefined && configPaths.has(path) ? path : undefined;
+  });
 }

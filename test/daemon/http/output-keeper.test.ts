@@ -1,10 +1,14 @@
 // While no daemon runs, the tunnels' output still flows into their log files (the spawner keeps it): a tunnel
 // never blocks on a full pipe, and nothing it writes is lost or written twice across the daemon's comings and goings.
-import test from 'ava';
-import { existsSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import test, { type ExecutionContext } from 'ava';
+import { execFileSync } from 'node:child_process';
+import { statfsSync } from 'node:fs';
+import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { dispose, startDaemon, type Daemon } from '../../helpers/daemon.js';
+import { dispose, startDaemon, tempDir, type Daemon } from '../../helpers/daemon.js';
+import { adminEndpointOf } from '../../helpers/real-frp.js';
+import { until } from '../../helpers/until.js';
+import { adminGet } from '../../../src/frpc/admin-api.js';
 import {
   createInstance,
   instanceSettings,
@@ -15,6 +19,7 @@ import {
   waitFor,
 } from '../../helpers/instances.js';
 import { pidExists, procArgs } from '../../../src/system/proc.js';
+import { keepersOf, SPAWNER_SCRIPT, stopKeeper } from '../../../src/spawner/output-keeper.js';
 
 const BOOT = { TUNNELWARD_BOOT_ID: 'keeper-boot' };
 
@@ -30,8 +35,6 @@ async function ticks(logs: string, id: string): Promise<number[]> {
   return found;
 }
 
-const keeperPid = async (logs: string) =>
-  Number((await readFile(join(logs, 'keeper.pid'), 'utf8').catch(() => '0')).trim());
 
 test('the daemon away (stopped, then killed): the output keeps flowing into the log, no line repeated or lost but by the kill', async (t) => {
   t.timeout(90_000);
@@ -65,22 +68,11 @@ test('the daemon away (stopped, then killed): the output keeps flowing into the 
       (n) => n > before + 256 * 1024,
       20_000,
     );
-    const keeper = await keeperPid(logs);
-    t.true(keeper > 0 && pidExists(keeper), `a keeper runs while the daemon is away (${away})`);
+    const [keeper] = keepersOf(logs);
+    t.true(keeper !== undefined && pidExists(keeper), `a keeper runs while the daemon is away (${away})`);
 
-    daemon = await startDaemon({ dataDir, env: BOOT });
+    daemon = await takeOver(t, dataDir, id, keeper!, tunnel!, 64 * 1024);
     token = await daemon.login();
-    t.false(
-      pidExists(keeper) && procArgs(keeper)?.some((a) => a.endsWith('spawner-process.js')),
-      'the keeper has gone',
-    );
-    t.false(existsSync(join(logs, 'keeper.pid')));
-    t.like(await statusOf(daemon, token, id), { state: 'running', pid: tunnel });
-    const resumed = await logBytes(dataDir, id);
-    await waitFor(
-      () => logBytes(dataDir, id),
-      (n) => n > resumed + 64 * 1024,
-    );
   }
   t.deepEqual(await tunnelPids(configPath), [tunnel!], 'the same tunnel all along');
 
@@ -99,3 +91,72 @@ test('the daemon away (stopped, then killed): the output keeps flowing into the 
   t.true(gaps.length <= 1, `${gaps.length} gaps`);
   if (gaps.length > 0) t.log(`the kill -9 lost ${gaps[0]! - 1} lines the daemon had read`);
 });
+
+test('a full disk when the daemon goes: the keeper stays and drains the pipes (the tunnel never blocks on its output), and the next daemon takes over', async (t) => {
+  t.timeout(90_000);
+  // A file system of its own, to fill: the data dir on a small tmpfs.
+  const dataDir = await tempDir('full-disk-');
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=24m,mode=0700', 'tmpfs', dataDir]);
+  const logs = join(dataDir, 'logs');
+  const filler = join(dataDir, 'filler');
+  let daemon: Daemon | undefined;
+  t.teardown(async () => {
+    await daemon?.stop('SIGKILL');
+    await killTunnelsUnder(dataDir);
+    await stopKeeper(logs);
+    execFileSync('umount', ['-l', dataDir]);
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  daemon = await startDaemon({ dataDir, settingsToml: instanceSettings(), env: BOOT });
+  const token = await daemon.login();
+  const { id, configPath } = await createInstance(daemon, token, 'full_disk', {
+    metadatas: { 'fixture.logEveryMs': '1' },
+  });
+  t.true((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token })).body.success);
+  const [tunnel] = await tunnelPids(configPath);
+  const admin = await adminEndpointOf(configPath);
+
+  // Full to the last byte (dd stops at ENOSPC), then the daemon goes.
+  t.throws(() => execFileSync('dd', ['if=/dev/zero', `of=${filler}`, 'bs=1M'], { stdio: 'ignore' }));
+  t.is(statfsSync(dataDir).bavail, 0, 'the disk is full');
+  await daemon.stop('SIGKILL');
+  daemon = undefined;
+
+  const [keeper] = await until(
+    async () => keepersOf(logs),
+    (pids) => pids.length === 1,
+  );
+  // Two seconds: some 160 KB of output, more than two pipefuls, which a keeper that died would leave unread.
+  const deadline = Date.now() + 2000;
+  for (let asked = 1; Date.now() < deadline; asked++) {
+    const res = await adminGet(admin, '/api/status', 1000).catch((err: Error) => err);
+    t.true(!(res instanceof Error) && res.status === 200, `the tunnel answers (request ${asked}): ${String(res)}`);
+    if (res instanceof Error) break;
+  }
+  t.true(pidExists(keeper!), 'the keeper is there all along');
+  t.true(pidExists(tunnel!), 'the tunnel is there all along');
+
+  await rm(filler);
+  daemon = await takeOver(t, dataDir, id, keeper!, tunnel!, 16 * 1024);
+});
+
+/** A new daemon on `dataDir`: the keeper has gone, the tunnel is the same, and its log grows by `bytes` again. */
+async function takeOver(
+  t: ExecutionContext,
+  dataDir: string,
+  id: string,
+  keeper: number,
+  tunnel: number,
+  bytes: number,
+): Promise<Daemon> {
+  const daemon = await startDaemon({ dataDir, env: BOOT });
+  const token = await daemon.login();
+  t.false(pidExists(keeper) && procArgs(keeper)?.some((a) => a.endsWith(SPAWNER_SCRIPT)), 'the keeper has gone');
+  t.like(await statusOf(daemon, token, id), { state: 'running', pid: tunnel });
+  const resumed = await logBytes(dataDir, id);
+  await waitFor(
+    () => logBytes(dataDir, id),
+    (n) => n > resumed + bytes,
+  );
+  return daemon;
+}
