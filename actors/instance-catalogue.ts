@@ -15,6 +15,7 @@ import type { Logger } from '../src/log/logger.js';
 import type { SettingsStore } from '../src/settings/settings-store.js';
 import type { Database } from '../src/storage/database.js';
 import { lookupOsUser } from '../src/system/os-users.js';
+import { configFileAccess } from '../src/system/run-user-access.js';
 import { crashPoint } from '../src/util/crash-points.js';
 import { serviceNameOf } from './boot-services.js';
 import type { BootSync } from './boot-sync.js';
@@ -145,7 +146,7 @@ export class InstanceCatalogue {
     owner: User,
     by: Author,
   ): Promise<{ record: InstanceRecord; bootServiceError?: string; notes: string[] }> {
-    this.checkNewInstance(input);
+    await this.checkNewInstance(input);
     const config = TunnelConfig.create(
       { serverAddr: input.serverAddr, serverPort: input.serverPort, authMethod: input.authMethod },
       input.additional,
@@ -177,7 +178,7 @@ export class InstanceCatalogue {
     notes: string[];
     bootServiceError?: string;
   }> {
-    this.checkNewInstance(input);
+    await this.checkNewInstance(input);
     const { format, tree, notes, text } = await readConfigText(input.content, input.format);
     const { config, ...imported } = TunnelConfig.imported(tree, { format, text, notes });
     const request = { name: input.name, format, proxies: imported.proxyCount, visitors: imported.visitorCount };
@@ -202,7 +203,7 @@ export class InstanceCatalogue {
     notes: string[];
     verify: Verdict;
   }> {
-    this.checkNewInstance(input);
+    await this.checkNewInstance(input);
     const { format, tree, notes, text } = await readConfigText(input.content, input.format);
     const { config, ...imported } = TunnelConfig.imported(tree, { format, text, notes });
     const reservation = await this.deps.registry.reserve(config);
@@ -216,9 +217,9 @@ export class InstanceCatalogue {
   }
 
   /** What a new instance's name and run user must be; a name in use is a 409. */
-  private checkNewInstance(input: { name: string; runUser: string }): void {
+  private async checkNewInstance(input: { name: string; runUser: string }): Promise<void> {
     checkInstanceName(input.name);
-    checkRunUser(input.runUser);
+    await checkRunUser(input.runUser);
     if (this.deps.store.nameTaken(input.name)) throw nameInUse(input.name);
   }
 
@@ -393,12 +394,13 @@ export class InstanceCatalogue {
       as,
       'system config',
       async (record) => {
+        // Before the name's check: nothing may wait between that check and the update below.
+        if (change.runUser !== undefined) await checkRunUser(change.runUser);
         // An older instance may keep a name that is no longer allowed for a new one (only digits), as long as it keeps it.
         if (change.name !== undefined && change.name !== record.name) {
           checkInstanceName(change.name);
           if (store.nameTaken(change.name, id)) throw nameInUse(change.name);
         }
-        if (change.runUser !== undefined) checkRunUser(change.runUser);
         // Taken in the same turn as the check above: a create or rename that comes while the boot service is
         // being changed finds the name in use, not this change (which would fail half done).
         const renamed = store.update(id, { name: change.name, runUser: change.runUser }) ?? record;
@@ -509,6 +511,9 @@ function checkInstanceName(name: string): void {
   }
 }
 
-function checkRunUser(runUser: string): void {
+/** A run user must exist, and its config file must be one it can read and no other user can. */
+async function checkRunUser(runUser: string): Promise<void> {
   if (!lookupOsUser(runUser)) throw badRequest(`runUser ${JSON.stringify(runUser)} is not a user on this system`);
+  const access = await configFileAccess(runUser);
+  if (access.form === 'own' && access.refused) throw badRequest(access.refused);
 }

@@ -7,7 +7,7 @@ import type { PlanAction, RevisionStore } from '../src/instances/revision-store.
 import type { Logger } from '../src/log/logger.js';
 import type { SettingsStore } from '../src/settings/settings-store.js';
 import type { Database } from '../src/storage/database.js';
-import { hasConfigFileAccess } from '../src/system/run-user-access.js';
+import { checkConfigFileAccess } from '../src/system/run-user-access.js';
 import type { InstanceLifecycle } from './instance-lifecycle.js';
 
 /** A change a crash cut off after the tunnel may have been given its file: given the file put back, if it runs. */
@@ -127,19 +127,27 @@ export class InstanceHousekeeping {
   }
 
   /**
-   * A config file written with other access than its run user needs (by an earlier tunnelward, or by hand) is
-   * written again, unchanged, with that access.
+   * A config file written with other access than its run user needs (by an earlier tunnelward, or by hand, or before
+   * another user came to share the run user's primary group) is written again, unchanged, with that access.
    */
   private async settleFileAccess(): Promise<void> {
     for (const record of this.deps.store.all()) {
       if (record.pending !== null) continue;
-      const right = await hasConfigFileAccess(record.configPath, record.runUser).catch(() => true);
-      if (right) continue;
+      const found = await checkConfigFileAccess(record.configPath, record.runUser).catch(() => undefined);
+      if (!found || found.right) continue;
       await writeTunnelConfig(record.configPath, await readTunnelConfigText(record.configPath), record.runUser);
-      this.log.info(
-        { instanceID: record.id, runUser: record.runUser },
-        'config file given the access its run user needs',
-      );
+      const { access } = found;
+      if (access.form === 'own' && access.refused) {
+        this.log.warn(
+          { instanceID: record.id, runUser: record.runUser, reason: access.refused },
+          "config file made tunnelward's alone: its run user cannot be given access to it alone, so it will not start",
+        );
+      } else {
+        this.log.info(
+          { instanceID: record.id, runUser: record.runUser, access: access.form },
+          'config file given the access its run user needs',
+        );
+      }
     }
   }
 }

@@ -5,7 +5,7 @@ import { dirname, isAbsolute } from 'node:path';
 import { parse, stringify, TomlError } from 'smol-toml';
 import { badRequest, conflict, internal, notFound } from '../errors.js';
 import { writeFileAtomic } from '../fs/atomic.js';
-import { configFileAccess } from '../system/run-user-access.js';
+import { configFileWriteOptions } from '../system/run-user-access.js';
 import { COMMON_KEYS, enclosingKey, FEATURE_GATES, LEGACY_COMMON_KEYS } from './frpc-keys.js';
 import { withSuggestions } from '../util/closest.js';
 import { envPlaceholders, PLACEHOLDER_REASON } from './go-template.js';
@@ -608,11 +608,11 @@ export async function readTunnelConfigText(path: string): Promise<string> {
 }
 
 /**
- * Atomic, and readable by tunnelward and the tunnel's run user alone (`configFileAccess`): the file holds
+ * Atomic, and readable by tunnelward and the tunnel's run user alone (`configFileWriteOptions`): the file holds
  * `auth.token`. A config, or the text of one as it stood before.
  */
 export async function writeTunnelConfig(path: string, config: TunnelConfig | string, runUser: string): Promise<void> {
-  await writeFileAtomic(path, config.toString(), configFileAccess(runUser));
+  await writeFileAtomic(path, config.toString(), await configFileWriteOptions(runUser));
 }
 
 function tomlReason(err: TomlError): string {

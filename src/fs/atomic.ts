@@ -7,12 +7,14 @@ export interface AtomicWriteOptions {
   mode?: number;
   /** Group of the new file (its owner stays the writer); the writer's own group when left out. */
   group?: number;
+  /** Gives the temp file the rest of its access (an ACL) by its path, after its mode and group, before its data. */
+  prepare?: (tempPath: string) => Promise<void>;
 }
 
 /**
  * Replaces `path` with `data` so that a reader or a crash sees either the old file whole or the new one whole:
  * write a temp file in the same directory, fsync it, rename it over the target, fsync the directory. The temp file
- * has its mode and group before anything is written into it, so the file is never there with other access.
+ * has its mode, group and ACL before anything is written into it, so the file is never there with other access.
  */
 export async function writeFileAtomic(
   path: string,
@@ -26,6 +28,7 @@ export async function writeFileAtomic(
   try {
     await handle.chmod(mode);
     if (options.group !== undefined) await handle.chown(-1, options.group);
+    await options.prepare?.(tmp);
     await handle.writeFile(data);
     await handle.sync();
   } catch (err) {

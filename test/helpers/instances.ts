@@ -131,11 +131,22 @@ export async function logBytes(dataDir: string, id: string): Promise<number> {
   return total;
 }
 
-/** Owner, group and permission bits of a file. */
-export async function fileAccess(path: string): Promise<{ uid: number; gid: number; mode: number }> {
+/** Owner, group and permission bits of a file, and the uids its ACL names (`aclUsers`, only when it names any). */
+export async function fileAccess(
+  path: string,
+): Promise<{ uid: number; gid: number; mode: number; aclUsers?: number[] }> {
   const info = await stat(path);
-  return { uid: info.uid, gid: info.gid, mode: info.mode & 0o777 };
+  const access = { uid: info.uid, gid: info.gid, mode: info.mode & 0o777 };
+  const { stdout } = await run('getfacl', ['--omit-header', '--numeric', '--no-effective', '--', path]);
+  const aclUsers = [...stdout.matchAll(/^user:(\d+):/gm)].map((m) => Number(m[1]));
+  return aclUsers.length > 0 ? { ...access, aclUsers } : access;
 }
+
+/**
+ * A config file whose tunnel runs as nobody: root's, group root with no access, and an ACL entry that lets nobody
+ * alone read it (nobody's primary group, nogroup, is sync's and _apt's too on Debian, so the group would not do).
+ */
+export const READABLE_BY_NOBODY = { uid: 0, gid: 0, mode: 0o640, aclUsers: [65534] };
 
 /** The real user and group of a process, from the text of its `/proc/<pid>/status`. */
 export function processIds(status: string): { uid: number; gid: number } {

@@ -5,6 +5,7 @@
 # and pgrep (procps). openssl makes the self-signed certificates of the TLS tests. The web console's tests drive
 # Debian's Chromium (/usr/bin/chromium) through playwright-core. nginx stands in front of the daemon as the README's
 # reverse proxy (run by the test itself, with its own config; the package's own service is not used).
+# setfacl and getfacl (acl) give a run user that shares its primary group read access to its config file alone.
 # Installs what is missing when it can (root with apt-get); otherwise says what to install.
 missing=""
 command -v systemd-analyze >/dev/null 2>&1 || missing="$missing systemd"
@@ -13,6 +14,7 @@ command -v mkfifo >/dev/null 2>&1 || missing="$missing coreutils"
 command -v pgrep >/dev/null 2>&1 || missing="$missing procps"
 command -v nsenter >/dev/null 2>&1 || missing="$missing util-linux"
 command -v openssl >/dev/null 2>&1 || missing="$missing openssl"
+command -v setfacl >/dev/null 2>&1 && command -v getfacl >/dev/null 2>&1 || missing="$missing acl"
 [ -x /usr/bin/chromium ] || missing="$missing chromium"
 [ -x /usr/sbin/nginx ] || missing="$missing nginx"
 [ -z "$missing" ] && exit 0

@@ -6,7 +6,7 @@ import { chmod, mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { disposeWithTunnels, startDaemon, tempDir, type Daemon } from '../../helpers/daemon.js';
 import { echoServer, freePort, roundTrip } from '../../helpers/frp.js';
-import { fileAccess, processIds, waitFor } from '../../helpers/instances.js';
+import { fileAccess, processIds, READABLE_BY_NOBODY, waitFor } from '../../helpers/instances.js';
 import {
   addProxy,
   createTunnel,
@@ -35,9 +35,6 @@ async function daemonFor(t: ExecutionContext, settings: Record<string, string | 
   t.teardown(() => disposeWithTunnels(daemon, token));
   return { daemon, token };
 }
-
-/** Root's file, readable by the run user's group and by nobody else. */
-const READABLE_BY_RUN_USER = { uid: 0, gid: runUser.gid, mode: 0o640 };
 
 async function modifyProxy(daemon: Daemon, token: string, id: string, proxyInfo: object) {
   const res = await daemon.post('/tunnelAct/proxyMgr/modify', { instanceID: id, proxyInfo }, { token });
@@ -68,9 +65,9 @@ test(`process mode: frpc as ${RUN_USER} connects through frps, and an edited pro
   t.teardown(() => echo.close());
   const [first, moved, second] = [await freePort(), await freePort(), await freePort()];
   const { id, configPath } = await createTunnel(daemon, token, frps, 'ru_process', {}, { runUser: RUN_USER });
-  t.deepEqual(await fileAccess(configPath), READABLE_BY_RUN_USER, 'as created');
+  t.deepEqual(await fileAccess(configPath), READABLE_BY_NOBODY, 'as created');
   await addProxy(daemon, token, id, tcpTo('echo', echo.port, first));
-  t.deepEqual(await fileAccess(configPath), READABLE_BY_RUN_USER, 'after an edit');
+  t.deepEqual(await fileAccess(configPath), READABLE_BY_NOBODY, 'after an edit');
 
   await start(daemon, token, id);
   await statusUntil(daemon, token, id, (s) => s.connected === true && s.proxyStatus.running === 1, 5000);
@@ -81,12 +78,12 @@ test(`process mode: frpc as ${RUN_USER} connects through frps, and an edited pro
     `frpc runs as ${RUN_USER}`,
   );
   await roundTrip(first, `through a tunnel run as ${RUN_USER}`);
-  t.deepEqual(await fileAccess(configPath), READABLE_BY_RUN_USER, 'a start changes nothing of it');
+  t.deepEqual(await fileAccess(configPath), READABLE_BY_NOBODY, 'a start changes nothing of it');
 
   // The file is replaced by each edit: frpc, as the run user, reads the new one at the reload.
   const edited = await modifyProxy(daemon, token, id, tcpTo('echo', echo.port, moved));
   t.is(edited.applied, 'reload');
-  t.deepEqual(await fileAccess(configPath), READABLE_BY_RUN_USER, 'after the edit of a running tunnel');
+  t.deepEqual(await fileAccess(configPath), READABLE_BY_NOBODY, 'after the edit of a running tunnel');
   await reachable(moved, 'through the proxy frpc moved at the reload');
   const added = await addProxy(daemon, token, id, tcpTo('second', echo.port, second));
   t.is(added.applied, 'reload');
@@ -127,7 +124,7 @@ test(`init.d: the script runs frpc as ${RUN_USER} with the real start-stop-daemo
 
   const added = await addProxy(daemon, token, id, tcpTo('second', echo.port, second));
   t.is(added.applied, 'reload');
-  t.deepEqual(await fileAccess(configPath), READABLE_BY_RUN_USER);
+  t.deepEqual(await fileAccess(configPath), READABLE_BY_NOBODY);
   await statusUntil(daemon, token, id, (s) => s.proxyStatus.running === 2, 5000);
   await reachable(second, 'through the proxy added by a reload');
   t.deepEqual(frpcPids(configPath), [pid], 'reloaded, never restarted');

@@ -6,7 +6,7 @@ import { chmod, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startDaemon, tempDir, type Daemon } from '../../helpers/daemon.js';
 import { echoServer, EchoConnection, freePort, httpGet, httpServer, roundTrip } from '../../helpers/frp.js';
-import { fileAccess, processIds, statusOf, waitFor } from '../../helpers/instances.js';
+import { fileAccess, processIds, READABLE_BY_NOBODY, statusOf, waitFor } from '../../helpers/instances.js';
 import {
   addProxy,
   alertsOf,
@@ -152,7 +152,8 @@ serial(
     const [first, second] = [await freePort(), await freePort()];
     const { id, configPath } = await createTunnel(daemon, token, frps, 'rfs_nobody', {}, { runUser: 'nobody' });
     await addProxy(daemon, token, id, tcpTo('echo', echo.port, first));
-    const readable = { uid: 0, gid: runUser.gid, mode: 0o640 };
+    // Through an ACL entry: nobody's group, nogroup, is other users' too.
+    const readable = READABLE_BY_NOBODY;
     t.deepEqual(await fileAccess(configPath), readable);
 
     const refused = await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: id }, { token });

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'smol-toml';
 import { AppError } from '../../../src/errors.js';
-import { currentOsUser, lookupOsUser } from '../../../src/system/os-users.js';
+import { currentOsUser } from '../../../src/system/os-users.js';
+import { fileAccess, READABLE_BY_NOBODY } from '../../helpers/instances.js';
 import { envPlaceholders, onlyPlaceholders } from '../../../src/config/go-template.js';
 import { expectedView, merged, POSTGRES, PROXY_EXAMPLES, VISITORS_TOML } from '../../config/proxy-examples.js';
 import {
@@ -1446,11 +1447,10 @@ test("write is atomic with mode 0600 for a tunnel run as tunnelward's own user; 
   t.is((await stat(path)).mode & 0o777, 0o600);
   t.false((await readFile(path, 'utf8')).includes('[common]'));
 
-  // Written by root for a tunnel run as another user: root's file, that user's group, 0640.
+  // Written by root for a tunnel run as another user: root's file, readable by that user alone.
   if (process.getuid?.() !== 0) return;
   await writeTunnelConfig(path, config, 'nobody');
-  const info = await stat(path);
-  t.deepEqual([info.uid, info.gid, info.mode & 0o777], [0, lookupOsUser('nobody')!.gid, 0o640]);
+  t.deepEqual(await fileAccess(path), READABLE_BY_NOBODY);
   t.deepEqual(await readdir(dir), ['tunnel_1.toml'], 'no temp file left behind');
 });
 
