@@ -182,9 +182,11 @@ export class InstanceCatalogue {
     const { format, tree, notes, text } = await readConfigText(input.content, input.format);
     const { config, ...imported } = TunnelConfig.imported(tree, { format, text, notes });
     const request = { name: input.name, format, proxies: imported.proxyCount, visitors: imported.visitorCount };
+    const own = config.adminEndpoint()?.port;
     const done = await this.deps.lifecycle.counted(() =>
       this.register(input, owner, config, { by, kind: 'import', request }),
     );
+    if (own !== undefined) imported.notes.push(ownAdminEndpointNote(own, config.adminEndpoint()?.port));
     this.log.info(
       { instanceID: done.record.id, format, proxies: imported.proxyCount, visitors: imported.visitorCount },
       'instance imported from a config file',
@@ -206,6 +208,8 @@ export class InstanceCatalogue {
     await this.checkNewInstance(input);
     const { format, tree, notes, text } = await readConfigText(input.content, input.format);
     const { config, ...imported } = TunnelConfig.imported(tree, { format, text, notes });
+    const own = config.adminEndpoint()?.port;
+    if (own !== undefined) imported.notes.push(ownAdminEndpointNote(own, own));
     const reservation = await this.deps.registry.reserve(config);
     try {
       const verify = await this.deps.verify(config, {});
@@ -516,4 +520,11 @@ async function checkRunUser(runUser: string): Promise<void> {
   if (!lookupOsUser(runUser)) throw badRequest(`runUser ${JSON.stringify(runUser)} is not a user on this system`);
   const access = await configFileAccess(runUser);
   if (access.form === 'own' && access.refused) throw badRequest(access.refused);
+}
+
+/** What became of an imported file's own admin endpoint (webServer), one safe to keep: kept, or moved off a held port. */
+function ownAdminEndpointNote(own: number, now: number | undefined): string {
+  return now === own
+    ? "its webServer (on loopback, with a password) was kept: tunnelward reaches the tunnel's admin API there"
+    : `its webServer's port ${own} is held by another instance or program: it was replaced by tunnelward's own admin endpoint`;
 }

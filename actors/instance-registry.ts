@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readTunnelConfig, type AdminEndpoint, type TunnelConfig } from '../src/config/tunnel-config.js';
 import { conflict } from '../src/errors.js';
 import type { InstanceRecord } from '../src/instances/instance-store.js';
-import { freeLoopbackPort } from '../src/system/loopback-ports.js';
+import { freeLoopbackPort, loopbackPortState } from '../src/system/loopback-ports.js';
 
 /** The Basic user tunnelward uses on each tunnel's admin API. */
 const ADMIN_USER = 'tunnelward';
@@ -53,8 +53,10 @@ export class InstanceRegistry {
     this.held.add(reservation);
     if (options.newPort) {
       try {
-        const port = await this.freeAdminPort(reservation);
-        config.setAdminEndpoint(port, ADMIN_USER, adminPassword());
+        // An operator's own endpoint (kept by an import: see TunnelConfig.imported) stays while its port is free.
+        const own = config.adminEndpoint();
+        if (!own || !(await this.holdOwnPort(reservation, own.port)))
+          config.setAdminEndpoint(await this.freeAdminPort(reservation), ADMIN_USER, adminPassword());
       } catch (err) {
         this.held.delete(reservation);
         throw err;
@@ -147,10 +149,20 @@ export class InstanceRegistry {
    * A loopback port for a tunnel's admin API: one free now that no other instance's file names nor a reservation
    * holds, from below the kernel's ephemeral range (see loopback-ports).
    */
+  /** Holds the port when no instance and no request under way has it, and nothing on loopback holds it. */
+  private async holdOwnPort(reservation: { port: number | undefined }, port: number): Promise<boolean> {
+    const taken = this.takenAdminPorts(await this.allEndpoints());
+    if (taken(port) || (await loopbackPortState(port)) !== 'free' || taken(port)) return false;
+    reservation.port = port; // checked again and held with no wait
+    return true;
+  }
+
+  private takenAdminPorts(recorded: Map<number, { port: number }>): (port: number) => boolean {
+    return (port) => [...this.held].some((r) => r.port === port) || [...recorded.values()].some((e) => e.port === port);
+  }
+
   private async freeAdminPort(reservation: { port: number | undefined }): Promise<number> {
-    const recorded = await this.allEndpoints();
-    const taken = (port: number) =>
-      [...this.held].some((r) => r.port === port) || [...recorded.values()].some((e) => e.port === port);
+    const taken = this.takenAdminPorts(await this.allEndpoints());
     for (;;) {
       const port = await freeLoopbackPort(taken);
       // Checked again, and held, with no wait: two creates at once get two ports.

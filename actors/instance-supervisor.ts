@@ -245,6 +245,10 @@ export class InstanceSupervisor {
     const tunnelPath = this.settings.value('TunnelPath');
     const program = await trustedProgram(tunnelPath).catch((err: Error) => err);
     if (program instanceof Error) return { verified: false, skipped: `TunnelPath ${program.message}` };
+    // frpc would render a variable it lacks as `<no value>`: no verdict on the file, until the variables are set.
+    const unset = config.envPlaceholders().filter((name) => !Object.hasOwn(env, name));
+    if (unset.length > 0)
+      return { verified: false, skipped: `it reads ${unset.join(', ')} from the environment, not set yet` };
     const text = config.exportText(false);
     const key = createHash('sha256')
       .update(program)

@@ -39,8 +39,8 @@ export class StartChecks {
   }
 
   /**
-   * Why the tunnel cannot be started with this file and these variables, if it cannot: a placeholder outside a secret
-   * field, or one with no variable. The file's secrets, as the tunnel will read them, are made known for masking
+   * Why the tunnel cannot be started with this file and these variables, if it cannot: a placeholder with no
+   * variable. The file's secrets, as the tunnel will read them, are made known for masking
    * first. What the change pipeline asks of a new file before it is written.
    */
   startProblem(
@@ -48,8 +48,6 @@ export class StartChecks {
     config: TunnelConfig,
     env: Readonly<Record<string, string>>,
   ): string | undefined {
-    const problem = config.placeholderProblem();
-    if (problem) return problem;
     const missing = missingEnvironment(config.envPlaceholders(), env);
     if (missing.length === 0) return undefined;
     const names = missing.join(', ');

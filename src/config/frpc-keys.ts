@@ -36,11 +36,6 @@ export interface KeySpec {
   annotationEntries?: boolean;
   /** Holds a secret: its value never appears in a message or a listing. */
   secret?: boolean;
-  /**
-   * An address frpc connects to: even a secret one (a proxy URL with a password) holds no `{{ .Envs.NAME }}`, since
-   * what frpc dials leaves the host (a DNS lookup of the rendered name at least) and would carry the variable out.
-   */
-  dialed?: boolean;
 }
 
 /**
@@ -57,7 +52,6 @@ export function enclosingKey(specs: Readonly<Record<string, KeySpec>>, path: str
 
 const string: KeySpec = { kind: 'string' };
 const secret: KeySpec = { kind: 'string', secret: true };
-const secretAddress: KeySpec = { kind: 'string', secret: true, dialed: true };
 const host: KeySpec = { kind: 'string', format: 'host' };
 const port: KeySpec = { kind: 'port' };
 const integer: KeySpec = { kind: 'integer' };
@@ -96,7 +90,7 @@ export const COMMON_KEYS: Readonly<Record<string, KeySpec>> = {
   'auth.oidc.additionalEndpointParams': stringMap,
   'auth.oidc.trustedCaFile': string,
   'auth.oidc.insecureSkipVerify': boolean,
-  'auth.oidc.proxyURL': secretAddress,
+  'auth.oidc.proxyURL': secret,
   'log.to': {
     kind: 'string',
     oneOf: ['console'],
@@ -120,7 +114,7 @@ export const COMMON_KEYS: Readonly<Record<string, KeySpec>> = {
   'transport.dialServerTimeout': integer,
   'transport.dialServerKeepalive': integer,
   'transport.connectServerLocalIP': host,
-  'transport.proxyURL': secretAddress, // may carry a proxy password
+  'transport.proxyURL': secret, // may carry a proxy password
   'transport.poolCount': integer,
   'transport.tcpMux': boolean,
   'transport.tcpMuxKeepaliveInterval': integer,

@@ -1,8 +1,8 @@
 /**
  * frpc renders every config file as a Go text/template before parsing it, with the environment as `.Envs`.
- * The one form we let through is `{{ .Envs.NAME }}`, which keeps a secret out of the file, and only in a field
- * that holds a secret: frpc shows the others (an address it dials, a name) in its log, and so to whoever reads it.
- * Every other action could run template code, so it is refused.
+ * The one form we let through is `{{ .Envs.NAME }}`, wherever frpc reads it: inside any string, or as a whole value
+ * of any kind (`remotePort = {{ .Envs.PORT }}`, which is TOML only once rendered). Every other action could run
+ * template code, so it is refused. What a placeholder renders to is an environment value, masked wherever it shows.
  */
 
 /**
@@ -16,11 +16,6 @@ const ALL_PLACEHOLDERS = new RegExp(PLACEHOLDER.source, 'g');
 export const TEMPLATE_REASON =
   'must not contain "{{" or "}}" other than {{ .Envs.NAME }} placeholders (NAME of letters, digits and "_", not a digit first): ' +
   'frpc renders its config file as a Go template, so anything else would be executed';
-
-export const PLACEHOLDER_REASON =
-  'cannot hold a {{ .Envs.NAME }} placeholder: only secret fields (auth.token, auth.oidc.clientSecret, ' +
-  "a proxy's or visitor's secretKey, httpPassword, plugin passwords, ...) may read the instance's environment; " +
-  'frpc shows other values in its log, and dials the addresses (a proxy URL among them), which would reveal the variable';
 
 /**
  * True when every `{{` in the value opens a placeholder and no `}}` stands outside one. Scans from the left as
@@ -37,6 +32,65 @@ export function onlyPlaceholders(value: string): boolean {
     if (!PLACEHOLDER.test(value)) return false;
     at = PLACEHOLDER.lastIndex;
   }
+}
+
+/** True when the value is one placeholder and nothing else: the form a number or a boolean may take. */
+export function isPlaceholder(value: unknown): value is string {
+  if (typeof value !== 'string') return false;
+  PLACEHOLDER.lastIndex = 0;
+  return PLACEHOLDER.test(value) && PLACEHOLDER.lastIndex === value.length;
+}
+
+/** True when the value holds a placeholder anywhere: what it reads as is known only once frpc renders it. */
+export const holdsPlaceholder = (value: string): boolean => value.includes('{{');
+
+/**
+ * The TOML text with every placeholder that stands outside a string (`remotePort = {{ .Envs.PORT }}`) put in
+ * quotes, so that the text reads as TOML: such a value reads as the placeholder's text, and `bareText` writes it
+ * back without quotes where its key is not a string. Strings (all four kinds) and comments are passed over as the
+ * TOML grammar reads them.
+ */
+export function quoteBarePlaceholders(text: string): string {
+  if (!text.includes('{{')) return text;
+  let out = '';
+  let from = 0;
+  for (let at = 0; at < text.length;) {
+    const c = text[at]!;
+    if (c === '#') at = lineEnd(text, at);
+    else if (c === '"' || c === "'") at = stringEnd(text, at);
+    else if (c === '{' && text[at + 1] === '{') {
+      PLACEHOLDER.lastIndex = at;
+      if (!PLACEHOLDER.test(text)) at += 2;
+      else {
+        out += `${text.slice(from, at)}"${text.slice(at, PLACEHOLDER.lastIndex)}"`;
+        at = from = PLACEHOLDER.lastIndex;
+      }
+    } else at++;
+  }
+  return out + text.slice(from);
+}
+
+const lineEnd = (text: string, at: number): number => {
+  const end = text.indexOf('\n', at);
+  return end < 0 ? text.length : end;
+};
+
+/** Where the TOML string opening at `at` ends (basic or literal, one line or multi-line; an unclosed one at its line's end). */
+function stringEnd(text: string, at: number): number {
+  const quote = text[at]!;
+  const multi = text.startsWith(quote.repeat(3), at);
+  const close = multi ? quote.repeat(3) : quote;
+  for (let i = at + close.length; i < text.length; i++) {
+    if (!multi && text[i] === '\n') return i;
+    if (quote === '"' && text[i] === '\\') i++;
+    else if (text.startsWith(close, i)) {
+      let end = i + close.length;
+      // A multi-line string may end in one or two quotes of its own kind just before its closing three.
+      while (multi && end < i + close.length + 2 && text[end] === quote) end++;
+      return end;
+    }
+  }
+  return text.length;
 }
 
 /** The environment variables a config file's placeholders read, each once, in order of first use. */

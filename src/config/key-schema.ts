@@ -32,7 +32,6 @@ function valueSchema(spec: KeySpec): Json {
     spec.format ? formatRule(spec.format) : undefined,
     spec.why,
     spec.secret ? 'a secret: listed masked; sending the mask back keeps it' : undefined,
-    spec.secret && !spec.dialed ? 'may be a {{ .Envs.NAME }} placeholder' : undefined,
   ].filter(Boolean);
   const described = description.length > 0 ? { description: description.join('; ') } : {};
   const text: Json = spec.oneOf ? { type: 'string', enum: [...spec.oneOf] } : { type: 'string' };

@@ -1,11 +1,8 @@
 import { COMMON_KEYS, visitorKeyTable, type KeySpec } from './frpc-keys.js';
-import { renderPlaceholders } from './go-template.js';
+import { isPlaceholder, renderPlaceholders } from './go-template.js';
 import { proxyKeyTable } from './proxy-keys.js';
 import { pluginTypeOf, SECRET_MASK } from './proxy-view.js';
 import { isTable, text, type Table } from './toml-tree.js';
-
-/** What a key's value is to someone who must not read secrets: a secret, not one, or unknown to tunnelward. */
-type Kind = 'secret' | 'dialed' | 'plain' | 'unknown';
 
 /**
  * A config document as it may be shown to someone who must not read its secrets: the value of every key marked
@@ -13,7 +10,7 @@ type Kind = 'secret' | 'dialed' | 'plain' | 'unknown';
  * so is every value of a key tunnelward does not know, which could be one.
  */
 export function maskSecrets(doc: Table): Table {
-  return mapValues(doc, (_, kind, value) => (kind === 'plain' ? value : SECRET_MASK));
+  return mapValues(doc, (_, spec, value) => (spec && !spec.secret ? value : SECRET_MASK));
 }
 
 /**
@@ -22,32 +19,32 @@ export function maskSecrets(doc: Table): Table {
  */
 export function secretValues(doc: Table, env: Readonly<Record<string, string>>): string[] {
   const found: string[] = [];
-  mapValues(doc, (_, kind, value) => {
-    if ((kind === 'secret' || kind === 'dialed') && typeof value === 'string')
-      found.push(renderPlaceholders(value, env));
+  mapValues(doc, (_, spec, value) => {
+    if (spec?.secret && typeof value === 'string') found.push(renderPlaceholders(value, env));
     return value;
   });
   return found;
 }
 
-/** The keys (as `proxies[0].localIP`) whose values hold a `{{` but are no secret: frpc would show what it reads. */
-export function placeholdersOutsideSecrets(doc: Table): string[] {
-  const found: string[] = [];
-  const holds = (value: unknown): boolean =>
-    typeof value === 'string'
-      ? value.includes('{{')
-      : Array.isArray(value)
-        ? value.some(holds)
-        : isTable(value) && Object.values(value).some(holds);
-  mapValues(doc, (name, kind, value) => {
-    if (kind !== 'secret' && holds(value)) found.push(name);
+/**
+ * The document with each placeholder that stands for a number or a boolean (`remotePort = {{ .Envs.PORT }}`)
+ * replaced by `mark(placeholder)`: what the writer turns back into the bare placeholder once the text is made.
+ */
+export function markBarePlaceholders(doc: Table, mark: (placeholder: string) => string): Table {
+  const bare = (value: unknown) => (isPlaceholder(value) ? mark(value) : value);
+  return mapValues(doc, (_, spec, value) => {
+    if (spec?.kind === 'port' || spec?.kind === 'integer' || spec?.kind === 'boolean') return bare(value);
+    if (spec?.kind === 'booleanMap' && isTable(value))
+      return Object.fromEntries(Object.entries(value).map(([name, item]) => [name, bare(item)]));
     return value;
   });
-  return found;
 }
 
-/** The document with each value (a leaf under the known keys, or a value of an unknown key) replaced by `map`. */
-function mapValues(doc: Table, map: (name: string, kind: Kind, value: unknown) => unknown): Table {
+/**
+ * The document with each value (a leaf under the known keys, or a value of an unknown key: `spec` undefined)
+ * replaced by `map`.
+ */
+function mapValues(doc: Table, map: (name: string, spec: KeySpec | undefined, value: unknown) => unknown): Table {
   const { proxies, visitors, ...settings } = doc;
   const out = mapTable(settings, COMMON_KEYS, '', '', map);
   const blocks = (
@@ -59,7 +56,7 @@ function mapValues(doc: Table, map: (name: string, kind: Kind, value: unknown) =
       ? value.map((block, index) =>
           isTable(block)
             ? mapTable(block, specsOf(block), '', `${kind}[${index}].`, map)
-            : map(`${kind}[${index}]`, 'unknown', block),
+            : map(`${kind}[${index}]`, undefined, block),
         )
       : [];
   if (proxies !== undefined)
@@ -68,22 +65,19 @@ function mapValues(doc: Table, map: (name: string, kind: Kind, value: unknown) =
   return out;
 }
 
-/** A dialed secret is masked like any secret, but may not read the environment (see `KeySpec.dialed`). */
-const kindOf = (spec: KeySpec): Kind => (spec.secret ? (spec.dialed ? 'dialed' : 'secret') : 'plain');
-
 function mapTable(
   table: Table,
   specs: Readonly<Record<string, KeySpec>>,
   prefix: string,
   where: string,
-  map: (name: string, kind: Kind, value: unknown) => unknown,
+  map: (name: string, spec: KeySpec | undefined, value: unknown) => unknown,
 ): Table {
   const out: Table = {};
   for (const [key, value] of Object.entries(table)) {
     const name = prefix + key;
-    if (Object.hasOwn(specs, name)) out[key] = map(where + name, kindOf(specs[name]!), value);
+    if (Object.hasOwn(specs, name)) out[key] = map(where + name, specs[name]!, value);
     else if (isTable(value)) out[key] = mapTable(value, specs, `${name}.`, where, map);
-    else out[key] = map(where + name, 'unknown', value);
+    else out[key] = map(where + name, undefined, value);
   }
   return out;
 }

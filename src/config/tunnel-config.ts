@@ -1,19 +1,21 @@
 import { createHash } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { isIP } from 'node:net';
 import { dirname, isAbsolute } from 'node:path';
+import { patch } from '@decimalturn/toml-patch';
 import { parse, stringify, TomlError } from 'smol-toml';
 import { badRequest, conflict, internal, notFound } from '../errors.js';
 import { writeFileAtomic } from '../fs/atomic.js';
 import { configFileWriteOptions } from '../system/run-user-access.js';
 import { COMMON_KEYS, enclosingKey, FEATURE_GATES, LEGACY_COMMON_KEYS } from './frpc-keys.js';
 import { withSuggestions } from '../util/closest.js';
-import { envPlaceholders, PLACEHOLDER_REASON } from './go-template.js';
+import { envPlaceholders, holdsPlaceholder, isPlaceholder, quoteBarePlaceholders } from './go-template.js';
 import { normalizeDocument } from './legacy-shape.js';
 import { editProxy, readProxyChanges, type ProxyInput } from './proxy-edit.js';
 import { REMOTE_PORT_TYPES } from './proxy-keys.js';
 import { SECRET_MASK, viewOf, visitorViewOf, type ProxyView, type VisitorView } from './proxy-view.js';
-import { maskSecrets, placeholdersOutsideSecrets, secretValues, unmaskSecrets } from './secret-mask.js';
+import { markBarePlaceholders, maskSecrets, secretValues, unmaskSecrets } from './secret-mask.js';
 import { checkTree, copyTree, deletePath, getPath, isTable, sameTree, setPath, text, type Table } from './toml-tree.js';
 import { checkEntryName, checkValue, messageOf, safeLabel } from './value-check.js';
 import { textWithAdditions } from './toml-text.js';
@@ -52,7 +54,10 @@ export class TunnelConfig {
   /** Reads the current format and the older one (a `[common]` table, snake_case keys), mapped to current names. */
   static parse(text: string, path?: string): TunnelConfig {
     const what = path === undefined ? 'Config file' : `Config file ${path}`;
-    return new TunnelConfig(useConsoleOutput(normalizeDocument(parseTomlDocument(text, what), what)));
+    const tree = parseTomlDocument(text, what);
+    const config = new TunnelConfig(useConsoleOutput(normalizeDocument(copyTree(tree), what)));
+    config.keepSource(text, tree);
+    return config;
   }
 
   /**
@@ -67,7 +72,8 @@ export class TunnelConfig {
     const { proxies = [], visitors = [], webServer, ...settings } = normalizeDocument(raw, 'The imported file');
     const notes = [...(source.notes ?? [])];
     const errors: string[] = [];
-    if (webServer !== undefined) notes.push("its webServer was replaced by tunnelward's own admin endpoint");
+    const unsafe = webServer === undefined ? undefined : unsafeAdminEndpoint(webServer);
+    if (unsafe) notes.push(`its webServer was replaced by tunnelward's own admin endpoint: ${unsafe}`);
     if (settings.includes !== undefined) {
       errors.push('includes: proxies of other files cannot come along; put them into this file');
       delete settings.includes;
@@ -82,7 +88,9 @@ export class TunnelConfig {
     if (errors.length > 0) throw badRequest(joinErrors(errors));
     config.fillDefaults();
     config.keepTryingAtStart(notes);
-    if (source.format === 'toml') config.source = source.text;
+    // Kept as it is: the instance's registration keeps it while its port is free (and says which it did).
+    if (webServer !== undefined && !unsafe) config.doc.webServer = copyTree(webServer);
+    if (source.format === 'toml') config.keepSource(source.text, raw);
     const visitorCount = Array.isArray(config.doc.visitors) ? config.doc.visitors.length : 0;
     return { config, proxyCount: config.blocks().length, visitorCount, notes };
   }
@@ -111,6 +119,7 @@ export class TunnelConfig {
     config.fillDefaults();
     config.keepTryingAtStart(notes);
     if (this.doc.webServer !== undefined) config.doc.webServer = copyTree(this.doc.webServer);
+    config.keepSource(content, parseTomlDocument(content, what));
     return { config, notes };
   }
 
@@ -237,8 +246,16 @@ export class TunnelConfig {
     return config;
   }
 
-  /** The operator's text of a TOML file just imported (toString keeps it when it can). */
+  /** The text the config was read from (a file, an edit, a TOML import): toString keeps its comments and layout. */
   private source: string | undefined;
+
+  /**
+   * Keeps `text` (read as `tree`) as the source if its keys are where frpc's current shape has them (values may be
+   * changed in place, a string port made a number): a file in the older shape is written afresh.
+   */
+  private keepSource(text: string, tree: Table): void {
+    this.source = sameKeys(normalizeDocument(copyTree(tree), 'The file'), tree) ? text : undefined;
+  }
 
   /** Set while tunnelward itself writes the admin endpoint: the only writer of webServer.* keys. */
   private managingAdmin = false;
@@ -447,15 +464,12 @@ export class TunnelConfig {
   }
 
   /**
-   * TOML in frpc's current format: settings first, then `[[proxies]]` and `[[visitors]]`. A file just imported from
-   * TOML is its own text, with what tunnelward added, while that text still reads as this config.
+   * The file's text: the text it was read from, with the changes made since written into it (comments, layout and
+   * dotted keys kept), or, for a new config, TOML in frpc's current format (settings first, then `[[proxies]]` and
+   * `[[visitors]]`).
    */
   toString(): string {
-    if (this.source !== undefined) {
-      const kept = textWithAdditions(this.source, this.doc, (text) => parseTomlDocument(text, 'The imported file'));
-      if (kept !== undefined) return kept;
-    }
-    return stringifyDocument(this.doc);
+    return fileText(this.doc, this.source);
   }
 
   /**
@@ -468,21 +482,12 @@ export class TunnelConfig {
       delete doc.serverAddr;
       delete doc.serverPort;
     }
-    return stringifyDocument(masked ? maskSecrets(doc) : doc);
+    return unquoteBarePlaceholders(stringifyDocument(masked ? maskSecrets(doc) : doc), doc);
   }
 
   /** The values of its secret keys as frpc reads them with this environment: what is masked wherever it shows. */
   secretValues(env: Readonly<Record<string, string>>): string[] {
     return secretValues(this.doc, env);
-  }
-
-  /**
-   * Why frpc must not run the file as it stands: a `{{ .Envs.NAME }}` outside a secret field (a file edited by hand
-   * or written before they were refused there) would show the variable in frpc's log. Undefined when none is.
-   */
-  placeholderProblem(): string | undefined {
-    const keys = placeholdersOutsideSecrets(this.doc);
-    return keys.length === 0 ? undefined : `${keys.map(safeLabel).join(', ')} ${PLACEHOLDER_REASON}`;
   }
 
   /** The environment variables the file's `{{ .Envs.NAME }}` placeholders read; frpc renders a missing one as `<no value>`. */
@@ -566,7 +571,10 @@ export function parseTomlDocument(text: string, what: string): Table {
   try {
     // Older files may start with a byte-order mark; big integers in keys we don't own must survive. Keys such as
     // __proto__ are kept as the document's own (never a prototype) so that the check below can refuse them by name.
-    tree = parse(text.replace(/^\uFEFF/, ''), { integersAsBigInt: 'asNeeded', unsafeKeyBehaviour: 'keep' });
+    tree = parse(quoteBarePlaceholders(text.replace(/^\uFEFF/, '')), {
+      integersAsBigInt: 'asNeeded',
+      unsafeKeyBehaviour: 'keep',
+    });
   } catch (err) {
     if (err instanceof TomlError) {
       throw badRequest(`${what} is not valid TOML (line ${err.line}, column ${err.column}: ${tomlReason(err)})`);
@@ -583,6 +591,95 @@ function stringifyDocument(doc: Table): string {
   if (proxies !== undefined) ordered.proxies = proxies;
   if (visitors !== undefined) ordered.visitors = visitors;
   return stringify(ordered);
+}
+
+/**
+ * The text of a config file holding `doc`. From `source` when there is one: only lines added when tunnelward only
+ * added keys (textWithAdditions), else the source patched (toml-patch keeps comments and layout around what
+ * changed); either only when it reads back as `doc`, else `doc` written afresh. A placeholder standing for a number
+ * or a boolean is written bare, as it was read (quoteBarePlaceholders).
+ */
+function fileText(doc: Table, source: string | undefined): string {
+  const read = (text: string) => parseTomlDocument(text, 'The written file');
+  let text: string | undefined;
+  if (source !== undefined) {
+    const quoted = quoteBarePlaceholders(source.replace(/^\uFEFF/, ''));
+    text = textWithAdditions(quoted, doc, read) ?? patchedText(quoted, doc, read);
+  }
+  return unquoteBarePlaceholders(text ?? stringifyDocument(doc), doc);
+}
+
+/** Keys of an operator's webServer that tunnelward can keep: it speaks plain HTTP with basic auth to it. */
+const KEPT_ADMIN_KEYS = new Set(['addr', 'port', 'user', 'password', 'assetsDir', 'pprofEnable']);
+
+/**
+ * Why an imported file's own webServer (frpc's admin API, which serves the file, auth.token included) cannot be
+ * kept, if it cannot: kept only on a loopback address, with a user and a password of 8 characters or more, on a
+ * port given as a number, and without TLS.
+ */
+function unsafeAdminEndpoint(webServer: unknown): string | undefined {
+  if (!isTable(webServer)) return 'it was not a table';
+  const addr = text(webServer.addr);
+  if (addr !== '' && !isLoopbackAddress(addr))
+    return `it listened on ${safeLabel(addr)}, not on loopback: anyone who reaches it reads the file, auth.token included`;
+  const port = webServer.port;
+  if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535)
+    return 'its port was not a port number';
+  if (holdsPlaceholder(text(webServer.user)) || holdsPlaceholder(text(webServer.password)))
+    return 'its user or password came from the environment, which tunnelward does not read';
+  if (text(webServer.user) === '' || text(webServer.password).length < 8)
+    return 'it had no user, or a password shorter than 8 characters';
+  const other = Object.keys(webServer).find((key) => !KEPT_ADMIN_KEYS.has(key));
+  if (other !== undefined) return `tunnelward reaches the admin API over plain HTTP, and webServer.${safeLabel(other)} was set`;
+  return undefined;
+}
+
+function isLoopbackAddress(addr: string): boolean {
+  return addr === '::1' || (isIP(addr) === 4 && addr.startsWith('127.'));
+}
+
+/** True when both trees have the same keys at the same places, whatever their values. */
+function sameKeys(a: unknown, b: unknown): boolean {
+  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((item, i) => sameKeys(item, b[i]));
+  if (!isTable(a)) return !isTable(b) && !Array.isArray(b);
+  if (!isTable(b) || Object.keys(a).length !== Object.keys(b).length) return false;
+  return Object.keys(a).every((key) => Object.hasOwn(b, key) && sameKeys(a[key], b[key]));
+}
+
+function patchedText(source: string, doc: Table, read: (text: string) => Table): string | undefined {
+  try {
+    const text = patch(source, doc);
+    return sameTree(read(text), doc) ? text : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The text with the placeholders that stand for a number or a boolean unquoted: each `= "{{ .Envs.NAME }}"` (or an
+ * array item) whose placeholder the document holds only at such keys. One held also as a whole string value could not
+ * be told apart: refused.
+ */
+function unquoteBarePlaceholders(text: string, doc: Table): string {
+  const bare = new Set<string>();
+  markBarePlaceholders(doc, (placeholder) => (bare.add(placeholder), placeholder));
+  if (bare.size === 0) return text;
+  const quoted = new Set<string>();
+  const walk = (value: unknown): void => {
+    if (isPlaceholder(value)) quoted.add(value);
+    else if (Array.isArray(value)) value.forEach(walk);
+    else if (isTable(value)) Object.values(value).forEach(walk);
+  };
+  walk(markBarePlaceholders(doc, () => ''));
+  const both = [...bare].filter((placeholder) => quoted.has(placeholder));
+  if (both.length > 0)
+    throw badRequest(
+      `${both.join(', ')} stands both for a number or true/false and for a whole string: use a variable of its own for each`,
+    );
+  return text.replace(
+    /([=[,]\s*)"(\{\{ *\.Envs\.[A-Za-z_][A-Za-z0-9_]* *\}\})"/g,
+    (all, before: string, placeholder: string) => (bare.has(placeholder) ? before + placeholder : all),
+  );
 }
 
 export async function readTunnelConfig(path: string): Promise<TunnelConfig> {
@@ -673,7 +770,8 @@ function settingRules(settings: Table): string[] {
       if (!given(key)) broken.push(`${key} is required when auth.method is oidc`);
     }
     const url = text(getPath(settings, ['auth', 'oidc', 'tokenEndpointURL']));
-    if (url !== '' && !isHttpUrl(url)) broken.push('auth.oidc.tokenEndpointURL must be an absolute http or https URL');
+    if (url !== '' && !holdsPlaceholder(url) && !isHttpUrl(url))
+      broken.push('auth.oidc.tokenEndpointURL must be an absolute http or https URL');
     const params = getPath(settings, ['auth', 'oidc', 'additionalEndpointParams']);
     if (isTable(params) && Object.hasOwn(params, 'scope'))
       broken.push('auth.oidc.additionalEndpointParams.scope is not allowed; use auth.oidc.scope');
@@ -683,6 +781,7 @@ function settingRules(settings: Table): string[] {
   // frpc looks in each include's directory (relative to its working directory, which depends on how it runs).
   const includes = getPath(settings, ['includes']);
   for (const file of Array.isArray(includes) ? includes.map(text) : []) {
+    if (holdsPlaceholder(file)) continue;
     if (!isAbsolute(file)) broken.push(`includes: ${safeLabel(file)} must be an absolute path`);
     else if (statSync(dirname(file), { throwIfNoEntry: false }) === undefined)
       broken.push(`includes: the directory ${safeLabel(dirname(file))} does not exist`);

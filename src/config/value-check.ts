@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { AppError, badRequest } from '../errors.js';
 import type { KeySpec, StringFormat } from './frpc-keys.js';
-import { onlyPlaceholders, PLACEHOLDER_REASON, TEMPLATE_REASON } from './go-template.js';
+import { holdsPlaceholder, isPlaceholder, onlyPlaceholders, TEMPLATE_REASON } from './go-template.js';
 import { isReservedKey, reservedKeyMessage } from '../util/reserved-keys.js';
 import { isTable, type Table } from './toml-tree.js';
 import { portTextPattern } from '../settings/values.js';
@@ -40,8 +40,13 @@ const FORMATS: Readonly<Record<StringFormat, { test: (value: string) => boolean;
 /** What a string of this format must be, as messages and the document say it. */
 export const formatRule = (format: StringFormat): string => FORMATS[format].one;
 
-/** Checks a value against its key's spec and returns it in the type frpc wants. */
+/**
+ * Checks a value against its key's spec and returns it in the type frpc wants. A number or a boolean may be one
+ * `{{ .Envs.NAME }}` placeholder instead, kept as its text (written bare: frpc reads the value it renders to).
+ */
 export function checkValue(label: string, spec: KeySpec, value: unknown): unknown {
+  if ((spec.kind === 'port' || spec.kind === 'integer' || spec.kind === 'boolean') && isPlaceholder(value))
+    return value;
   switch (spec.kind) {
     case 'string':
       return checkString(label, value, spec);
@@ -94,8 +99,10 @@ export function checkEntryName(label: string, spec: KeySpec, name: string): stri
 }
 
 /**
- * A string frpc can read: no control characters, no template action but `{{ .Envs.NAME }}`, and that one only in
- * a secret field (checked after a fixed choice, whose message says more).
+ * A string frpc can read: no control characters, no template action but `{{ .Envs.NAME }}`. A fixed choice stays
+ * literal (tunnelward reads it: a proxy's type picks its keys, log.to must be the console); a value with a
+ * placeholder is otherwise what the environment makes it, so its format is checked by frpc (the change pipeline's
+ * verify runs with the instance's environment), not here.
  */
 export function checkString(label: string, value: unknown, spec: Partial<KeySpec> = {}, inList = false): string {
   if (typeof value !== 'string') throw badRequest(`${label} must be a string`);
@@ -105,7 +112,7 @@ export function checkString(label: string, value: unknown, spec: Partial<KeySpec
     const choice = spec.oneOf.length === 1 ? `"${spec.oneOf[0]}"` : `one of: ${spec.oneOf.join(', ')}`;
     throw badRequest(`${label} must be ${choice}${spec.why ? `: ${spec.why}` : ''}`);
   }
-  if ((!spec.secret || spec.dialed) && value.includes('{{')) throw badRequest(`${label} ${PLACEHOLDER_REASON}`);
+  if (holdsPlaceholder(value)) return value;
   const format = spec.format === undefined ? undefined : FORMATS[spec.format];
   if (format && !format.test(value)) {
     throw badRequest(inList ? `${label} must hold ${format.many}` : `${label} must be ${format.one}`);

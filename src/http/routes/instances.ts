@@ -188,7 +188,7 @@ export const importInstance = operation({
   tag: 'instances',
   summary: 'Create an instance from an existing frpc config file',
   description:
-    "The content is read in its format (guessed when not given) and stored in frpc's current TOML, with its proxies and visitors, every key checked as the other operations check it. Nothing is created when any part is refused. Its own webServer gives way to tunnelward's admin endpoint; the message notes what was changed.",
+    "The content is read in its format (guessed when not given) and stored in frpc's current TOML, with its proxies and visitors, every key checked as the other operations check it. Nothing is created when any part is refused. Its own webServer (frpc's admin API) is kept when it is safe (a loopback address, a user and a password of 8 characters or more, no TLS, a free port), else it gives way to tunnelward's admin endpoint; a TOML file keeps its comments and layout. The message notes what was changed.",
   access: 'admin',
   body: z.object({
     name: instanceName,

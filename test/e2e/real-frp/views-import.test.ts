@@ -8,9 +8,10 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { cli, loggedIn } from '../../helpers/cli.js';
 import { disposeWithTunnels, startWithRoot, tempDir, type Daemon } from '../../helpers/daemon.js';
-import { echoServer, freePort, REAL_FRPC, type Frps } from '../../helpers/frp.js';
+import { echoServer, freePort, REAL_FRPC, roundTrip, type Frps } from '../../helpers/frp.js';
 import {
   addProxy,
+  adminEndpointOf,
   createTunnel,
   frpsFor,
   httpTo,
@@ -186,6 +187,65 @@ test('a lower-case {{ .Envs.frp_token }} is accepted at import and filled by frp
   t.true(status.connected);
 });
 
+test("frp's own environment example: placeholders in the address and bare as a port, filled by frpc; bytes flow and the values stay masked", async (t) => {
+  const frps = await frpsFor(t);
+  const { daemon, root } = await daemonFor(t);
+  const echo = await echoServer();
+  t.teardown(() => echo.close());
+  const remote = await freePort();
+  // As frp's README writes it (its address and port taken from the environment), plus the server's token.
+  const content = [
+    'serverAddr = "{{ .Envs.FRP_SERVER_ADDR }}"',
+    `serverPort = ${frps.bindPort}`,
+    `auth.token = "${frps.token}"`,
+    '',
+    '[[proxies]]',
+    'name = "ssh"',
+    'type = "tcp"',
+    'localIP = "127.0.0.1"',
+    `localPort = ${echo.port}`,
+    'remotePort = {{ .Envs.FRP_SSH_REMOTE_PORT }}',
+    '',
+  ].join('\n');
+  const res = await importFile(daemon, root, 'vi_frp_readme', content);
+  t.true(res.body.success, res.body.message);
+  const id = String(res.body.data.instanceID);
+  const path = await configPathOf(daemon, root, Number(id));
+  t.regex(
+    await readFile(path, 'utf8'),
+    /^remotePort = \{\{ \.Envs\.FRP_SSH_REMOTE_PORT \}\}$/m,
+    'written bare, as read',
+  );
+  const env = { FRP_SERVER_ADDR: 'localhost', FRP_SSH_REMOTE_PORT: String(remote) };
+  const set = await daemon.post(
+    '/tunnelAct/instanceMgr/modify',
+    { instanceID: id, type: 'environment', modifiedData: env },
+    { token: root },
+  );
+  t.true(set.body.success, set.body.message);
+  await start(daemon, root, id);
+  await statusUntil(daemon, root, id, (s) => s.proxyStatus.running === 1);
+  await roundTrip(remote, 'through the port the environment gave');
+
+  // A change to the proxy keeps the placeholders; the list shows them, never what they render to.
+  await daemon.post(
+    '/tunnelAct/proxyMgr/modify',
+    { instanceID: id, proxyName: 'ssh', proxyInfo: { 'transport.useCompression': true } },
+    { token: root },
+  );
+  t.regex(await readFile(path, 'utf8'), /^remotePort = \{\{ \.Envs\.FRP_SSH_REMOTE_PORT \}\}$/m);
+  const list = await daemon.get(`/tunnelAct/proxyMgr/list?instanceID=${id}`, { token: root });
+  t.true(list.body.success, list.body.message);
+  const status = await daemon.get(`/tunnelAct/instanceMgr/status?instanceID=${id}`, { token: root });
+  const replies = JSON.stringify([list.body, status.body]);
+  t.true(replies.includes('{{ .Envs.FRP_SSH_REMOTE_PORT }}'), replies);
+  t.false(replies.includes(String(remote)), 'the rendered port is masked in every reply');
+  const log = await readFile(join(daemon.dataDir, 'logs', `tunnel_${id}.log`), 'utf8');
+  t.regex(log, /start proxy success/);
+  t.false(log.includes(String(remote)), 'and in the log');
+  await roundTrip(remote, 'still');
+});
+
 test("a commented TOML file is kept as written: only tunnelward's lines are added", async (t) => {
   const frps = await frpsFor(t);
   const { daemon, root } = await daemonFor(t);
@@ -236,12 +296,80 @@ test("a commented TOML file is kept as written: only tunnelward's lines are adde
   const verified = await realVerify(path);
   t.true(verified.ok, verified.output);
 
-  // A later edit through the API writes the file afresh: the settings stay, the comments go.
+  // Later edits through the API change their lines and keep the operator's comments and layout around them.
+  const id = String(res.body.data.instanceID);
   const edited = await daemon.post(
     '/tunnelAct/instanceMgr/modify',
-    { instanceID: String(res.body.data.instanceID), type: 'configFile', modifiedData: { 'log.level': 'info' } },
+    { instanceID: id, type: 'configFile', modifiedData: { 'log.level': 'info' } },
     { token: root },
   );
   t.true(edited.body.success, edited.body.message);
-  t.false((await readFile(path, 'utf8')).includes('# office tunnels'));
+  await addProxy(daemon, root, id, { name: 'web', type: 'tcp', localPort: '80', remotePort: String(await freePort()) });
+  const after = await readFile(path, 'utf8');
+  for (const line of ['# office tunnels, moved from the old host', 'name = "ssh"  # the bastion', '# plain forwards'])
+    t.true(after.includes(line), `${line} in\n${after}`);
+  t.regex(after, /^level = "info" {2}# while moving$/m);
+  t.regex(after, /^name = "web"$/m);
+  t.true((await realVerify(path)).ok);
+});
+
+test("an imported file's own admin API is kept when it is safe (loopback, a password), replaced when not, and said", async (t) => {
+  const frps = await frpsFor(t);
+  const { daemon, root } = await daemonFor(t);
+  const port = await freePort();
+  const own = [
+    ...server(frps),
+    `auth.token = "${frps.token}"`,
+    '# my admin UI',
+    'webServer.addr = "127.0.0.1"',
+    `webServer.port = ${port}`,
+    'webServer.user = "me"',
+    'webServer.password = "a-long-password"',
+    '',
+  ].join('\n');
+  const kept = await importFile(daemon, root, 'vi_own_admin', own);
+  t.true(kept.body.success, kept.body.message);
+  t.regex(kept.body.message, /its webServer \(on loopback, with a password\) was kept/);
+  const path = await configPathOf(daemon, root, kept.body.data.instanceID);
+  const text = await readFile(path, 'utf8');
+  t.true(text.startsWith(own.trimEnd()), text);
+  // tunnelward reaches the tunnel through it: the tunnel's state comes from that admin API.
+  await start(daemon, root, String(kept.body.data.instanceID));
+  const status = await statusUntil(daemon, root, String(kept.body.data.instanceID), (s) => s.connected === true);
+  t.true(status.connected);
+  const answer = await fetch(`http://127.0.0.1:${port}/api/status`, {
+    headers: { authorization: `Basic ${Buffer.from('me:a-long-password').toString('base64')}` },
+  });
+  t.is(answer.status, 200, "the operator's own credentials still open it");
+  // The same file again: its port is the first one's now.
+  const again = await importFile(daemon, root, 'vi_own_admin2', own);
+  t.true(again.body.success, again.body.message);
+  t.regex(again.body.message, new RegExp(`its webServer's port ${port} is held by another instance or program`));
+  t.not((await adminEndpointOf(await configPathOf(daemon, root, again.body.data.instanceID))).port, port);
+
+  // On every address, or without a real password: replaced, saying why.
+  for (const [name, lines, why] of [
+    [
+      'vi_open_admin',
+      [
+        'webServer.addr = "0.0.0.0"',
+        'webServer.port = 7400',
+        'webServer.user = "admin"',
+        'webServer.password = "a-long-password"',
+      ],
+      /listened on 0\.0\.0\.0, not on loopback/,
+    ],
+    [
+      'vi_weak_admin',
+      ['webServer.port = 7400', 'webServer.user = "admin"', 'webServer.password = "admin"'],
+      /a password shorter than 8 characters/,
+    ],
+  ] as const) {
+    const res = await importFile(daemon, root, name, [...server(frps), ...lines, ''].join('\n'));
+    t.true(res.body.success, res.body.message);
+    t.regex(res.body.message, why);
+    const file = await readFile(await configPathOf(daemon, root, res.body.data.instanceID), 'utf8');
+    t.regex(file, /webServer\.addr = "127\.0\.0\.1"|addr = "127\.0\.0\.1"/);
+    t.false(file.includes('"admin"'), 'the old credentials are gone');
+  }
 });

@@ -455,14 +455,9 @@ test('auth.method oidc needs what frpc requires with it: a client ID, an http(s)
     fails(t, () => config.setCommon(patch), 400, message);
     t.is(config.toString(), before, `unchanged after ${JSON.stringify(patch)}`);
   }
-  // With the token method frpc leaves the oidc settings alone. The endpoint is no secret: no placeholder there.
+  // With the token method frpc leaves the oidc settings alone. An endpoint from the environment is frpc's to check.
   config.setCommon({ 'auth.oidc.clientID': 'frpc' });
-  fails(
-    t,
-    () => config.setCommon({ 'auth.method': 'oidc', 'auth.oidc.tokenEndpointURL': '{{ .Envs.OIDC_URL }}' }),
-    400,
-    /^auth\.oidc\.tokenEndpointURL cannot hold a \{\{ \.Envs\.NAME \}\} placeholder/,
-  );
+  config.setCommon({ 'auth.method': 'oidc', 'auth.oidc.tokenEndpointURL': '{{ .Envs.OIDC_URL }}' });
   config.setCommon({ 'auth.method': 'oidc', 'auth.oidc.tokenEndpointURL': 'https://auth.example.com/token' });
   t.is(config.authMethod, 'oidc');
   fails(t, () => config.setCommon({ 'auth.oidc.clientID': null }), 400, /^auth\.oidc\.clientID is required/);
@@ -587,7 +582,8 @@ test('setCommon leaves the proxies exactly as they were (parsed and as text)', (
     t.deepEqual(after.proxies, before.proxies);
     t.deepEqual(after.visitors, before.visitors);
     const proxyPart = (s: string) => s.slice(s.indexOf('[[proxies]]'));
-    t.is(proxyPart(config.toString()), proxyPart(textBefore));
+    // Unchanged line for line; a setting in a table the file lacked ([log]) is written after them.
+    t.true(proxyPart(config.toString()).startsWith(proxyPart(textBefore)), config.toString());
     t.is(after.serverAddr, 'other.example.com');
     t.is(after.serverPort, 7100);
   }
@@ -885,7 +881,8 @@ test('template actions other than {{ .Envs.NAME }} are refused in every value we
   );
   config.addProxy(tcp('ok', 6000));
   fails(t, () => config.modifyProxy('ok', {}, '{{x}}'), 400, /^newName must not contain/);
-  fails(t, () => config.modifyProxy('ok', {}, '{{ .Envs.NAME }}'), 400, /^newName cannot hold/);
+  // tunnelward finds a proxy in frpc's status by its name, and picks its keys by its type: both are literal.
+  fails(t, () => config.modifyProxy('ok', {}, '{{ .Envs.NAME }}'), 400, /^newName must be 1-64 characters/);
   fails(
     t,
     () => TunnelConfig.create({ serverAddr: '{{ .A }}', serverPort: 7000, authMethod: 'token' }),
@@ -894,14 +891,6 @@ test('template actions other than {{ .Envs.NAME }} are refused in every value we
   );
   fails(t, () => config.addProxy({ name: 'p', type: '{{ .Envs.T }}', localPort: 1 }), 400, /^type must be one of/);
   fails(t, () => config.setCommon({ 'log.level': '{{ .Envs.LEVEL }}' }), 400, /^log\.level must be one of/);
-  // A proxy URL is a secret (it may carry a password), but frpc dials it: the rendered name would leave the host.
-  for (const key of ['transport.proxyURL', 'auth.oidc.proxyURL'])
-    fails(
-      t,
-      () => config.setCommon({ [key]: 'http://{{ .Envs.SECRET }}.example.com:3128' }),
-      400,
-      /cannot hold a \{\{ \.Envs\.NAME \}\} placeholder/,
-    );
   t.false(config.toString().includes('{{'));
 });
 
@@ -925,7 +914,6 @@ test('{{ .Envs.NAME }} placeholders in secret fields are written as they are, an
   t.like(doc.proxies[1], { httpPassword: '{{ .Envs._PW }}', plugin: { httpPassword: '{{ .Envs.PLUGIN_PW }}' } });
   // In the order of the file: plain top-level keys come before the [auth] table.
   t.deepEqual(config.envPlaceholders(), ['FRP_TOKEN', 'FRP_SUFFIX', 'PG_SK', '_PW', 'PLUGIN_PW']);
-  t.is(config.placeholderProblem(), undefined);
   t.deepEqual(
     envPlaceholders('a = "{{ .Envs.B }}"\nb = "{{ .Envs.B }}{{.Envs.C9}}"\nc = "{{ .Envs.lower }} {{ .Envs.9X }}"\n'),
     ['B', 'C9', 'lower'],
@@ -933,7 +921,7 @@ test('{{ .Envs.NAME }} placeholders in secret fields are written as they are, an
   t.deepEqual(envPlaceholders('serverAddr = "x"\n'), []);
 });
 
-test('secretValues: each secret as frpc reads it (placeholders filled); placeholderProblem names what reads the environment outside one', (t) => {
+test('secretValues: each secret as frpc reads it (placeholders filled), wherever the other placeholders are', (t) => {
   const config = TunnelConfig.parse(
     [
       'serverAddr = "{{ .Envs.HOST }}"',
@@ -964,11 +952,7 @@ test('secretValues: each secret as frpc reads it (placeholders filled); placehol
     't-abc-<no value>',
     'visitor-key',
   ]);
-  t.regex(
-    config.placeholderProblem() ?? '',
-    /^serverAddr, metadatas, "proxies\[0\]\.localIP" cannot hold a \{\{ \.Envs\.NAME \}\} placeholder: only secret fields/,
-  );
-  t.is(fresh().placeholderProblem(), undefined);
+  t.deepEqual(config.envPlaceholders(), ['HOST', 'OWNER', 'TOKEN', 'MISSING', 'IP', 'VK']);
 });
 
 test("onlyPlaceholders reads a value as Go's lexer would", (t) => {
@@ -1390,7 +1374,7 @@ test('visitors stay exactly as they were through every edit', (t) => {
   config.deleteProxy('sock');
   config.setCommon({ 'auth.token': 'rotated', 'log.level': 'debug' });
   t.deepEqual(reparse(config).visitors, visitors);
-  t.is(textOf(config.toString()), before);
+  t.true(textOf(config.toString()).startsWith(before), config.toString());
   fails(t, () => config.setCommon({ visitors: [] }), 400, /^visitors cannot be changed/);
 });
 
