@@ -111,7 +111,7 @@ async function service(args: string[]): Promise<void> {
   const { serviceCommand } = await import('./daemon/own-service.js');
   await serviceCommand(
     { action, print, start, dataDir: values['data-dir'], host: values.host, port: values.port, user: values.user },
-    (text) => process.stdout.write(text),
+    { out: (text) => process.stdout.write(text), warn: (text) => process.stderr.write(text) },
   );
 }
 

@@ -12,3 +12,6 @@ export const PACKAGE_ROOT: string = (() => {
   }
   return dir;
 })();
+
+/** The command-line entry point of this tunnelward (what `serve` and a service's unit run). */
+export const CLI_SCRIPT: string = join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');

@@ -26,6 +26,7 @@ import {
 import { label, newLabels } from './label-command.js';
 import { logs } from './logs-command.js';
 import { doctor } from './doctor.js';
+import { frp } from './frp-command.js';
 import { keys, loginWithKey } from './key-commands.js';
 import { ask } from './prompt.js';
 import { proxyTable, visitorTable } from './proxy-tables.js';
@@ -553,6 +554,7 @@ export const CLIENT_COMMANDS: Record<string, Command> = {
   keys,
   settings,
   doctor,
+  frp,
 };
 
 /** The client commands' lines of the usage text. */

@@ -6,10 +6,11 @@ import { join, sep } from 'node:path';
 import { runProgram } from '../system/run-program.js';
 import { tunnelwardUnit } from '../boot/systemd-unit.js';
 import { writeFileAtomic } from '../fs/atomic.js';
-import { PACKAGE_ROOT } from '../paths.js';
+import { CLI_SCRIPT, PACKAGE_ROOT } from '../paths.js';
 import { DEFAULTS } from '../settings/defaults.js';
 import { SettingsStore } from '../settings/settings-store.js';
 import { lookupOsUser, USER_NAME } from '../system/os-users.js';
+import { daemonFilesWarning, exposedDaemonFiles } from '../system/own-files.js';
 import { parsePort, resolveDataDir, resolveOptions } from './options.js';
 import { tlsPaths } from './tls.js';
 
@@ -27,6 +28,12 @@ export interface ServiceCommandOptions {
   waitMs?: number;
 }
 
+/** Where the command writes: what it did, and warnings (apart, so `--print`'s output stays the unit alone). */
+export interface ServiceCommandIo {
+  out: (text: string) => void;
+  warn: (text: string) => void;
+}
+
 const UNIT = 'tunnelward.service';
 
 /**
@@ -34,14 +41,16 @@ const UNIT = 'tunnelward.service';
  * without taking the tunnels down with it. Install runs what runs this command, with the data dir, address and port
  * given to it (flags, else the same environment variables `serve` reads), starts it and waits until it answers.
  * `--print` shows the unit and changes nothing. Uninstall stops and disables the service and removes the unit.
+ * Install (and `--print`) warns when what the unit would run can be changed by others than the user it runs as.
  */
 export async function serviceCommand(
   options: ServiceCommandOptions,
-  out: (text: string) => void,
+  { out, warn }: ServiceCommandIo,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<void> {
   const dataDir = resolveDataDir({ dataDir: options.dataDir }, env);
-  if (options.user !== undefined && USER_NAME.test(options.user) && !lookupOsUser(options.user)) {
+  const runUser = options.user === undefined ? undefined : lookupOsUser(options.user);
+  if (options.user !== undefined && USER_NAME.test(options.user) && !runUser) {
     throw new Error(
       `user ${options.user} does not exist on this host (not in /etc/passwd): create it first ` +
         `(useradd --system ${options.user}) and give it the data dir, or leave --user out`,
@@ -60,6 +69,12 @@ export async function serviceCommand(
     port,
     user: options.user,
   });
+  if (options.action === 'install') {
+    // The unit runs as root unless --user names another: whoever else can change what it runs becomes that user.
+    const owners = runUser && runUser.uid !== 0 ? [0, runUser.uid] : [0];
+    const exposed = await exposedDaemonFiles(owners);
+    if (exposed.length > 0) warn(`warning: ${daemonFilesWarning(exposed, owners)}\n`);
+  }
   if (options.print) {
     out(unit);
     return;
@@ -139,7 +154,7 @@ export async function serviceCommand(
 
 /** What the unit runs: this checkout's build, or the copy npm installed (globally or in a project). */
 function runningProgram(): { cliPath: string; description: string } {
-  const cliPath = join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
+  const cliPath = CLI_SCRIPT;
   const node = `node ${process.version} (${process.execPath})`;
   const installed = PACKAGE_ROOT.split(sep).includes('node_modules');
   return {

@@ -2,7 +2,8 @@ import { mkdir, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SettingsStore } from '../settings/settings-store.js';
 import { tunnelClientVersion } from './tunnel-client.js';
-import { trustedProgram } from './trusted-program.js';
+import { daemonFiles, daemonFilesWarning, exposedDaemonFiles } from './own-files.js';
+import { ownersText, trustedOwners, trustedProgram } from './trusted-program.js';
 
 /** What a check found: `warn` is a problem the daemon works on with (an open door, a stale certificate). */
 export type Severity = 'ok' | 'warn' | 'fail';
@@ -49,7 +50,7 @@ export interface RuntimeFaults {
 
 /**
  * The self-check: settings file valid, data and instance dirs writable, the database saved, every instance log
- * writable, the tunnel client present and its version.
+ * writable, the daemon's own files out of others' reach, the tunnel client present and its version.
  */
 export async function selfCheck(
   dataDir: string,
@@ -93,6 +94,18 @@ export async function selfCheck(
         const doors = faults.openDoors();
         if (doors.length > 0) throw new Error(`open to whoever reaches the port: ${doors.join('; ')}`);
         return 'nothing is open beyond what the settings chose (or only this host reaches the daemon)';
+      },
+      'warn',
+    ),
+    check(
+      'daemonFiles',
+      async () => {
+        const owners = trustedOwners();
+        const exposed = await exposedDaemonFiles(owners);
+        if (exposed.length > 0) throw new Error(daemonFilesWarning(exposed, owners));
+        return `${daemonFiles()
+          .map((f) => f.path)
+          .join(', ')}: only ${ownersText(owners)} can change them`;
       },
       'warn',
     ),

@@ -34,12 +34,13 @@ export function trustedOwners(): number[] {
   return own === undefined || own === 0 ? [0] : [0, own];
 }
 
-const whom = (owners: readonly number[]) =>
+/** Who `owners` are, in words: `root`, or `root or uid 1000 (tunnelward's own user)`. */
+export const ownersText = (owners: readonly number[]) =>
   owners.length === 1 ? 'root' : `root or uid ${owners[1]} (tunnelward's own user)`;
 
 function judge(path: string, info: Stats, owners: readonly number[]): string | undefined {
   const mode = `mode ${(info.mode & 0o7777).toString(8).padStart(4, '0')}`;
-  if (!owners.includes(info.uid)) return `${path} is owned by uid ${info.uid}, not by ${whom(owners)}`;
+  if (!owners.includes(info.uid)) return `${path} is owned by uid ${info.uid}, not by ${ownersText(owners)}`;
   if (info.mode & 0o002) return `${path} is writable by every user (${mode})`;
   if (info.mode & 0o020) return `${path} is writable by its group (${mode}, gid ${info.gid})`;
   return undefined;
@@ -49,9 +50,14 @@ function judge(path: string, info: Stats, owners: readonly number[]): string | u
  * Why `path` is not a program only its trusted owners can change, or undefined when it is: the file and every
  * directory met on the way to it, through each symbolic link (whose directory could swap it), must be owned by one of
  * `owners` and writable by neither group nor others (a sticky bit, as on /tmp, does not help: the owner of a file
- * there still replaces it). The rule sudo and systemd apply to what they run as root.
+ * there still replaces it). The rule sudo and systemd apply to what they run as root. With `kind` `directory`, the
+ * same of a directory (where such programs are put).
  */
-export async function untrustedReason(path: string, owners: readonly number[]): Promise<string | undefined> {
+export async function untrustedReason(
+  path: string,
+  owners: readonly number[],
+  kind: 'file' | 'directory' = 'file',
+): Promise<string | undefined> {
   const parts = (p: string) => p.split('/').filter((part) => part !== '' && part !== '.');
   const pending = parts(path);
   let dir = '/';
@@ -75,11 +81,27 @@ export async function untrustedReason(path: string, owners: readonly number[]): 
     }
     const reason = judge(here, info, owners);
     if (reason) return reason;
-    if (pending.length === 0) return info.isFile() ? undefined : `${here} is not a file`;
+    if (pending.length === 0) {
+      const fits = kind === 'file' ? info.isFile() : info.isDirectory();
+      return fits ? undefined : `${here} is not a ${kind}`;
+    }
     if (!info.isDirectory()) return `${here} is not a directory`;
     dir = here;
   }
-  return `${path} is not a file`;
+  return kind === 'directory' ? undefined : `${path} is not a file`;
+}
+
+/** `untrustedReason`, with a path that cannot be looked at (gone, unreadable) as a reason too. */
+export function untrustedOrUnseen(
+  path: string,
+  owners: readonly number[],
+  kind: 'file' | 'directory' = 'file',
+): Promise<string | undefined> {
+  return untrustedReason(path, owners, kind).catch((err: NodeJS.ErrnoException) =>
+    err.code === 'ENOENT' || err.code === 'ENOTDIR'
+      ? `it is missing`
+      : `${err.path ?? path} cannot be looked at (${err.code ?? err.message})`,
+  );
 }
 
 /** Checks of one command under way: a thousand starts at once look at the file once. */
@@ -103,15 +125,11 @@ async function findTrusted(command: string): Promise<string> {
   if (process.platform === 'win32') return command;
   const path = await findExecutable(command);
   const owners = trustedOwners();
-  const reason = await untrustedReason(path, owners).catch((err: NodeJS.ErrnoException) =>
-    err.code === 'ENOENT' || err.code === 'ENOTDIR'
-      ? `it is missing`
-      : `${err.path ?? path} cannot be looked at (${err.code ?? err.message})`,
-  );
+  const reason = await untrustedOrUnseen(path, owners);
   if (reason) {
     throw new Error(
-      `${path} is refused: ${reason}; a program tunnelward runs must be a file that only ${whom(owners)} can ` +
-        `change, in directories that only ${whom(owners)} can change`,
+      `${path} is refused: ${reason}; a program tunnelward runs must be a file that only ${ownersText(owners)} can ` +
+        `change, in directories that only ${ownersText(owners)} can change`,
     );
   }
   return path;

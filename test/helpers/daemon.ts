@@ -29,6 +29,8 @@ export interface StartOptions {
   gid?: number;
   /** A command prefix the daemon runs under (e.g. nsenter into a throwaway systemd's namespaces). */
   wrap?: string[];
+  /** The tunnelward to run (a copy of this one elsewhere); this checkout's by default. */
+  cli?: string;
 }
 
 export interface Response<T = any> {
@@ -225,8 +227,9 @@ export function spawnCli(
   env: Record<string, string | undefined> = {},
   identity: { uid?: number; gid?: number; detached?: boolean } = {},
   wrap: string[] = [],
+  cli = CLI,
 ): ChildProcess {
-  const [file, ...rest] = [...wrap, process.execPath, CLI, ...args];
+  const [file, ...rest] = [...wrap, process.execPath, cli, ...args];
   return spawn(file!, rest, {
     env: {
       ...process.env,
@@ -248,6 +251,7 @@ export async function startDaemon(options: StartOptions = {}): Promise<Daemon> {
     options.env,
     { uid: options.uid, gid: options.gid },
     options.wrap,
+    options.cli,
   );
   const daemon = new Daemon(proc, dataDir);
   killOnExit(proc);

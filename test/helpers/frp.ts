@@ -37,6 +37,8 @@ export interface FrpsOptions {
   token?: string;
   /** More lines of frps's TOML. */
   extra?: string;
+  /** The frps to run; the one the test setup built by default. */
+  program?: string;
 }
 
 /** A real frps on loopback: its control port, its HTTP vhost port, and every port it opens for proxies. */
@@ -51,13 +53,21 @@ export class Frps {
     readonly vhostHTTPPort: number,
     readonly token: string,
     private readonly extra: string,
+    private readonly program: string,
   ) {}
 
   static async start(options: FrpsOptions = {}): Promise<Frps> {
     const dir = await mkdtemp(join(tmpdir(), 'tunnelward-frps-'));
     // The ports are free when picked; another process may take one before frps listens, so a refusal picks again.
     for (let attempt = 1; ; attempt++) {
-      const frps = new Frps(dir, await freePort(), await freePort(), options.token ?? '', options.extra ?? '');
+      const frps = new Frps(
+        dir,
+        await freePort(),
+        await freePort(),
+        options.token ?? '',
+        options.extra ?? '',
+        options.program ?? REAL_FRPS,
+      );
       try {
         await frps.up();
         return frps;
@@ -87,7 +97,7 @@ export class Frps {
       this.extra,
     ];
     await writeFile(this.configPath, lines.join('\n') + '\n');
-    const proc = spawn(REAL_FRPS, ['-c', this.configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(this.program, ['-c', this.configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
     killOnExit(proc);
     this.proc = proc;
     this.exited = new Promise((resolve) => proc.once('exit', () => resolve()));

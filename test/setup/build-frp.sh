@@ -8,10 +8,10 @@
 # (tag noweb: their assets are not in the module).
 set -eu
 
-# The one place the version is set; TUNNELWARD_FRP_VERSION tries another.
-FRP_VERSION="${TUNNELWARD_FRP_VERSION:-v0.71.0}"
-
 root="$(cd "$(dirname "$0")/../.." && pwd)"
+# The version is set in one place, the file frp-version (what `tunnelward frp install` installs too);
+# TUNNELWARD_FRP_VERSION tries another.
+FRP_VERSION="${TUNNELWARD_FRP_VERSION:-$(cat "$root/frp-version")}"
 cache="$root/.cache/frp"
 out="$cache/$FRP_VERSION"
 

@@ -15,6 +15,7 @@ test('selfCheck reports each check; admins only', async (t) => {
   t.true(res.body.data.ok, JSON.stringify(res.body.data));
   const byName = Object.fromEntries(res.body.data.checks.map((c: any) => [c.name, c]));
   t.deepEqual(Object.keys(byName).sort(), [
+    'daemonFiles',
     'dataDir',
     'database',
     'exposure',

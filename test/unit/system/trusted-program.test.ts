@@ -80,6 +80,22 @@ test('symbolic links are followed, and the directory holding each one must be sa
   t.is(await untrustedReason(join(dir, 'loop-a'), ROOT), `${dir}/loop-a goes through more than 40 symbolic links`);
 });
 
+test('a directory is judged by the same rule: where such programs may be put', async (t) => {
+  const dir = await programDir();
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  t.is(await untrustedReason(dir, ROOT, 'directory'), undefined);
+  t.is(await untrustedReason('/', ROOT, 'directory'), undefined);
+  const file = await executable(join(dir, 'prog'));
+  t.is(await untrustedReason(file, ROOT, 'directory'), `${file} is not a directory`);
+  const shared = join(dir, 'shared');
+  await mkdir(shared);
+  await chmod(shared, 0o1777);
+  t.is(await untrustedReason(shared, ROOT, 'directory'), `${shared} is writable by every user (mode 1777)`);
+  await symlink(dir, join(dir, 'to-dir'));
+  t.is(await untrustedReason(join(dir, 'to-dir'), ROOT, 'directory'), undefined, 'through a link');
+  t.is(await untrustedReason('/tmp', ROOT, 'directory'), '/tmp is writable by every user (mode 1777)');
+});
+
 test('trustedProgram: a name is looked up on PATH and its path returned; what is missing or unsafe is refused by reason', async (t) => {
   const dir = await programDir();
   t.teardown(() => rm(dir, { recursive: true, force: true }));
