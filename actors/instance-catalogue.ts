@@ -6,6 +6,8 @@ import { allow, type Accessor } from '../src/accounts/access.js';
 import { readConfigText, type ImportFormat } from '../src/config/import-formats.js';
 import { readTunnelConfigText, TunnelConfig, writeTunnelConfig } from '../src/config/tunnel-config.js';
 import { AppError, badRequest, notFound } from '../src/errors.js';
+import { safeLabel } from '../src/config/value-check.js';
+import type { Table } from '../src/config/toml-tree.js';
 import type { Verdict } from '../src/frpc/verify.js';
 import type { InstanceEnvStore } from '../src/instances/instance-env.js';
 import { nameInUse, type InstanceRecord, type InstanceStore } from '../src/instances/instance-store.js';
@@ -41,6 +43,8 @@ export interface ImportInstance {
   content: string;
   /** toml, ini, yaml or json; guessed from the content when left out. */
   format?: string;
+  /** The files the content's `includes` name, as the client read them. */
+  includedFiles?: Array<{ path: string; content: string }>;
   bootAtStart: boolean;
   runUser: string;
   labels?: Labels;
@@ -180,7 +184,8 @@ export class InstanceCatalogue {
   }> {
     await this.checkNewInstance(input);
     const { format, tree, notes, text } = await readConfigText(input.content, input.format);
-    const { config, ...imported } = TunnelConfig.imported(tree, { format, text, notes });
+    const included = await readIncludedFiles(input.includedFiles);
+    const { config, ...imported } = TunnelConfig.imported(tree, { format, text, notes, included });
     const request = { name: input.name, format, proxies: imported.proxyCount, visitors: imported.visitorCount };
     const own = config.adminEndpoint()?.port;
     const done = await this.deps.lifecycle.counted(() =>
@@ -207,7 +212,8 @@ export class InstanceCatalogue {
   }> {
     await this.checkNewInstance(input);
     const { format, tree, notes, text } = await readConfigText(input.content, input.format);
-    const { config, ...imported } = TunnelConfig.imported(tree, { format, text, notes });
+    const included = await readIncludedFiles(input.includedFiles);
+    const { config, ...imported } = TunnelConfig.imported(tree, { format, text, notes, included });
     const own = config.adminEndpoint()?.port;
     if (own !== undefined) imported.notes.push(ownAdminEndpointNote(own, own));
     const reservation = await this.deps.registry.reserve(config);
@@ -527,4 +533,21 @@ function ownAdminEndpointNote(own: number, now: number | undefined): string {
   return now === own
     ? "its webServer (on loopback, with a password) was kept: tunnelward reaches the tunnel's admin API there"
     : `its webServer's port ${own} is held by another instance or program: it was replaced by tunnelward's own admin endpoint`;
+}
+
+/** The included files' trees, each read in the formats frpc reads an included file in (not INI). */
+async function readIncludedFiles(
+  files: ImportInstance['includedFiles'],
+): Promise<Array<{ path: string; tree: Table }> | undefined> {
+  if (files === undefined) return undefined;
+  const read: Array<{ path: string; tree: Table }> = [];
+  for (const file of files) {
+    const label = `includes: ${safeLabel(file.path)}`;
+    const { format, tree } = await readConfigText(file.content).catch((err: unknown) => {
+      throw badRequest(`${label}: ${(err as Error).message}`);
+    });
+    if (format === 'ini') throw badRequest(`${label} is INI: frpc reads included files in TOML, YAML or JSON only`);
+    read.push({ path: file.path, tree });
+  }
+  return read;
 }

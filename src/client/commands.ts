@@ -25,6 +25,7 @@ import {
 } from './instance-refs.js';
 import { label, newLabels } from './label-command.js';
 import { logs } from './logs-command.js';
+import { readIncludes } from './import-includes.js';
 import { doctor } from './doctor.js';
 import { frp } from './frp-command.js';
 import { keys, loginWithKey } from './key-commands.js';
@@ -417,7 +418,7 @@ const importCommand: Command = {
   usage:
     'import <file> [--name NAME] [--format toml|ini|yaml|json] [--label KEY=VALUE]... [--boot] [--run-user USER] [--dry-run]',
   summary:
-    'an existing frpc config file as a new instance (name from the file name unless given); --dry-run checks it, frpc verify included, and creates nothing',
+    "an existing frpc config file as a new instance (name from the file name unless given); the proxies and visitors of the files its includes name (relative to the file's directory) come into it; --dry-run checks it, frpc verify included, and creates nothing",
   flags: [
     DRY_RUN_FLAG,
     { name: 'name', value: true },
@@ -441,11 +442,13 @@ const importCommand: Command = {
     }
     const name = flag(ctx.args, 'name') ?? basename(file, extname(file));
     const format = flag(ctx.args, 'format') ?? FORMATS[extname(file).toLowerCase()];
+    const includedFiles = await readIncludes(file, content, format);
     const client = await ctx.client();
     const { message, data } = await client.postAsTyped('/tunnelAct/instanceMgr/import', {
       name,
       content,
       ...(format ? { format } : {}),
+      ...(includedFiles.length > 0 ? { includedFiles } : {}),
       ...(labels ? { labels } : {}),
       ...(has(ctx.args, 'boot') ? { bootAtStart: true } : {}),
       ...(flag(ctx.args, 'run-user') ? { runUser: flag(ctx.args, 'run-user') } : {}),

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
-import { dirname, isAbsolute } from 'node:path';
+import { basename, dirname, isAbsolute } from 'node:path';
 import { patch } from '@decimalturn/toml-patch';
 import { parse, stringify, TomlError } from 'smol-toml';
 import { badRequest, conflict, internal, notFound } from '../errors.js';
@@ -67,15 +67,27 @@ export class TunnelConfig {
    * own) and a log file is put back on the console; `notes` says so. A TOML file that needs nothing but
    * tunnelward's additions is written as its text with those lines added (see textWithAdditions).
    */
-  static imported(raw: Table, source: { format: string; text: string; notes?: string[] }): ImportedConfig {
+  static imported(
+    raw: Table,
+    source: { format: string; text: string; notes?: string[]; included?: Array<{ path: string; tree: Table }> },
+  ): ImportedConfig {
     const ini = source.format === 'ini';
-    const { proxies = [], visitors = [], webServer, ...settings } = normalizeDocument(raw, 'The imported file');
+    const { webServer, ...settings } = normalizeDocument(raw, 'The imported file');
+    const proxies = asBlocks(settings.proxies);
+    const visitors = asBlocks(settings.visitors);
+    delete settings.proxies;
+    delete settings.visitors;
     const notes = [...(source.notes ?? [])];
     const errors: string[] = [];
     const unsafe = webServer === undefined ? undefined : unsafeAdminEndpoint(webServer);
     if (unsafe) notes.push(`its webServer was replaced by tunnelward's own admin endpoint: ${unsafe}`);
     if (settings.includes !== undefined) {
-      errors.push('includes: proxies of other files cannot come along; put them into this file');
+      // tunnelward keeps a tunnel in one file: its checks, revisions and rollback cover every proxy.
+      if (source.included === undefined)
+        errors.push(
+          "includes: the included files were not sent: the CLI's import reads and sends them (the API's includedFiles), or put their proxies into this file",
+        );
+      else notes.push(...bringIn(source.included, proxies, visitors));
       delete settings.includes;
     }
     if (consoleOutputOf(settings))
@@ -84,7 +96,7 @@ export class TunnelConfig {
       settings: ini || isTable(raw.common) ? '[common]' : 'top level',
       block: ini ? (_kind, _index, block) => `[${safeLabel(text(block.name))}]` : blockLabel,
     };
-    const config = TunnelConfig.checked(settings, proxies as Table[], visitors as Table[], errors, labels);
+    const config = TunnelConfig.checked(settings, proxies, visitors, errors, labels);
     if (errors.length > 0) throw badRequest(joinErrors(errors));
     config.fillDefaults();
     config.keepTryingAtStart(notes);
@@ -609,6 +621,37 @@ function fileText(doc: Table, source: string | undefined): string {
   return unquoteBarePlaceholders(text ?? stringifyDocument(doc), doc);
 }
 
+/** A document's `proxies` or `visitors` as given (anything else is left for the checks to refuse by its place). */
+const asBlocks = (value: unknown): Table[] =>
+  (value === undefined ? [] : Array.isArray(value) ? value : [value]) as Table[];
+
+/**
+ * The proxies and visitors of the included files appended to the file's own, as frpc adds them; what else an
+ * included file holds frpc ignores, and so does the import. Returns what the reply notes.
+ */
+function bringIn(included: Array<{ path: string; tree: Table }>, proxies: Table[], visitors: Table[]): string[] {
+  const notes: string[] = [];
+  const ignored: string[] = [];
+  let count = 0;
+  for (const { path, tree } of included) {
+    const { proxies: more = [], visitors: moreVisitors = [], ...rest } = normalizeDocument(tree, `includes: ${path}`);
+    proxies.push(...asBlocks(more));
+    visitors.push(...asBlocks(moreVisitors));
+    count += asBlocks(more).length + asBlocks(moreVisitors).length;
+    if (Object.keys(rest).length > 0) ignored.push(safeLabel(basename(path)));
+  }
+  notes.push(
+    included.length === 0
+      ? 'includes named no file: it was left out'
+      : `includes: the ${count} proxies and visitors of ${included.map((f) => safeLabel(basename(f.path))).join(', ')} were brought into the file, and includes was left out (one file holds the tunnel: its changes, revisions and rollback cover every proxy)`,
+  );
+  if (ignored.length > 0)
+    notes.push(
+      `settings in ${ignored.join(', ')} were left out: frpc reads only proxies and visitors from an included file`,
+    );
+  return notes;
+}
+
 /** Keys of an operator's webServer that tunnelward can keep: it speaks plain HTTP with basic auth to it. */
 const KEPT_ADMIN_KEYS = new Set(['addr', 'port', 'user', 'password', 'assetsDir', 'pprofEnable']);
 
@@ -630,7 +673,8 @@ function unsafeAdminEndpoint(webServer: unknown): string | undefined {
   if (text(webServer.user) === '' || text(webServer.password).length < 8)
     return 'it had no user, or a password shorter than 8 characters';
   const other = Object.keys(webServer).find((key) => !KEPT_ADMIN_KEYS.has(key));
-  if (other !== undefined) return `tunnelward reaches the admin API over plain HTTP, and webServer.${safeLabel(other)} was set`;
+  if (other !== undefined)
+    return `tunnelward reaches the admin API over plain HTTP, and webServer.${safeLabel(other)} was set`;
   return undefined;
 }
 
@@ -646,9 +690,21 @@ function sameKeys(a: unknown, b: unknown): boolean {
   return Object.keys(a).every((key) => Object.hasOwn(b, key) && sameKeys(a[key], b[key]));
 }
 
+/**
+ * The source patched to read as `doc`, if toml-patch can and the result reads back as `doc`. An array of tables the
+ * source lacks (the first `[[visitors]]`) is one toml-patch cannot add: it is written after the patched text.
+ */
 function patchedText(source: string, doc: Table, read: (text: string) => Table): string | undefined {
   try {
-    const text = patch(source, doc);
+    const had = read(source);
+    const added: Table = {};
+    const rest: Table = {};
+    for (const [key, value] of Object.entries(doc)) {
+      const newArray = !Object.hasOwn(had, key) && Array.isArray(value) && value.length > 0 && value.every(isTable);
+      (newArray ? added : rest)[key] = value;
+    }
+    let text = patch(source, rest);
+    if (Object.keys(added).length > 0) text = `${text.trimEnd()}\n\n${stringify(added)}`;
     return sameTree(read(text), doc) ? text : undefined;
   } catch {
     return undefined;

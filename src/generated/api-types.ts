@@ -3867,6 +3867,13 @@ export interface operations {
                      * @enum {string}
                      */
                     format?: "toml" | "ini" | "yaml" | "json";
+                    /** @description the files the content's `includes` name, as the client read them (the CLI's import does): their proxies and visitors are brought into the instance's file, and `includes` is left out */
+                    includedFiles?: {
+                        /** @description where the client read it (named in notes and messages) */
+                        path: string;
+                        /** @description its text, in TOML, YAML or JSON */
+                        content: string;
+                    }[];
                     /** @description start at boot (default false) */
                     bootAtStart?: boolean;
                     /** @description operating-system user the tunnel runs as (default root) */

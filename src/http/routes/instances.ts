@@ -194,6 +194,20 @@ export const importInstance = operation({
     name: instanceName,
     content: given('the text of an frpc config file'),
     format: z.enum(IMPORT_FORMATS).optional().describe('guessed from the content when omitted'),
+    includedFiles: z
+      .array(
+        z
+          .object({
+            path: z.string().min(1).max(4096).describe('where the client read it (named in notes and messages)'),
+            content: z.string().describe('its text, in TOML, YAML or JSON'),
+          })
+          .strict(),
+      )
+      .max(100)
+      .optional()
+      .describe(
+        "the files the content's `includes` name, as the client read them (the CLI's import does): their proxies and visitors are brought into the instance's file, and `includes` is left out",
+      ),
     ...runFields,
     dryRun: changeFields.dryRun,
   }),
@@ -555,6 +569,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
       name: fields.name,
       content: fields.content,
       format: fields.format,
+      includedFiles: fields.includedFiles,
       bootAtStart: fields.bootAtStart ?? false,
       runUser: fields.runUser || 'root',
       labels: optionalLabels(fields.labels),

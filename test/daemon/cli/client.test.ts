@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readFile, stat } from 'node:fs/promises';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { parse } from 'smol-toml';
@@ -301,6 +301,47 @@ test('import brings in TOML, INI with [common], YAML and JSON files; export writ
   const unreadable = await cli(['import', join(CONFIGS, 'no-such-file.toml')], env);
   t.is(unreadable.code, 1);
   t.regex(unreadable.stderr, /cannot read .*no-such-file\.toml: ENOENT/);
+});
+
+test('import of a conf.d layout: the proxies and visitors of the files includes names come into the one file', async (t) => {
+  const env = await loggedIn(t);
+  const dir = await tempDir('tunnelward-cli-', t);
+  await mkdir(join(dir, 'confd'));
+  await writeFile(
+    join(dir, 'frpc.toml'),
+    '# main\nserverAddr = "inc.example.com"\nserverPort = 7000\nincludes = ["./confd/*.toml"]\n\n[[proxies]]\nname = "main_ssh"\ntype = "tcp"\nlocalPort = 22\nremotePort = 6200\n',
+  );
+  await writeFile(
+    join(dir, 'confd', 'a.toml'),
+    '[[proxies]]\nname = "a_web"\ntype = "tcp"\nlocalPort = 80\nremotePort = 6201\n',
+  );
+  await writeFile(
+    join(dir, 'confd', 'b.toml'),
+    'user = "ignored"\n[[visitors]]\nname = "b_visit"\ntype = "stcp"\nserverName = "x"\nsecretKey = "sk-12345"\nbindPort = 16200\n',
+  );
+  await writeFile(join(dir, 'confd', 'not-included.yaml'), 'proxies: []\n');
+  const run = await cli(['import', join(dir, 'frpc.toml'), '--name', 'cli_confd'], env);
+  t.is(run.code, 0, run.stderr);
+  t.regex(run.stdout, /includes: the 2 proxies and visitors of a\.toml, b\.toml were brought into the file/);
+  t.regex(run.stdout, /settings in b\.toml were left out: frpc reads only proxies and visitors from an included file/);
+  const proxies = JSON.parse((await cli(['proxies', 'cli_confd', '--json'], env)).stdout) as Array<{ name: string }>;
+  t.deepEqual(
+    proxies.map((p) => p.name),
+    ['main_ssh', 'a_web'],
+  );
+  const exported = (await cli(['export', 'cli_confd'], env)).stdout;
+  t.regex(exported, /name = "b_visit"/);
+  t.notRegex(exported, /includes/);
+  const made = (await listOf()).find((i) => i.name === 'cli_confd');
+  const info = await daemon.get(`/tunnelAct/instanceMgr/getInfo?instanceID=${made.instanceID}`, { token: root });
+  const configPath = info.body.data.configPath as string;
+  t.regex(await readFile(configPath, 'utf8'), /^# main$/m, 'the file keeps its comments');
+
+  // A pattern's directory that is not there is said, and nothing is created.
+  await writeFile(join(dir, 'broken.toml'), 'serverAddr = "inc.example.com"\nincludes = ["./nowhere/*.toml"]\n');
+  const broken = await cli(['import', join(dir, 'broken.toml')], env);
+  t.is(broken.code, 1);
+  t.regex(broken.stderr, /includes: cannot read the directory .*nowhere: ENOENT/);
 });
 
 test('--help (or -h) on any command explains it and exits 0, without a daemon or a login', async (t) => {

@@ -331,7 +331,7 @@ test.serial('what cannot be represented is refused with a 400 naming it, and not
     [
       'includes of other files',
       { content: `${server}${token}includes = ["./confd/*.toml"]\n` },
-      /includes: proxies of other files cannot come along/,
+      /includes: the included files were not sent: the CLI.s import reads and sends them/,
     ],
     [
       'a visitor key of another type',

@@ -142,3 +142,45 @@ test("the operator's comments and layout stay through every kind of change", (t)
   const edited = config.replacedBy(`${text}# added by hand\n`).config;
   t.true(edited.toString().includes('# added by hand'));
 });
+
+test("an import's includes: the included proxies and visitors come into the file, which keeps its comments", (t) => {
+  const text =
+    '# main\nserverAddr = "a.example.com"\nincludes = ["./confd/*.toml"]\n\n[[proxies]]\nname = "ssh"\ntype = "tcp"\nlocalPort = 22\nremotePort = 6000\n';
+  const included = [
+    {
+      path: '/etc/frp/confd/web.toml',
+      tree: read('[[proxies]]\nname = "web"\ntype = "tcp"\nlocalPort = 80\nremotePort = 6080\n'),
+    },
+    {
+      path: '/etc/frp/confd/visit.toml',
+      tree: read(
+        'user = "x"\n[[visitors]]\nname = "v"\ntype = "stcp"\nserverName = "s"\nsecretKey = "sk-1234"\nbindPort = 9000\n',
+      ),
+    },
+  ];
+  const { config, notes, proxyCount, visitorCount } = TunnelConfig.imported(read(text), {
+    format: 'toml',
+    text,
+    included,
+  });
+  t.is(proxyCount, 2);
+  t.is(visitorCount, 1);
+  t.regex(
+    notes.join('\n'),
+    /includes: the 2 proxies and visitors of web\.toml, visit\.toml were brought into the file/,
+  );
+  t.regex(notes.join('\n'), /settings in visit\.toml were left out/);
+  // The first [[visitors]] is a new array of tables: written after the patched text.
+  config.setAdminEndpoint(7401, 'tunnelward', 'p'.repeat(32));
+  const written = config.toString();
+  t.true(written.startsWith('# main\nserverAddr = "a.example.com"\n'), written);
+  t.false(written.includes('includes'));
+  t.like(read(written), {
+    proxies: [{ name: 'ssh' }, { name: 'web' }],
+    visitors: [{ name: 'v' }],
+    webServer: { port: 7401 },
+  });
+  // Without the included files (an API call that did not send them): refused, saying how.
+  const refused = t.throws(() => TunnelConfig.imported(read(text), { format: 'toml', text }), { instanceOf: AppError });
+  t.regex(refused.message, /includes: the included files were not sent: the CLI's import reads and sends them/);
+});
