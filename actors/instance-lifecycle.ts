@@ -53,6 +53,8 @@ export interface RunInfo {
   lastError: string | null;
   /** In backoff, when the watchdog starts it again (null where the init system restarts it). */
   nextStartAt: number | null;
+  /** When the instance entered its state, as this tunnelward saw it (null: before it, as restored at start-up). */
+  stateSince: number | null;
 }
 
 /**
@@ -78,7 +80,7 @@ const BURST_COMMANDS = 100;
 
 const mib = (bytes: number) => Math.round((bytes / 1048576) * 10) / 10;
 
-const NO_RUNS: RunInfo = Object.freeze({ restarts: 0, lastError: null, nextStartAt: null });
+const NO_RUNS: RunInfo = Object.freeze({ restarts: 0, lastError: null, nextStartAt: null, stateSince: null });
 
 /**
  * Starts prepared and handed to the runner at once: a thousand started together hold a bounded number of file
@@ -347,7 +349,8 @@ export class InstanceLifecycle {
   /** What the lifecycle holds of the instance, made empty on first use. */
   private liveOf(id: number): Live {
     let live = this.live.get(id);
-    if (!live) this.live.set(id, (live = { run: { restarts: 0, lastError: null, nextStartAt: null } }));
+    if (!live)
+      this.live.set(id, (live = { run: { restarts: 0, lastError: null, nextStartAt: null, stateSince: null } }));
     return live;
   }
 
@@ -505,6 +508,7 @@ export class InstanceLifecycle {
     // A start by command begins a new count; any other start is the watchdog's or the init system's restart.
     if (to === 'starting') run.restarts = ctx.command === 'start' || ctx.command === 'restart' ? 0 : run.restarts + 1;
     run.nextStartAt = to === 'backoff' && !ctx.awaitingRespawn ? change.at + (change.delayMs ?? 0) : null;
+    run.stateSince = change.at;
   }
 
   /** The instance's runs as an operator reads them. */

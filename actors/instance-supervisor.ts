@@ -1,3 +1,4 @@
+import { healthView, tunnelHealth, type Health, type HealthView } from '../src/instances/health.js';
 import { createHash } from 'node:crypto';
 import type { User } from '../src/accounts/account-service.js';
 import { TunnelConfig } from '../src/config/tunnel-config.js';
@@ -462,11 +463,18 @@ export class InstanceSupervisor {
    * What frpc says of the tunnel, beside its state: `connected` (logged in to its server; null while not running or
    * not yet known) and how many of its proxies are in each status (`{"running": 2, "start error": 1}`).
    */
-  statusFields(id: number): { connected: boolean | null; proxyStatus: Record<string, number> } {
+  statusFields(id: number): { connected: boolean | null; proxyStatus: Record<string, number>; health: HealthView } {
     const live = this.status.of(id);
     const proxyStatus: Record<string, number> = {};
     for (const { status } of live?.proxies.values() ?? []) proxyStatus[status] = (proxyStatus[status] ?? 0) + 1;
-    return { connected: live?.connected ?? null, proxyStatus };
+    return { connected: live?.connected ?? null, proxyStatus, health: healthView(this.healthOf(id)) };
+  }
+
+  /** The tunnel's health: the one answer every view shows (see src/instances/health.ts). */
+  healthOf(id: number): Health {
+    const { stateSince, lastError } = this.lifecycle.runOf(id);
+    const live = this.status.of(id);
+    return tunnelHealth({ state: this.lifecycle.stateOf(id), stateSince, lastError, ...(live ? { live } : {}) });
   }
 
   /**

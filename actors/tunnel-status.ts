@@ -20,6 +20,10 @@ export interface StatusAlert {
 export interface TunnelStatusView {
   /** Logged in to its server; null until known. */
   connected: boolean | null;
+  /** Since when `connected` is what it is (ms since the epoch). */
+  connectedSince: number;
+  /** Why it is not connected, in frpc's words (see disconnectReason); null when it is, or nothing was said. */
+  disconnectReason: string | null;
   proxies: ReadonlyMap<string, ProxyStatus>;
 }
 
@@ -38,6 +42,8 @@ export interface HintSource {
 interface Tracked {
   endpoint: AdminEndpoint;
   connected: boolean | null;
+  connectedSince: number;
+  disconnectReason: string | null;
   proxies: Map<string, ProxyStatus>;
   /** When the next poll is due (ms since the epoch). */
   due: number;
@@ -99,6 +105,8 @@ export class TunnelStatus {
     const tracked: Tracked = {
       endpoint,
       connected: null,
+      connectedSince: Date.now(),
+      disconnectReason: null,
       proxies: new Map(),
       due,
       hint: undefined,
@@ -109,7 +117,7 @@ export class TunnelStatus {
     log.hints = (entries) => {
       for (const { content } of entries) {
         const said = readLogLine(content);
-        if (said.connected !== undefined) this.setConnected(id, said.connected);
+        if (said.connected !== undefined) this.setConnected(id, said.connected, said.reason);
         if (said.lookAgain) this.hint(id);
       }
     };
@@ -254,11 +262,19 @@ export class TunnelStatus {
     }
   }
 
-  private setConnected(id: number, connected: boolean): void {
+  /** `reason`: why it is not connected, when the line said (a later line saying only "trying again" keeps it). */
+  private setConnected(id: number, connected: boolean, reason?: string): void {
     const tracked = this.tracked.get(id);
-    if (!tracked || tracked.connected === connected) return;
+    if (!tracked) return;
+    const why = connected ? null : (reason ?? tracked.disconnectReason);
+    if (why !== tracked.disconnectReason) {
+      tracked.disconnectReason = why;
+      this.touched(id);
+    }
+    if (tracked.connected === connected) return;
     const from = tracked.connected;
     tracked.connected = connected;
+    tracked.connectedSince = Date.now();
     this.touched(id);
     if (!connected && tracked.proxies.size > 0) {
       // Its server gone, no proxy of the tunnel carries anything: each one that was up is down (debounced alike).
@@ -295,7 +311,9 @@ export class TunnelStatus {
       this.announced.set(key, state);
       const goodNews = state === 'proxy.up' || state === 'instance.connected';
       if (last === undefined && goodNews) return;
-      this.alerts$.next(alert);
+      // Why it went down, as known when the state has held (frpc says it after its first retry).
+      const why = state === 'instance.disconnected' ? this.tracked.get(alert.instanceID)?.disconnectReason : undefined;
+      this.alerts$.next(why ? { ...alert, err: why } : alert);
     };
     const delayMs = this.settings()['Alerts.DebounceSecs'] * 1000;
     const timer = setTimeout(fire, delayMs);

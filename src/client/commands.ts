@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { basename, extname } from 'node:path';
 import { writeFileAtomic } from '../fs/atomic.js';
+import { AUTH_METHODS } from '../config/frpc-keys.js';
 import { ApiClient, type Reply } from './api.js';
 import type { components } from '../generated/api-types.js';
 import { endOfStream, stopOnSignal } from './streams.js';
@@ -31,7 +32,7 @@ import { frp } from './frp-command.js';
 import { keys, loginWithKey } from './key-commands.js';
 import { ask } from './prompt.js';
 import { proxyTable, visitorTable } from './proxy-tables.js';
-import { STATE_COLOURS, forTerminal, paint, shortBytes, shortDuration, table } from './render.js';
+import { HEALTH_COLOURS, STATE_COLOURS, forTerminal, paint, shortBytes, shortDuration, table } from './render.js';
 import { SELECTION_USAGE } from './instance-refs.js';
 
 export type { Io } from './command.js';
@@ -45,10 +46,12 @@ function proxiesCell(i: Listed): string {
 
 function instanceTable(ctx: Context, list: Listed[]): string {
   const withLabels = list.some((i) => Object.keys(i.labels ?? {}).length > 0);
+  const withReasons = list.some((i) => i.health?.reason);
   const rows = list.map((i) => [
     String(i.instanceID),
     i.name,
     i.state,
+    i.health?.state ?? '-',
     i.bootAtStart ? 'yes' : 'no',
     i.pid === null ? '-' : String(i.pid),
     i.uptimeSecs === undefined ? '-' : shortDuration(i.uptimeSecs),
@@ -63,12 +66,14 @@ function instanceTable(ctx: Context, list: Listed[]): string {
             .join(',') || '-',
         ]
       : []),
+    ...(withReasons ? [forTerminal(i.health?.reason ?? '')] : []),
   ]);
   return table(
     [
       'id',
       'name',
       'state',
+      'health',
       'boot',
       'pid',
       'uptime',
@@ -77,9 +82,11 @@ function instanceTable(ctx: Context, list: Listed[]): string {
       'restarts',
       'proxies',
       ...(withLabels ? ['labels'] : []),
+      ...(withReasons ? ['why'] : []),
     ],
     rows,
-    (r, c) => (c === 2 ? STATE_COLOURS[list[r]!.state] : undefined),
+    (r, c) =>
+      c === 2 ? STATE_COLOURS[list[r]!.state] : c === 3 ? HEALTH_COLOURS[list[r]!.health?.state ?? ''] : undefined,
     ctx.io.colour,
   );
 }
@@ -154,7 +161,7 @@ const whoami: Command = {
 const ls: Command = {
   usage: `ls [${SELECTION_USAGE}]`,
   summary:
-    "every instance, or those selected (a quoted pattern such as 'web-*', labels; several --label must all match): state, boot, pid, uptime, CPU, memory, restarts, proxies up/total, labels",
+    "every instance, or those selected (a quoted pattern such as 'web-*', labels; several --label must all match): state, health (up, degraded, down, stopped, failed), boot, pid, uptime, CPU, memory, restarts, proxies up/total, labels, and why one is not up",
   flags: [ID_FLAG, LABEL_FLAG],
   async run(ctx) {
     const list = await listInstances(await ctx.client());
@@ -271,14 +278,19 @@ const events: Command = {
         return;
       }
       const who = e.name !== undefined ? `${e.name} (${e.instanceID})` : '';
+      const why = typeof e.err === 'string' && e.err !== '' ? `: ${e.err}` : '';
       const what =
         e.event === 'instance.state'
           ? `${e.from} -> ${e.to}`
           : e.event === 'instance.status'
             ? statusText(e.connected as boolean | null, e.proxyStatus as Record<string, number>)
-            : typeof e.message === 'string'
-              ? e.message
-              : '';
+            : e.event === 'proxy.up' || e.event === 'proxy.down'
+              ? `proxy ${String(e.proxy)}: ${e.from ?? 'new'} -> ${e.to}${why}`
+              : e.event === 'instance.disconnected'
+                ? `not connected${why}`
+                : typeof e.message === 'string'
+                  ? e.message
+                  : '';
       const at = typeof e.at === 'string' ? e.at : new Date().toISOString();
       ctx.io.out(`${paint(at, 'grey', ctx.io.colour)} #${e.seq} ${String(e.event)} ${who} ${what}`.trimEnd() + '\n');
     });
@@ -327,13 +339,15 @@ const create: Command = {
     const server = flag(ctx.args, 'server');
     const match = server?.match(/^(.+):(\d{1,5})$/);
     if (!match) throw usageError('--server HOST:PORT is required');
+    const authMethod = AUTH_METHODS.find((method) => method === (flag(ctx.args, 'auth-method') ?? 'token'));
+    if (!authMethod) throw usageError(`--auth-method must be ${AUTH_METHODS.join(' or ')}`);
     const client = await ctx.client();
     const { message, data } = await client.post('/tunnelAct/instanceMgr/create', {
       instanceInfo: {
         name,
         serverAddr: match[1]!.replace(/^\[(.*)\]$/, '$1'),
         serverPort: match[2]!,
-        auth_method: flag(ctx.args, 'auth-method') ?? 'token',
+        auth_method: authMethod,
       },
       bootAtStart: has(ctx.args, 'boot'),
       ...(flag(ctx.args, 'run-user') ? { runUser: flag(ctx.args, 'run-user') } : {}),

@@ -13,6 +13,8 @@ export interface Listed {
   restarts: number;
   connected: boolean | null;
   proxyStatus: Record<string, number>;
+  /** Is it up, and if not why (src/instances/health.ts). */
+  health?: { state: string; reason: string | null; since: string | null };
   bootAtStart: boolean;
   labels: Record<string, string>;
   /** While running: the share of one core the tunnel uses (100 = one core), and its resident memory. */

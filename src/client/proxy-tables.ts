@@ -14,26 +14,40 @@ function localOf(p: Listed): string {
   return p.localPort ? `${text(p.localIP) || '127.0.0.1'}:${text(p.localPort)}` : '-';
 }
 
+/** The proxy's health (up, down, stopped...), or frpc's status from a daemon that gives none. */
 function statusOf(p: Listed): string {
-  return p.enabled === false ? 'disabled' : text(p.status) || '-';
+  const health = p.health as { state?: string } | undefined;
+  if (p.enabled === false) return 'disabled';
+  return health?.state ?? (text(p.status) || '-');
+}
+
+/** Why a proxy is not up: its health's reason (frpc's error in words), or frpc's error. */
+function errorOf(p: Listed): string {
+  const health = p.health as { state?: string; reason?: string | null } | undefined;
+  if (p.enabled === false || health?.state === 'stopped') return '';
+  return health?.reason ?? text(p.err);
 }
 
 const statusColour = (status: string): Colour =>
-  status === 'running' ? 'green' : status === 'disabled' || status === '-' ? 'grey' : 'red';
+  status === 'running' || status === 'up'
+    ? 'green'
+    : status === 'disabled' || status === 'stopped' || status === '-'
+      ? 'grey'
+      : 'red';
 
 /** The proxies, one row each; frpc's error text in a last column when any proxy has one. */
 export function proxyTable(proxies: Listed[], serverAddr: string, colour: boolean): string {
-  const withErrors = proxies.some((p) => text(p.err) !== '');
+  const withErrors = proxies.some((p) => errorOf(p) !== '');
   const rows = proxies.map((p) => [
     text(p.name),
     text(p.type),
     localOf(p),
     remoteOf(p, serverAddr) || '-',
     statusOf(p),
-    ...(withErrors ? [text(p.err) || '-'] : []),
+    ...(withErrors ? [errorOf(p) || '-'] : []),
   ]);
   return table(
-    ['name', 'type', 'local', 'remote', 'status', ...(withErrors ? ['error'] : [])],
+    ['name', 'type', 'local', 'remote', 'health', ...(withErrors ? ['why'] : [])],
     rows,
     (r, c) => (c === 4 ? statusColour(rows[r]![4]!) : c === 5 && rows[r]![5] !== '-' ? 'red' : undefined),
     colour,

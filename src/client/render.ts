@@ -56,3 +56,12 @@ export const STATE_COLOURS: Record<string, Colour> = {
   failed: 'red',
   stopped: 'grey',
 };
+
+/** A tunnel's health (src/instances/health.ts) as the tables colour it. */
+export const HEALTH_COLOURS: Record<string, Colour> = {
+  up: 'green',
+  degraded: 'yellow',
+  down: 'red',
+  failed: 'red',
+  stopped: 'grey',
+};

@@ -1,3 +1,4 @@
+import { LISTED_ONLY_FIELDS } from './proxy-view.js';
 import { COMMON_KEYS, type KeySpec } from './frpc-keys.js';
 import {
   ALL_PROXY_KEYS,
@@ -183,7 +184,7 @@ function proxyChanges(): Json {
   const properties = schema.properties as Record<string, Json>;
   properties.name = ref('ProxyName');
   // What a listed proxy carries beside its keys is read-only, and ignored when it is sent back.
-  for (const key of ['status', 'err', 'remoteAddr', 'statusSince']) properties[key] = { description: 'ignored' };
+  for (const key of LISTED_ONLY_FIELDS) properties[key] = { description: 'ignored' };
   for (const key of ['oldName', 'newName'])
     properties[key] = { ...ref('ProxyName'), description: `as ${key} beside proxyInfo` };
   return {

@@ -35,8 +35,12 @@ export function parseStatus(body: string): Map<string, { status: string; err: st
  * config_manager.go, health/health.go): `try to connect to server...` begins every login, the first one included, and
  * after a lost connection it is the only line at the default level; `login to server success` ends one.
  */
-export function readLogLine(content: string): { connected?: boolean; lookAgain: boolean } {
+export function readLogLine(content: string): { connected?: boolean; reason?: string; lookAgain: boolean } {
   const connected = connectionIn(content);
+  if (connected === false) {
+    const reason = disconnectReason(content);
+    return { connected, ...(reason ? { reason } : {}), lookAgain: true };
+  }
   if (connected !== undefined) return { connected, lookAgain: true };
   return {
     lookAgain:
@@ -53,6 +57,38 @@ export function connectionIn(content: string): boolean | undefined {
     return false;
   return undefined;
 }
+
+/**
+ * Why frpc is not connected to its server, in words an operator reads, from a line of its log that says so (see
+ * `connectionIn`): its own error after `login refused: ` (the server answered and refused: a wrong token, a client
+ * frps does not allow) or `server unreachable: ` (no answer: `dial tcp: connect: connection refused`, a name that does not
+ * resolve, a timeout; the server's address left out), or `server lost: no heartbeat answer`. Undefined for a line that says only
+ * that frpc tries again (`try to connect to server...`): the reason is the error before it or after it.
+ */
+export function disconnectReason(content: string): string | undefined {
+  if (content.includes('heartbeat timeout')) return 'server lost: no heartbeat answer';
+  const said = /(?:connect to server error|login to the server failed): (.*?)(?:\. With loginFailExit.*)?$/.exec(
+    content,
+  );
+  if (!said) return undefined;
+  const err = withoutServerAddress(said[1]!.trim());
+  return REFUSED_LOGIN.test(err) ? `login refused: ${err}` : `server unreachable: ${err}`;
+}
+
+/**
+ * frpc's error without the server's address (`dial tcp 10.0.0.1:7000: connect: connection refused` ->
+ * `dial tcp: connect: connection refused`): the reason is shown to every user, the address only to admins.
+ */
+const withoutServerAddress = (err: string): string =>
+  err
+    .replace(/^dial tcp (?:\[[^\]]*\]|[^\s:]+)(?::\d+)?:/, 'dial tcp:')
+    .replace(/lookup \S+?:/, 'lookup of the server name:');
+
+/**
+ * frps's answers to a login it refuses (server/service.go, pkg/auth: the token check, an OIDC check, a client frps's
+ * plugins turn away): the server is there, so retrying will not help until the file or the server changes.
+ */
+const REFUSED_LOGIN = /token|authoriz|authenticat|oidc|not allowed|forbidden|version|reject/i;
 
 /**
  * frpc logs every call to its admin API (`http request: [/api/status]`, `http response [/api/status]: code [200]`,

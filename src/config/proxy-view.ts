@@ -4,6 +4,9 @@ import { getPath, isTable, setPath, text, type Table } from './toml-tree.js';
 /** Shown in place of a secret, the same mask /settings/get shows for webhook headers. */
 export const SECRET_MASK = '********';
 
+/** What the proxy list adds to each proxy's keys (its health, frpc's live status): read-only, ignored when sent back. */
+export const LISTED_ONLY_FIELDS = ['health', 'status', 'err', 'remoteAddr', 'statusSince'] as const;
+
 /**
  * A proxy as the API shows it: name, type, localIP, localPort and remotePort as strings ('' when absent) and
  * `enabled` always, as the specification lists them; then every other key of the proxy's type that the block

@@ -64,8 +64,23 @@ export function useTitle(title: string): void {
 
 // ---- Small pieces ----
 
-export function StateBadge({ state }: { state: InstanceState | string }) {
-  return <span class={`badge state-${state}`}>{state}</span>;
+/**
+ * The state, and while it runs the tunnel's health when it is not up (amber: degraded or down), with the reason
+ * as the badge's title.
+ */
+export function StateBadge({
+  state,
+  health,
+}: {
+  state: InstanceState | string;
+  health?: { state: string; reason: string | null } | undefined;
+}) {
+  const warn = state === 'running' && health !== undefined && health.state !== 'up';
+  return (
+    <span class={`badge state-${state}${warn ? ` health-${health.state}` : ''}`} title={health?.reason ?? undefined}>
+      {warn ? `${state} · ${health.state}` : state}
+    </span>
+  );
 }
 
 export function LinkIndicator({ events }: { events: EventStream }) {

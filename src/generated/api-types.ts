@@ -522,7 +522,7 @@ export interface paths {
         put?: never;
         /**
          * Create an instance from an existing frpc config file
-         * @description The content is read in its format (guessed when not given) and stored in frpc's current TOML, with its proxies and visitors, every key checked as the other operations check it. Nothing is created when any part is refused. Its own webServer gives way to tunnelward's admin endpoint; the message notes what was changed.
+         * @description The content is read in its format (guessed when not given) and stored in frpc's current TOML, with its proxies and visitors, every key checked as the other operations check it. Nothing is created when any part is refused. Its own webServer (frpc's admin API) is kept when it is safe (a loopback address, a user and a password of 8 characters or more, no TLS, a free port), else it gives way to tunnelward's admin endpoint; a TOML file keeps its comments and layout. The message notes what was changed.
          *
          *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp).
          */
@@ -1451,6 +1451,22 @@ export interface components {
             proxyStatus: {
                 [key: string]: number;
             };
+            health: components["schemas"]["Health"];
+        };
+        /** @description Is the tunnel up, and if not, why: the one answer every view shows. */
+        Health: {
+            /**
+             * @description up: running, logged in, every proxy running; degraded: some proxies not running; down: meant to run and carrying nothing (starting, restarting, not logged in, no proxy running); stopped; failed: the watchdog gave up
+             * @enum {string}
+             */
+            state: "up" | "degraded" | "down" | "stopped" | "failed";
+            /** @description why it is not up, in words taken from what frpc said (login refused: ..., server unreachable: dial tcp ..., proxy web: start error: port already used, the exit that made the watchdog give up); null when up or stopped */
+            reason: string | null;
+            /**
+             * Format: date-time
+             * @description since when this answer holds, as this tunnelward saw it (null: not known)
+             */
+            since: string | null;
         };
         /** @description labels of the instance, key to value: a key is [prefix/]name (name 1-63 letters, digits, "-", "_", "." starting and ending with a letter or digit; prefix a DNS subdomain), a value empty or like a name; at most 64 */
         Labels: {
@@ -1757,6 +1773,7 @@ export interface components {
             [key: string]: unknown;
         };
         ListedProxy: components["schemas"]["Proxy"] & {
+            health: components["schemas"]["Health"];
             /** @description as frpc reports it: running, start error, check failed, wait start, new, closed */
             status: string | null;
             /** @description frpc's error, or '' */
@@ -1803,6 +1820,7 @@ export interface components {
             name: string;
             type: string;
             enabled: boolean;
+            health: components["schemas"]["Health"];
             status: string | null;
             err: string;
             /** Format: date-time */
@@ -1925,6 +1943,8 @@ export interface components {
             natTraversal?: {
                 disableAssistedAddrs?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
+            /** @description ignored */
+            health?: unknown;
             /** @description ignored */
             status?: unknown;
             /** @description ignored */
@@ -2821,6 +2841,7 @@ export interface components {
             proxyStatus?: {
                 [key: string]: number;
             };
+            health?: components["schemas"]["Health"];
             /** Format: date-time */
             at: string;
             /** @description one counter, persisted, shared with the webhooks; only goes up */

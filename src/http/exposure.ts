@@ -120,7 +120,7 @@ export function seesOnlyGuestView(exposure: RequestExposure, userType: string): 
 }
 
 /** The fields of a proxy a guest is shown: what it is and whether it works, not where it points. */
-const GUEST_PROXY_FIELDS = ['name', 'type', 'enabled', 'status', 'err', 'statusSince'] as const;
+const GUEST_PROXY_FIELDS = ['name', 'type', 'enabled', 'health', 'status', 'err', 'statusSince'] as const;
 
 export function guestProxyView(proxy: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(GUEST_PROXY_FIELDS.map((key) => [key, proxy[key]]));

@@ -1,3 +1,4 @@
+import { HEALTH_STATES } from '../instances/health.js';
 import { DEFAULTS } from '../settings/defaults.js';
 import { INSTANCE_NAME, ONLY_DIGITS } from '../../actors/instance-catalogue.js';
 import { IMPORT_FORMATS } from '../config/import-formats.js';
@@ -247,8 +248,28 @@ export function componentSchemas(): Record<string, Json> {
           'how many of its proxies are in each status frpc reports, e.g. {"running": 2, "start error": 1}',
           int(undefined, { minimum: 0 }),
         ),
+        health: schema('Health'),
       },
       { description: 'What every view of an instance shows of its process, beside its record.' },
+    ),
+    Health: obj(
+      {
+        state: {
+          type: 'string',
+          enum: [...HEALTH_STATES],
+          description:
+            'up: running, logged in, every proxy running; degraded: some proxies not running; down: meant to run and carrying nothing (starting, restarting, not logged in, no proxy running); stopped; failed: the watchdog gave up',
+        },
+        reason: str(
+          'why it is not up, in words taken from what frpc said (login refused: ..., server unreachable: dial tcp ..., proxy web: start error: port already used, the exit that made the watchdog give up); null when up or stopped',
+          { type: ['string', 'null'] },
+        ),
+        since: str('since when this answer holds, as this tunnelward saw it (null: not known)', {
+          type: ['string', 'null'],
+          format: 'date-time',
+        }),
+      },
+      { description: 'Is the tunnel up, and if not, why: the one answer every view shows.' },
     ),
     Labels: mapOf(
       `labels of the instance, key to value: a key is [prefix/]name (name 1-63 letters, digits, "-", "_", "." starting and ending with a letter or digit; prefix a DNS subdomain), a value empty or like a name; at most ${MAX_LABELS}`,
@@ -523,6 +544,7 @@ export function componentSchemas(): Record<string, Json> {
         schema('Proxy'),
         obj(
           {
+            health: schema('Health'),
             status: str('as frpc reports it: running, start error, check failed, wait start, new, closed', {
               type: ['string', 'null'],
             }),
@@ -569,6 +591,7 @@ export function componentSchemas(): Record<string, Json> {
         name: str(),
         type: str(),
         enabled: bool(),
+        health: schema('Health'),
         status: { type: ['string', 'null'] },
         err: str(),
         statusSince: { type: ['string', 'null'], format: 'date-time' },
@@ -703,6 +726,7 @@ export function componentSchemas(): Record<string, Json> {
         description: 'instance.status: logged in to its server (null: not running or not known)',
       },
       'proxyStatus?': mapOf('instance.status: how many of its proxies are in each status', int()),
+      'health?': schema('Health'),
       at: dateTime(),
       seq: int('one counter, persisted, shared with the webhooks; only goes up'),
     }),

@@ -248,7 +248,7 @@ export function InstancePage({ id }: { id: number }) {
       </p>
       <div class="page-head">
         <h1 id="instance-title">{info.name}</h1>
-        <StateBadge state={info.state} />
+        <StateBadge state={info.state} health={info.health} />
         <span class="spacer" />
         <LinkIndicator events={events} />
       </div>
@@ -283,6 +283,7 @@ export function InstancePage({ id }: { id: number }) {
         <Fact name="PID" value={info.pid ?? '—'} />
         <Fact name="Uptime" value={uptime} />
         <Fact name="Restarts" value={info.restarts} />
+        <Fact name="Health" value={info.health.state} />
         <Fact name="Connected" value={info.connected === null ? '—' : info.connected ? 'yes' : 'no'} />
         <Fact name="Proxies" value={proxyCounts(info.proxyStatus)} />
         <Fact name="Last exit" value={lastExit} />
@@ -293,6 +294,7 @@ export function InstancePage({ id }: { id: number }) {
         <Fact name="Created" value={`${dateTime(info.createdAt)} by ${info.createdBy}`} />
         {!mayChange && <Fact name="Start at boot" value={info.bootAtStart ? 'yes' : 'no'} />}
         {!mayChange && info.runUser !== undefined && <Fact name="Runs as" value={info.runUser} />}
+        {info.health.reason && <Fact name="Why not up" value={info.health.reason} wide />}
         {info.configPath !== undefined && <Fact name="Config file" value={info.configPath} wide />}
       </dl>
 

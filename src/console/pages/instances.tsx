@@ -339,7 +339,7 @@ export function Instances() {
                         <a href={`#/instances/${i.instanceID}`}>{i.name}</a>
                       </th>
                       <td data-label="State" class="state-cell">
-                        <StateBadge state={i.state} />
+                        <StateBadge state={i.state} health={i.health} />
                       </td>
                       <td data-label="PID" class="num">
                         {i.pid ?? '—'}

@@ -1,3 +1,4 @@
+import { HEALTH_STATES } from '../../instances/health.js';
 import type { Registry } from 'prom-client';
 import type { RouteDeps } from '../app.js';
 import { str } from '../openapi-schemas.js';
@@ -75,6 +76,19 @@ async function buildRegistry({
     'Automatic restarts since the last operator start, summed over instances.',
     [],
     (g) => g.set(supervisor.views().reduce((sum, view) => sum + view.run.restarts, 0)),
+  );
+  gauge(
+    'tunnelward_instances_health',
+    'Instances by health (up, degraded, down, stopped, failed).',
+    ['health'],
+    (g) => {
+      const counts = new Map<string, number>();
+      for (const view of supervisor.views()) {
+        const { state } = supervisor.healthOf(view.record.id);
+        counts.set(state, (counts.get(state) ?? 0) + 1);
+      }
+      for (const health of HEALTH_STATES) g.set({ health }, counts.get(health) ?? 0);
+    },
   );
   gauge('tunnelward_instances_connected', 'Running instances logged in to their server (as frpc says).', [], (g) =>
     g.set(supervisor.views().filter((view) => supervisor.statusFields(view.record.id).connected === true).length),

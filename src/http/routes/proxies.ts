@@ -1,3 +1,5 @@
+import { LISTED_ONLY_FIELDS } from '../../config/proxy-view.js';
+import { healthView, proxyHealthIn } from '../../instances/health.js';
 import type { ProxyInput } from '../../config/tunnel-config.js';
 import type { ChangeAnswer } from '../../../actors/instance-supervisor.js';
 import { hasRole } from '../../accounts/rules.js';
@@ -152,7 +154,8 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
     const selector = oldName ?? optionalString(info, 'name');
     if (!selector) throw badRequest('proxyInfo.name (or oldName) is required to select the proxy');
     // What the list adds of frpc's live status is read-only: a listed proxy sent back as it is modifies cleanly.
-    const { oldName: _o, newName: _n, status: _s, err: _e, remoteAddr: _r, statusSince: _t, ...input } = info;
+    const { oldName: _o, newName: _n, ...input } = info;
+    for (const key of LISTED_ONLY_FIELDS) delete input[key];
     const done = await supervisor.modifyProxy(body.instanceID, selector, input, newName, changeOptions(ctx, body));
     const name = done.result.name;
     reply(
@@ -188,10 +191,12 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
     const privileged = hasRole(ctx.state.auth.user.type, 'admin');
     // Each proxy with what frpc says of it while the tunnel runs (null otherwise, or before it is known).
     const config = await supervisor.readConfig(id);
+    const tunnel = supervisor.healthOf(id);
     const proxies = config.proxies().map((proxy) => {
       const seen = live?.proxies.get(proxy.name);
       return {
         ...proxy,
+        health: healthView(proxyHealthIn(tunnel, proxy.enabled !== false, seen)),
         status: seen?.status ?? null,
         err: seen?.err ?? '',
         // Where the server offers it names the server, which only an admin is shown (as getInfo shows it).

@@ -105,12 +105,20 @@ test('ls prints a table like pm2 ls, and --json the list the API serves', async 
   const table = await cli(['ls'], env);
   t.is(table.code, 0, table.stderr);
   const lines = table.stdout.trimEnd().split('\n');
-  t.regex(lines[0]!, /^id\s+name\s+state\s+boot\s+pid\s+uptime\s+cpu\s+mem\s+restarts\s+proxies$/);
+  // A last column says why an instance is not up, when any shown is not.
+  t.regex(lines[0]!, /^id\s+name\s+state\s+health\s+boot\s+pid\s+uptime\s+cpu\s+mem\s+restarts\s+proxies(\s+why)?$/);
   const rowOf = (name: string) => lines.find((line) => line.split(/\s+/)[1] === name)!.split(/\s+/);
-  const pid = (await listOf()).find((i) => i.name === 'cli_ls_a').pid;
-  t.deepEqual(rowOf('cli_ls_a').slice(0, 5), [a.id, 'cli_ls_a', 'running', 'no', String(pid)]);
-  t.regex(rowOf('cli_ls_a')[5]!, /^\d+s$/);
-  t.deepEqual(rowOf('cli_ls_b').slice(0, 9), [b.id, 'cli_ls_b', 'stopped', 'no', '-', '-', '-', '-', '0']);
+  const listedA = (await listOf()).find((i) => i.name === 'cli_ls_a');
+  t.deepEqual(rowOf('cli_ls_a').slice(0, 6), [
+    a.id,
+    'cli_ls_a',
+    'running',
+    listedA.health.state,
+    'no',
+    String(listedA.pid),
+  ]);
+  t.regex(rowOf('cli_ls_a')[6]!, /^\d+s$/);
+  t.deepEqual(rowOf('cli_ls_b').slice(0, 10), [b.id, 'cli_ls_b', 'stopped', 'stopped', 'no', '-', '-', '-', '-', '0']);
 
   const json = await cli(['ls', '--json'], env);
   t.is(json.code, 0, json.stderr);
@@ -246,9 +254,9 @@ test('create, proxies, settings and users from the command line', async (t) => {
   );
   const proxies = await cli(['proxies', 'cli_made'], env);
   t.is(proxies.code, 0, proxies.stderr);
-  t.regex(proxies.stdout, /^name\s+type\s+local\s+remote\s+status\n/);
+  t.regex(proxies.stdout, /^name\s+type\s+local\s+remote\s+health\n/);
   // Not running: where the file asks to be reached, on its server.
-  t.regex(proxies.stdout, /ssh\s+tcp\s+127\.0\.0\.1:22\s+127\.0\.0\.1:6022\s+-/);
+  t.regex(proxies.stdout, /ssh\s+tcp\s+127\.0\.0\.1:22\s+127\.0\.0\.1:6022\s+stopped/);
 
   const set = await cli(['settings', 'set', 'Instance.StopTimeoutSecs=3', 'Debug=false'], env);
   t.is(set.code, 0, set.stderr);

@@ -102,7 +102,7 @@ test('logs and proxies show what the tunnel wrote and the frp server answered wi
   // What frpc reports of each proxy, from the server: the address shown visibly, the JSON exact.
   const proxies = await waitFor(
     () => cli(['proxies', 'cli_escapes'], env),
-    (r) => /\nweb .*running/.test(r.stdout) && /\nrefused .*start error/.test(r.stdout),
+    (r) => /\nweb .*\bup\b/.test(r.stdout) && /\nrefused .*start error/.test(r.stdout),
   );
   assertNoRawControl(t, proxies, 'proxies');
   t.true(proxies.stdout.includes(`${shown(EVIL_DOMAIN)}:${frps.vhostHTTPPort}`), proxies.stdout);

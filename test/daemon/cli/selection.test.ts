@@ -265,12 +265,13 @@ test('ls shows boot, CPU and memory of running tunnels, dashes for stopped ones'
   const table = await cli(['ls', 'lscol_*'], env);
   t.is(table.code, 0, table.stderr);
   const lines = table.stdout.trimEnd().split('\n');
-  t.regex(lines[0]!, /^id\s+name\s+state\s+boot\s+pid\s+uptime\s+cpu\s+mem\s+restarts\s+proxies$/);
+  t.regex(lines[0]!, /^id\s+name\s+state\s+health\s+boot\s+pid\s+uptime\s+cpu\s+mem\s+restarts\s+proxies(\s+why)?$/);
   const rowOf = (name: string) => lines.find((line) => line.split(/\s+/)[1] === name)!.split(/\s+/);
-  t.deepEqual(rowOf('lscol_up').slice(2, 4), ['running', 'yes']);
-  t.regex(rowOf('lscol_up')[6]!, /^\d+\.\d%$/);
-  t.regex(rowOf('lscol_up')[7]!, /^\d+(\.\d)?[KMG]$/);
-  t.deepEqual(rowOf('lscol_down').slice(2, 10), ['stopped', 'no', '-', '-', '-', '-', '0', '-']);
+  t.is(rowOf('lscol_up')[2], 'running');
+  t.is(rowOf('lscol_up')[4], 'yes');
+  t.regex(rowOf('lscol_up')[7]!, /^\d+\.\d%$/);
+  t.regex(rowOf('lscol_up')[8]!, /^\d+(\.\d)?[KMG]$/);
+  t.deepEqual(rowOf('lscol_down').slice(2, 11), ['stopped', 'stopped', 'no', '-', '-', '-', '-', '0', '-']);
 
   const json = JSON.parse((await cli(['ls', 'lscol_*', '--json'], env)).stdout) as any[];
   const running = json.find((i) => i.name === 'lscol_up');

@@ -66,7 +66,9 @@ test('create, list, modify, rename, enable/disable and delete proxies', async (t
     localPort: '22',
     remotePort: '6000',
     enabled: true,
-    // What frpc says of it: nothing while the tunnel does not run (remoteAddr, naming the server, is for admins).
+    // Its health is the stopped tunnel's; what frpc says of it: nothing while the tunnel does not run (remoteAddr,
+    // naming the server, is for admins).
+    health: { state: 'stopped', reason: null, since: null },
     status: null,
     err: '',
     statusSince: null,
@@ -329,11 +331,12 @@ test('every proxy type and plugin round-trips: create, file, list, modify one fi
     t.deepEqual(await blockIn(configPath, name), example.file, `${name}: file after create`);
     await verified(t, configPath, `${name} after create`);
 
-    const { status, err, remoteAddr, statusSince, ...listed } = (await list(id)).data.proxies.find(
+    const { health, status, err, remoteAddr, statusSince, ...listed } = (await list(id)).data.proxies.find(
       (p: any) => p.name === name,
     );
     t.deepEqual(listed, expectedView(example.file, example.secrets), `${name}: list`);
     t.deepEqual({ status, err, remoteAddr, statusSince }, { status: null, err: '', remoteAddr: '', statusSince: null });
+    t.is(health.state, 'stopped', `${name}: a proxy of a stopped tunnel (or a disabled one) is stopped`);
 
     const modified = await daemon.post(
       '/tunnelAct/proxyMgr/modify',

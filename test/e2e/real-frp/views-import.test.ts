@@ -75,28 +75,25 @@ test("proxies: a failed proxy's error and configured remote, a running one's rep
   // Not running: where the file asks to be reached.
   t.regex(
     before.stdout,
-    new RegExp(`held\\s+tcp\\s+127\\.0\\.0\\.1:${echo.port}\\s+127\\.0\\.0\\.1:${heldPort}\\s+-\\n`),
+    new RegExp(`held\\s+tcp\\s+127\\.0\\.0\\.1:${echo.port}\\s+127\\.0\\.0\\.1:${heldPort}\\s+stopped\\n`),
   );
-  t.regex(before.stdout, /web\s+http\s+\S+\s+a\.tunnel\.test, b\.tunnel\.test\s+-\n/);
+  t.regex(before.stdout, /web\s+http\s+\S+\s+a\.tunnel\.test, b\.tunnel\.test\s+stopped\n/);
 
   await start(daemon, root, id);
   await statusUntil(daemon, root, id, (s) => s.proxyStatus['start error'] === 1 && s.proxyStatus.running === 2);
   const run = await cli(['proxies', 'vi_view'], env);
   t.is(run.code, 0, run.stderr);
   const lines = run.stdout.split('\n');
-  t.regex(lines[0]!, /^name\s+type\s+local\s+remote\s+status\s+error$/);
+  t.regex(lines[0]!, /^name\s+type\s+local\s+remote\s+health\s+why$/);
   // The port a process of the host holds: frps's own words, and the remote the file asks for (not `:port`).
   t.regex(
     run.stdout,
-    new RegExp(`held\\s+tcp\\s+\\S+\\s+127\\.0\\.0\\.1:${heldPort}\\s+start error\\s+port unavailable\\n`),
+    new RegExp(`held\\s+tcp\\s+\\S+\\s+127\\.0\\.0\\.1:${heldPort}\\s+down\\s+start error: port unavailable\\n`),
   );
-  t.regex(run.stdout, new RegExp(`free\\s+tcp\\s+\\S+\\s+127\\.0\\.0\\.1:${free}\\s+running\\s+-\\n`));
+  t.regex(run.stdout, new RegExp(`free\\s+tcp\\s+\\S+\\s+127\\.0\\.0\\.1:${free}\\s+up\\s+-\\n`));
   // frps reports each domain once per location: shown once each.
   const web = lines.find((line) => line.startsWith('web '))!;
-  t.regex(
-    web,
-    new RegExp(`a\\.tunnel\\.test:${frps.vhostHTTPPort}, b\\.tunnel\\.test:${frps.vhostHTTPPort}\\s+running`),
-  );
+  t.regex(web, new RegExp(`a\\.tunnel\\.test:${frps.vhostHTTPPort}, b\\.tunnel\\.test:${frps.vhostHTTPPort}\\s+up`));
   t.is(web.match(/a\.tunnel\.test/g)!.length, 1);
   t.regex(
     run.stdout,

@@ -7,9 +7,33 @@ test('the connection as frpc logs it: each login attempt, a lost server, a login
   t.deepEqual(readLogLine('[9e2e87f85ee584d9] try to connect to server...'), { connected: false, lookAgain: true });
   t.deepEqual(
     readLogLine('[9e2e87f85ee584d9] connect to server error: dial tcp 127.0.0.1:7000: connect: connection refused'),
-    { connected: false, lookAgain: true },
+    {
+      connected: false,
+      reason: 'server unreachable: dial tcp: connect: connection refused',
+      lookAgain: true,
+    },
   );
-  t.deepEqual(readLogLine('[9e2e87f85ee584d9] heartbeat timeout'), { connected: false, lookAgain: true });
+  t.deepEqual(readLogLine("connect to server error: token in login doesn't match token from configuration"), {
+    connected: false,
+    reason: "login refused: token in login doesn't match token from configuration",
+    lookAgain: true,
+  });
+  // With loginFailExit, frpc's last words before it exits.
+  t.deepEqual(
+    readLogLine(
+      'login to the server failed: dial tcp: lookup frp.invalid: no such host. With loginFailExit enabled, no additional retries will be attempted',
+    ),
+    {
+      connected: false,
+      reason: 'server unreachable: dial tcp: lookup of the server name: no such host',
+      lookAgain: true,
+    },
+  );
+  t.deepEqual(readLogLine('[9e2e87f85ee584d9] heartbeat timeout'), {
+    connected: false,
+    reason: 'server lost: no heartbeat answer',
+    lookAgain: true,
+  });
   t.deepEqual(readLogLine('[9e2e87f85ee584d9] login to server success, get run id [9e2e87f85ee584d9]'), {
     connected: true,
     lookAgain: true,

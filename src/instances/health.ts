@@ -1,0 +1,128 @@
+// "Is it up, and if not, why?": one answer per tunnel and per proxy, computed here and nowhere else, from what the
+// lifecycle knows of the process and what frpc says of its connection and proxies. Every view (the API's list,
+// status and getInfo, the CLI's ls and status, the console, the metrics, the events) shows this answer.
+
+import type { InstanceState } from '../../machines/instance.machine.js';
+import { isUp, type ProxyStatus } from '../config/proxy-status.js';
+import { formatIso } from '../util/time.js';
+
+/**
+ * - `up`: running, logged in to its server, every proxy running.
+ * - `degraded`: running and logged in, some proxies not running.
+ * - `down`: meant to run, carrying nothing: starting, restarting after an exit, not logged in, or no proxy running.
+ * - `stopped`: not meant to run (stopped by an operator, or never started).
+ * - `failed`: the watchdog gave up; only an operator's start leaves it.
+ */
+export type HealthState = 'up' | 'degraded' | 'down' | 'stopped' | 'failed';
+export const HEALTH_STATES: readonly HealthState[] = ['up', 'degraded', 'down', 'stopped', 'failed'];
+
+export interface Health {
+  state: HealthState;
+  /** Why it is not up, in words taken from what frpc said where it said anything; null when up or stopped. */
+  reason: string | null;
+  /** Since when this answer holds, as far as this tunnelward saw it (ms since the epoch; null: not known). */
+  since: number | null;
+}
+
+/** A health as the API shows it: `since` as an ISO time. */
+export interface HealthView {
+  state: HealthState;
+  reason: string | null;
+  since: string | null;
+}
+
+export const healthView = ({ state, reason, since }: Health): HealthView => ({
+  state,
+  reason,
+  since: since === null ? null : formatIso(since),
+});
+
+/** What the health of a tunnel is read from. */
+export interface TunnelFacts {
+  state: InstanceState;
+  /** When it entered that state (null: not known). */
+  stateSince: number | null;
+  /** Why its last run or start ended (the exit and frpc's last lines, a spawn refused), while it rests after it. */
+  lastError: string | null;
+  /** What frpc says while it runs; undefined when not followed (not running, or no admin endpoint). */
+  live?: {
+    connected: boolean | null;
+    connectedSince: number;
+    disconnectReason: string | null;
+    proxies: ReadonlyMap<string, ProxyStatus>;
+  };
+}
+
+/**
+ * The health of one proxy of a tunnel whose health is `tunnel`: a disabled one is stopped; while the tunnel is not
+ * up or degraded, the proxy shares its answer; else frpc's status of it (`seen`), or down until frpc reports it.
+ */
+export function proxyHealthIn(tunnel: Health, enabled: boolean, seen: ProxyStatus | undefined): Health {
+  if (!enabled) return { state: 'stopped', reason: 'disabled', since: null };
+  if (seen !== undefined) return proxyHealth(seen);
+  if (tunnel.state === 'up' || tunnel.state === 'degraded')
+    return { state: 'down', reason: 'not reported by frpc (yet)', since: null };
+  return tunnel;
+}
+
+/** The health of one proxy of a running, connected tunnel: frpc's status and error in words. */
+export function proxyHealth(proxy: ProxyStatus): Health {
+  if (isUp(proxy.status)) return { state: 'up', reason: null, since: proxy.since };
+  return { state: 'down', reason: proxyReason(proxy), since: proxy.since };
+}
+
+/** frpc's status of a proxy that does not run, with its error (`start error: port already used`). */
+function proxyReason({ status, err }: ProxyStatus): string {
+  if (status === 'check failed') return `health check failed${err ? `: ${err}` : ''}`;
+  if (status === 'new' || status === 'wait start') return 'starting';
+  return err ? `${status}: ${err}` : status;
+}
+
+export function tunnelHealth(facts: TunnelFacts): Health {
+  const { state, stateSince, lastError, live } = facts;
+  switch (state) {
+    case 'stopped':
+      return { state: 'stopped', reason: null, since: stateSince };
+    case 'failed':
+      return { state: 'failed', reason: lastError ?? 'the watchdog gave up', since: stateSince };
+    case 'backoff':
+      return {
+        state: 'down',
+        reason: `restarting after an exit${lastError ? `: ${lastError}` : ''}`,
+        since: stateSince,
+      };
+    case 'starting':
+      return { state: 'down', reason: 'starting', since: stateSince };
+    case 'stopping':
+      return { state: 'down', reason: 'stopping', since: stateSince };
+    case 'running':
+      return runningHealth(live, stateSince);
+  }
+}
+
+function runningHealth(live: TunnelFacts['live'], stateSince: number | null): Health {
+  // Without an admin endpoint nothing more is known than that the process runs.
+  if (live === undefined) return { state: 'up', reason: null, since: stateSince };
+  if (live.connected === null) return { state: 'down', reason: 'logging in to the server', since: stateSince };
+  if (!live.connected)
+    return {
+      state: 'down',
+      reason: `not connected to the server: ${live.disconnectReason ?? 'connection lost, trying again'}`,
+      since: live.connectedSince,
+    };
+  const down = [...live.proxies].filter(([, proxy]) => !isUp(proxy.status));
+  if (down.length === 0) return { state: 'up', reason: null, since: latest(live.connectedSince, live.proxies) };
+  const [name, first] = down[0]!;
+  const more = down.length > 1 ? ` (and ${down.length - 1} more)` : '';
+  const reason = `proxy ${name}: ${proxyReason(first)}${more}`;
+  const since = Math.min(...down.map(([, proxy]) => proxy.since));
+  const all = down.length === live.proxies.size;
+  return { state: all ? 'down' : 'degraded', reason: all ? `no proxy running: ${reason}` : reason, since };
+}
+
+/** When the last of the proxies came up (or the login, if later): since when a tunnel is all up. */
+function latest(connectedSince: number, proxies: ReadonlyMap<string, ProxyStatus>): number {
+  let at = connectedSince;
+  for (const proxy of proxies.values()) at = Math.max(at, proxy.since);
+  return at;
+}
