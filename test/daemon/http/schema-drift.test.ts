@@ -26,7 +26,15 @@ test("an admin's proxy list and a guest's each match exactly one documented shap
   t.truthy(proxy.localPort, 'the admin view has the details');
   t.is(responseDrift('GET', '/tunnelAct/proxyMgr/list', 200, listed.body), undefined);
   // The guest view is exactly its fields: one with a detail too many is not a guest view, and must not pass as one.
-  const guest = { name: 'ssh', type: 'tcp', enabled: true, status: null, err: '', statusSince: null };
+  const guest = {
+    name: 'ssh',
+    type: 'tcp',
+    enabled: true,
+    health: { state: 'stopped', reason: null, since: null },
+    status: null,
+    err: '',
+    statusSince: null,
+  };
   const body = (proxies: object[]) => ({ ...listed.body, data: { ...listed.body.data, proxies } });
   t.is(responseDrift('GET', '/tunnelAct/proxyMgr/list', 200, body([guest])), undefined);
   t.regex(
