@@ -11,6 +11,8 @@
  */
 export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const PLACEHOLDER = /\{\{ *\.Envs\.([A-Za-z_][A-Za-z0-9_]*) *\}\}/y;
+/** A placeholder, as a pattern the OpenAPI document can state (src/config/string-patterns.ts). */
+export const PLACEHOLDER_PATTERN = PLACEHOLDER.source;
 const ALL_PLACEHOLDERS = new RegExp(PLACEHOLDER.source, 'g');
 
 export const TEMPLATE_REASON =

@@ -1,5 +1,5 @@
-import { LISTED_ONLY_FIELDS } from './proxy-view.js';
-import { COMMON_KEYS, type KeySpec } from './frpc-keys.js';
+import { LISTED_ONLY_FIELDS, SECRET_MASK } from './proxy-view.js';
+import { COMMON_KEYS, FEATURE_GATES, type KeySpec } from './frpc-keys.js';
 import {
   ALL_PROXY_KEYS,
   DOMAIN_TYPES,
@@ -9,13 +9,24 @@ import {
   REMOTE_PORT_TYPES,
   requiredPluginKeys,
 } from './proxy-keys.js';
+import {
+  ABSOLUTE_PATH_PATTERN,
+  commaListPattern,
+  formattedShape,
+  NONEMPTY_LIST_PATTERN,
+  STRING_FORMATS,
+  TEXT_PATTERN,
+} from './string-patterns.js';
+import { BASE_KEYS, NOT_REMOVABLE } from './tunnel-config.js';
 import { ANNOTATION_KEY, formatRule, INTEGER_TEXT, MAP_ENTRY_NAME, PORT_TEXT_PATTERN } from './value-check.js';
+import { NOT_RESERVED } from '../util/reserved-keys.js';
 
 /**
  * The JSON Schemas of frpc's keys as the API takes them, made from the same key tables (frpc-keys.ts,
  * proxy-keys.ts) that the edits check them with: a proxy per proxy type and per plugin type, and the top-level
- * settings, each listing exactly the keys frpc accepts, nested as frpc's file has them. Rules that only the checks
- * say (a host name's shape, the requirements between keys) are in the descriptions; the checks' 400 names them.
+ * settings, each listing exactly the keys frpc accepts, nested as frpc's file has them, each value in the shape the
+ * checks take (string-patterns.ts holds the shapes both use). What a proxy or a new instance needs is stated too;
+ * what depends on the file a change meets (a key of the proxy's own type, a rule between settings) is in words.
  */
 
 type Json = Record<string, unknown>;
@@ -27,18 +38,55 @@ const LEFT_OUT = 'ProxyKeyLeftOut';
 
 const SAFE_INTEGER = { type: 'integer', minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER };
 
+/** How a key's value is taken where its schema is used. */
+interface ValueUse {
+  /** A list may also be one comma-separated string (the proxy edit splits it; the settings take arrays only). */
+  commaLists?: boolean;
+  /** A secret may not be the mask a listing shows (a new proxy has no value for it to keep). */
+  noMask?: boolean;
+}
+
+/** Text frpc can read, and text of each format: components, for the patterns are long and many keys share them. */
+const TEXT = 'FrpcText';
+const textComponents = (): Record<string, Json> => ({
+  [TEXT]: {
+    type: 'string',
+    pattern: TEXT_PATTERN,
+    description: 'no control characters; "{{" and "}}" only in {{ .Envs.NAME }} placeholders',
+  },
+  ...Object.fromEntries(
+    STRING_FORMATS.map((format) => [
+      `${TEXT}.${format}`,
+      {
+        type: 'string',
+        ...formattedShape(format),
+        description: `${formatRule(format)}; or text with a {{ .Envs.NAME }} placeholder (frpc checks what it renders to)`,
+      },
+    ]),
+  ),
+});
+
+/** A string value: one of its fixed choices, text in its format, or text frpc can read. */
+function textSchema(spec: KeySpec): Json {
+  if (spec.oneOf) return { type: 'string', enum: [...spec.oneOf] };
+  return ref(spec.format ? `${TEXT}.${spec.format}` : TEXT);
+}
+
 /** The schema of one key's value, as checkValue (and the proxy edit, for lists) takes it. */
-function valueSchema(spec: KeySpec): Json {
+function valueSchema(spec: KeySpec, use: ValueUse = {}): Json {
   const description = [
     spec.format ? formatRule(spec.format) : undefined,
     spec.why,
     spec.secret ? 'a secret: listed masked; sending the mask back keeps it' : undefined,
   ].filter(Boolean);
   const described = description.length > 0 ? { description: description.join('; ') } : {};
-  const text: Json = spec.oneOf ? { type: 'string', enum: [...spec.oneOf] } : { type: 'string' };
   switch (spec.kind) {
     case 'string':
-      return { ...text, ...described };
+      return {
+        ...textSchema(spec),
+        ...described,
+        ...(spec.secret && use.noMask ? { not: { const: SECRET_MASK } } : {}),
+      };
     case 'port':
       return {
         anyOf: [
@@ -51,27 +99,32 @@ function valueSchema(spec: KeySpec): Json {
       return { anyOf: [SAFE_INTEGER, { type: 'string', pattern: INTEGER_TEXT.source }] };
     case 'boolean':
       return { anyOf: [{ type: 'boolean' }, { type: 'string', enum: ['true', 'false'] }] };
-    case 'strings':
-      return {
-        anyOf: [
-          { type: 'array', items: text },
-          { type: 'string', description: 'the items separated by commas' },
-        ],
-        ...described,
+    case 'strings': {
+      const array = { type: 'array', items: textSchema(spec) };
+      if (!use.commaLists) return { ...array, ...described };
+      const joined = {
+        type: 'string',
+        pattern: commaListPattern(spec.format),
+        description: 'the items separated by commas',
       };
+      return { anyOf: [array, joined], ...described };
+    }
     case 'stringMap':
     case 'booleanMap':
       return {
         type: 'object',
-        propertyNames: { pattern: (spec.annotationEntries ? ANNOTATION_KEY : MAP_ENTRY_NAME).source },
-        additionalProperties: spec.kind === 'stringMap' ? { type: 'string' } : valueSchema({ kind: 'boolean' }),
+        propertyNames: { pattern: (spec.annotationEntries ? ANNOTATION_KEY : MAP_ENTRY_NAME).source, ...NOT_RESERVED },
+        additionalProperties: spec.kind === 'stringMap' ? ref(TEXT) : valueSchema({ kind: 'boolean' }),
       };
     case 'nameValues':
       return {
         type: 'array',
         items: {
           type: 'object',
-          properties: { name: { type: 'string', pattern: MAP_ENTRY_NAME.source }, value: { type: 'string' } },
+          properties: {
+            name: { type: 'string', pattern: MAP_ENTRY_NAME.source },
+            value: ref(TEXT),
+          },
           required: ['name', 'value'],
           additionalProperties: false,
         },
@@ -119,8 +172,27 @@ function nested(table: Readonly<Record<string, KeySpec>>, leaf: Leaf, prefix = '
  * The keys of `among`, each with its value when `own` has it, else only left out: a blank is "not given", so a
  * form that sends every key, blank where it does not apply, is taken.
  */
-const keysOf = (own: Readonly<Record<string, KeySpec>>, among: Readonly<Record<string, KeySpec>>) =>
-  nested(among, (spec, key) => (Object.hasOwn(own, key) ? optional(valueSchema(spec)) : ref(LEFT_OUT)));
+const keysOf = (own: Readonly<Record<string, KeySpec>>, among: Readonly<Record<string, KeySpec>>, use: ValueUse) =>
+  nested(among, (spec, key) => (Object.hasOwn(own, key) ? optional(valueSchema(spec, use)) : ref(LEFT_OUT)));
+
+/** A new proxy's keys: no secret can be kept, so the mask is refused. */
+const CREATE: ValueUse = { commaLists: true, noMask: true };
+/** A proxy's changes: a secret sent back masked keeps its value. */
+const CHANGE: ValueUse = { commaLists: true };
+
+/** The key is given: a value, not one of the left-out forms (a list: with an item). */
+function has(key: string, spec?: KeySpec): Json {
+  const value =
+    spec?.kind === 'strings'
+      ? {
+          anyOf: [
+            { type: 'array', minItems: 1 },
+            { type: 'string', pattern: NONEMPTY_LIST_PATTERN },
+          ],
+        }
+      : { not: ref(LEFT_OUT) };
+  return { required: [key], properties: { [key]: value } };
+}
 
 const words = (items: readonly string[]) => items.join(', ');
 
@@ -136,14 +208,17 @@ function pluginOptions(plugin?: string): Record<string, KeySpec> {
 
 /** A plugin of one type, its options beside it (the same for every proxy type). */
 function pluginSchema(plugin: string): Json {
-  const schema = keysOf(pluginOptions(plugin), pluginOptions());
+  const options = pluginOptions(plugin);
+  const schema = keysOf(options, pluginOptions(), CREATE);
   const required = requiredPluginKeys(plugin);
   return {
     ...schema,
     title: `${plugin} plugin`,
     properties: { type: { const: plugin }, ...(schema.properties as Json) },
     required: ['type'],
-    ...(required.length > 0 ? { description: `frpc requires ${words(required)}` } : {}),
+    ...(required.length > 0
+      ? { description: `frpc requires ${words(required)}`, allOf: required.map((key) => has(key, options[key]!)) }
+      : {}),
   };
 }
 
@@ -161,14 +236,36 @@ function requirements(type: string): string {
 
 const PLUGIN = 'ProxyPlugin';
 
+/** What checkShape (proxy-edit.ts) asks of a new proxy of this type, as conditions on its keys. */
+function needs(type: string): Json[] {
+  const table = proxyKeyTable(type);
+  const plugin = { required: ['plugin'], properties: { plugin: { type: 'object', ...has('type') } } };
+  return [
+    ...(REMOTE_PORT_TYPES.includes(type) ? [has('remotePort', table.remotePort!)] : []),
+    ...(DOMAIN_TYPES.includes(type)
+      ? [{ anyOf: [has('customDomains', table.customDomains!), has('subdomain', table.subdomain!)] }]
+      : []),
+    { anyOf: [has('localPort', table.localPort!), plugin] },
+    {
+      if: has('healthCheck'),
+      then: {
+        properties: {
+          healthCheck: { if: { required: ['type'], properties: { type: { const: 'http' } } }, then: has('path') },
+        },
+      },
+    },
+  ];
+}
+
 /** The proxy of one type that a create sends (`outside`: every proxy key outside the plugin table). */
 function proxyOfType(type: string, outside: Readonly<Record<string, KeySpec>>): Json {
-  const schema = keysOf(proxyKeyTable(type), outside);
+  const schema = keysOf(proxyKeyTable(type), outside, CREATE);
   return {
     ...schema,
     title: `${type} proxy`,
     description: requirements(type),
     required: ['name', 'type'],
+    allOf: needs(type),
     properties: {
       ...(schema.properties as Json),
       name: ref('ProxyName'),
@@ -180,9 +277,13 @@ function proxyOfType(type: string, outside: Readonly<Record<string, KeySpec>>): 
 
 /** Every key of every proxy type and plugin: what a modify may change (the type is the proxy's own, or new). */
 function proxyChanges(): Json {
-  const schema = keysOf(ALL_PROXY_KEYS, ALL_PROXY_KEYS);
+  const schema = keysOf(ALL_PROXY_KEYS, ALL_PROXY_KEYS, CHANGE);
   const properties = schema.properties as Record<string, Json>;
   properties.name = ref('ProxyName');
+  // A proxy keeps its type: a blank leaves it as it is, null (removing it) is refused.
+  properties.type = beside(textSchema(ALL_PROXY_KEYS.type!), {
+    anyOf: [{ const: '' }, { type: 'array', maxItems: 0 }],
+  });
   // What a listed proxy carries beside its keys is read-only, and ignored when it is sent back.
   for (const key of LISTED_ONLY_FIELDS) properties[key] = { description: 'ignored' };
   for (const key of ['oldName', 'newName'])
@@ -194,27 +295,55 @@ function proxyChanges(): Json {
   };
 }
 
-/** frpc's top-level settings, as instance create (additionalProperties) and a configFile modify take them. */
-function frpcSettings(): Json {
-  const table = Object.fromEntries(Object.entries(COMMON_KEYS).filter(([key]) => !key.startsWith('webServer.')));
-  return {
-    ...nested(
-      table,
-      (spec) => removable(valueSchema(spec)),
-      '',
-      (group) => group,
-    ),
-    description:
-      "frpc's top-level settings (server, auth, transport, log, ...), nested as in frpc's file (or dotted, or by their older snake_case names); null removes one (an entry of a map is removed by its dotted name, \"metadatas.owner\": null). webServer is tunnelward's own. An unknown key or a wrong value is a 400 naming it.",
-  };
+/** What settingRules (tunnel-config.ts) asks of one setting's value alone, beyond its kind. */
+function settingValue(spec: KeySpec, key: string): Json {
+  const value = valueSchema(spec);
+  if (key === 'featureGates') return { ...value, propertyNames: { enum: [...FEATURE_GATES] } };
+  if (key === 'includes') {
+    const items = { type: 'string', pattern: ABSOLUTE_PATH_PATTERN };
+    return { ...value, items, description: 'absolute paths of files in directories that exist (or placeholders)' };
+  }
+  return value;
+}
+
+const SETTINGS_DESCRIPTION =
+  "frpc's top-level settings (server, auth, transport, log, ...), nested as in frpc's file (or dotted, or by their older snake_case names); null removes one (an entry of a map is removed by its dotted name, \"metadatas.owner\": null). webServer is tunnelward's own. An unknown key or a wrong value is a 400 naming it; so is a rule between settings that frpc checks (transport.heartbeatTimeout below transport.heartbeatInterval, virtualNet.address without featureGates.VirtualNet, auth.method oidc without auth.oidc.clientID and auth.oidc.tokenEndpointURL).";
+
+/** frpc's top-level settings, but webServer (tunnelward's own) and those `leftOut` says. */
+function frpcSettings(leftOut: ReadonlySet<string> = new Set()): Json {
+  const table = Object.fromEntries(
+    Object.entries(COMMON_KEYS).filter(([key]) => !key.startsWith('webServer.') && !leftOut.has(key)),
+  );
+  return nested(
+    table,
+    (spec, key) => (NOT_REMOVABLE.has(key) ? settingValue(spec, key) : removable(settingValue(spec, key))),
+    '',
+    (group) => group,
+  );
+}
+
+/** The settings a create takes beside its server (additionalProperties). */
+const additionalSettings = (): Json => ({
+  ...frpcSettings(BASE_KEYS),
+  description: `${SETTINGS_DESCRIPTION} serverAddr, serverPort and auth.method are the instance's own (instanceInfo), refused here.`,
+});
+
+/** A top-level setting's value as text, as a create's instanceInfo sends it (the contract's strings). */
+export function settingText(key: string): Json {
+  const spec = COMMON_KEYS[key]!;
+  if (spec.kind === 'port') return { type: 'string', pattern: PORT_TEXT_PATTERN };
+  // Written out rather than referred to: beside other keywords, a reference is met by filtering what they generate.
+  if (spec.format) return { type: 'string', ...formattedShape(spec.format) };
+  return textSchema(spec);
 }
 
 /**
  * The component schemas of frpc's keys: ProxyInfo (what a proxy create sends), ProxyChanges (a proxy modify), their
- * parts, and FrpcSettings (the top-level keys).
+ * parts, FrpcSettings (the top-level keys a change takes) and FrpcAdditionalSettings (those a create takes).
  */
 export function frpcComponentSchemas(): Record<string, Json> {
   const components: Record<string, Json> = {
+    ...textComponents(),
     [LEFT_OUT]: {
       description: 'null, "" or []: the key is left out (in a modify, null removes it)',
       anyOf: [{ type: 'null' }, { type: 'string', maxLength: 0 }, { type: 'array', maxItems: 0 }],
@@ -225,13 +354,14 @@ export function frpcComponentSchemas(): Record<string, Json> {
       oneOf: PROXY_TYPES.map((type) => ref(`ProxyInfo.${type}`)),
     },
     ProxyChanges: proxyChanges(),
-    FrpcSettings: frpcSettings(),
+    FrpcSettings: { ...frpcSettings(), description: SETTINGS_DESCRIPTION },
+    FrpcAdditionalSettings: additionalSettings(),
     [PLUGIN]: {
       description:
         'A plugin serves the connections itself: its type and its options. An object of left-out options is no plugin.',
       oneOf: [
         ...PLUGIN_TYPES.map((plugin) => ref(`${PLUGIN}.${plugin}`)),
-        { ...keysOf({}, { type: { kind: 'string' }, ...pluginOptions() }), title: 'no plugin' },
+        { ...keysOf({}, { type: { kind: 'string' }, ...pluginOptions() }, CHANGE), title: 'no plugin' },
       ],
     },
   };

@@ -43,9 +43,9 @@ export interface ImportedConfig {
 const MAX_IMPORT_ERRORS = 20;
 
 /** Settings the instance cannot do without (the API shows them). */
-const NOT_REMOVABLE = new Set(['serverAddr', 'serverPort']);
+export const NOT_REMOVABLE: ReadonlySet<string> = new Set(['serverAddr', 'serverPort']);
 /** Settings that `create` takes from the instance itself, not from additional properties. */
-const BASE_KEYS = new Set(['serverAddr', 'serverPort', 'auth.method']);
+export const BASE_KEYS: ReadonlySet<string> = new Set(['serverAddr', 'serverPort', 'auth.method']);
 
 /** An frpc client config file, held as its parsed TOML document in frpc's current shape. */
 export class TunnelConfig {

@@ -1,10 +1,10 @@
-import { isIP } from 'node:net';
 import { AppError, badRequest } from '../errors.js';
 import type { KeySpec, StringFormat } from './frpc-keys.js';
 import { holdsPlaceholder, isPlaceholder, onlyPlaceholders, TEMPLATE_REASON } from './go-template.js';
 import { isReservedKey, reservedKeyMessage } from '../util/reserved-keys.js';
 import { isTable, type Table } from './toml-tree.js';
 import { portTextPattern } from '../settings/values.js';
+import { CONTROL_CHAR, FORMAT_SHAPES, hasShape } from './string-patterns.js';
 
 // Checking one value we are asked to write against its key's spec. Messages name the key, never the value.
 
@@ -13,25 +13,24 @@ const ENTRY_NAME_RULE = '1-64 characters from A-Z, a-z, 0-9, "_", "." and "-"';
 /** frpc checks annotation keys as Kubernetes does: an optional DNS-subdomain prefix and "/", then a name. */
 export const ANNOTATION_KEY =
   /^(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
-const HOST_LABEL = /^(?!-)[A-Za-z0-9_-]{1,63}(?<!-)$/;
-const DNS_LABEL = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
-const BANDWIDTH = /^\d{1,12}(?:\.\d{1,6})?(?:MB|KB)$/;
-const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
+const CONTROL_CHARS = new RegExp(CONTROL_CHAR);
+/** The check of a format: its shape, the one the OpenAPI document states. */
+const matches = (format: StringFormat) => (value: string) => hasShape(value, FORMAT_SHAPES[format]);
 
 const FORMATS: Readonly<Record<StringFormat, { test: (value: string) => boolean; one: string; many: string }>> = {
-  host: { test: isHost, one: 'an IPv4 or IPv6 address or a host name', many: 'IP addresses or host names' },
+  host: { test: matches('host'), one: 'an IPv4 or IPv6 address or a host name', many: 'IP addresses or host names' },
   domain: {
-    test: (value) => isHost(value.startsWith('*.') ? value.slice(2) : value),
+    test: matches('domain'),
     one: 'a host name (a leading "*." is allowed)',
     many: 'host names (a leading "*." is allowed)',
   },
   dnsLabel: {
-    test: (value) => DNS_LABEL.test(value),
+    test: matches('dnsLabel'),
     one: 'a single DNS label (letters, digits and "-", no dots)',
     many: 'single DNS labels (letters, digits and "-", no dots)',
   },
   bandwidth: {
-    test: (value) => BANDWIDTH.test(value),
+    test: matches('bandwidth'),
     one: 'a number followed by MB or KB, such as "1MB"',
     many: 'numbers followed by MB or KB',
   },
@@ -135,12 +134,6 @@ export function toInteger(value: unknown): number | undefined {
   if (typeof value === 'number') return Number.isSafeInteger(value) ? value : undefined;
   if (typeof value === 'string' && INTEGER_TEXT.test(value)) return Number(value);
   return undefined;
-}
-
-export function isHost(value: string): boolean {
-  if (isIP(value) !== 0) return true;
-  if (value.length > 253 || /^[\d.]+$/.test(value)) return false; // "300.1.1.1" is a bad address, not a host name
-  return value.split('.').every((label) => HOST_LABEL.test(label));
 }
 
 /** frpc's `[]HTTPHeader`: an array of `{ name, value }`, decoded strictly. */

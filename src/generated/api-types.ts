@@ -1020,7 +1020,7 @@ export interface paths {
          *     - 1001: tunnelward is stopping
          *     - 1000: end of log (follow=0, once the earlier entries are sent)
          *
-         *     Access: visitor: the instance's creator or a superuser, with the token in ?token=.
+         *     Access: visitor: a logged-in user, with the token in ?token=; on the instance: the instance's owner (the user who created it) or a superuser (403 otherwise).
          */
         get: operations["instanceMgr.logs"];
         put?: never;
@@ -1857,6 +1857,16 @@ export interface components {
             /** @description before= for the next (older) page; null on the last */
             nextBefore: number | null;
         };
+        /** @description no control characters; "{{" and "}}" only in {{ .Envs.NAME }} placeholders */
+        FrpcText: string;
+        /** @description an IPv4 or IPv6 address or a host name; or text with a {{ .Envs.NAME }} placeholder (frpc checks what it renders to) */
+        "FrpcText.host": string | unknown | unknown | unknown;
+        /** @description a host name (a leading "*." is allowed); or text with a {{ .Envs.NAME }} placeholder (frpc checks what it renders to) */
+        "FrpcText.domain": string | unknown | unknown | unknown | unknown | unknown;
+        /** @description a single DNS label (letters, digits and "-", no dots); or text with a {{ .Envs.NAME }} placeholder (frpc checks what it renders to) */
+        "FrpcText.dnsLabel": string | unknown | unknown;
+        /** @description a number followed by MB or KB, such as "1MB"; or text with a {{ .Envs.NAME }} placeholder (frpc checks what it renders to) */
+        "FrpcText.bandwidth": string | unknown | unknown;
         /** @description null, "" or []: the key is left out (in a modify, null removes it) */
         ProxyKeyLeftOut: null | string | unknown[];
         /** @description A proxy: one of the types below, with the keys frpc accepts for it, nested as in frpc's file. Booleans may be sent as "true"/"false", numbers as strings, lists as comma-separated strings. An unknown key, or a key of another type or plugin, is a 400 naming it. */
@@ -1864,80 +1874,80 @@ export interface components {
         /** @description The keys to change of a proxy of any type (and plugin): a key left out keeps its value, null removes it; a key of another type than the proxy's (or its new type) is a 400. */
         ProxyChanges: {
             name?: components["schemas"]["ProxyName"];
-            type?: ("tcp" | "udp" | "http" | "https" | "stcp" | "xtcp" | "sudp" | "tcpmux") | components["schemas"]["ProxyKeyLeftOut"];
+            type?: ("tcp" | "udp" | "http" | "https" | "stcp" | "xtcp" | "sudp" | "tcpmux") | ("" | unknown[]);
             enabled?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
-            localIP?: string | components["schemas"]["ProxyKeyLeftOut"];
+            localIP?: components["schemas"]["FrpcText.host"] | components["schemas"]["ProxyKeyLeftOut"];
             /** @description a port from 1 to 65535, or a string holding one */
             localPort?: number | string | components["schemas"]["ProxyKeyLeftOut"];
             metadatas?: {
-                [key: string]: string;
+                [key: string]: components["schemas"]["FrpcText"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             annotations?: {
-                [key: string]: string;
+                [key: string]: components["schemas"]["FrpcText"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             /** @description a port from 1 to 65535, or a string holding one */
             remotePort?: number | string | components["schemas"]["ProxyKeyLeftOut"];
             /** @description a host name (a leading "*." is allowed) */
-            customDomains?: string[] | string | components["schemas"]["ProxyKeyLeftOut"];
-            subdomain?: string | components["schemas"]["ProxyKeyLeftOut"];
-            locations?: string[] | string | components["schemas"]["ProxyKeyLeftOut"];
-            httpUser?: string | components["schemas"]["ProxyKeyLeftOut"];
-            httpPassword?: string | components["schemas"]["ProxyKeyLeftOut"];
-            hostHeaderRewrite?: string | components["schemas"]["ProxyKeyLeftOut"];
-            routeByHTTPUser?: string | components["schemas"]["ProxyKeyLeftOut"];
+            customDomains?: components["schemas"]["FrpcText.domain"][] | string | components["schemas"]["ProxyKeyLeftOut"];
+            subdomain?: components["schemas"]["FrpcText.dnsLabel"] | components["schemas"]["ProxyKeyLeftOut"];
+            locations?: components["schemas"]["FrpcText"][] | string | components["schemas"]["ProxyKeyLeftOut"];
+            httpUser?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+            httpPassword?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+            hostHeaderRewrite?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+            routeByHTTPUser?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             multiplexer?: "httpconnect" | components["schemas"]["ProxyKeyLeftOut"];
-            secretKey?: string | components["schemas"]["ProxyKeyLeftOut"];
-            allowUsers?: string[] | string | components["schemas"]["ProxyKeyLeftOut"];
+            secretKey?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+            allowUsers?: components["schemas"]["FrpcText"][] | string | components["schemas"]["ProxyKeyLeftOut"];
             transport?: {
                 useEncryption?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
                 useCompression?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
-                bandwidthLimit?: string | components["schemas"]["ProxyKeyLeftOut"];
+                bandwidthLimit?: components["schemas"]["FrpcText.bandwidth"] | components["schemas"]["ProxyKeyLeftOut"];
                 bandwidthLimitMode?: ("client" | "server") | components["schemas"]["ProxyKeyLeftOut"];
                 proxyProtocolVersion?: ("v1" | "v2") | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             loadBalancer?: {
-                group?: string | components["schemas"]["ProxyKeyLeftOut"];
-                groupKey?: string | components["schemas"]["ProxyKeyLeftOut"];
+                group?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+                groupKey?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             healthCheck?: {
                 type?: ("tcp" | "http") | components["schemas"]["ProxyKeyLeftOut"];
                 timeoutSeconds?: number | string | components["schemas"]["ProxyKeyLeftOut"];
                 maxFailed?: number | string | components["schemas"]["ProxyKeyLeftOut"];
                 intervalSeconds?: number | string | components["schemas"]["ProxyKeyLeftOut"];
-                path?: string | components["schemas"]["ProxyKeyLeftOut"];
+                path?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
                 httpHeaders?: {
                     name: string;
-                    value: string;
+                    value: components["schemas"]["FrpcText"];
                 }[] | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             plugin?: {
                 type?: ("unix_domain_socket" | "http_proxy" | "socks5" | "static_file" | "https2http" | "https2https" | "http2https" | "http2http" | "tls2raw") | components["schemas"]["ProxyKeyLeftOut"];
-                unixPath?: string | components["schemas"]["ProxyKeyLeftOut"];
-                httpUser?: string | components["schemas"]["ProxyKeyLeftOut"];
-                httpPassword?: string | components["schemas"]["ProxyKeyLeftOut"];
-                username?: string | components["schemas"]["ProxyKeyLeftOut"];
-                password?: string | components["schemas"]["ProxyKeyLeftOut"];
-                localPath?: string | components["schemas"]["ProxyKeyLeftOut"];
-                stripPrefix?: string | components["schemas"]["ProxyKeyLeftOut"];
-                localAddr?: string | components["schemas"]["ProxyKeyLeftOut"];
-                hostHeaderRewrite?: string | components["schemas"]["ProxyKeyLeftOut"];
+                unixPath?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+                httpUser?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+                httpPassword?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+                username?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+                password?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+                localPath?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+                stripPrefix?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+                localAddr?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+                hostHeaderRewrite?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
                 enableHTTP2?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
-                crtPath?: string | components["schemas"]["ProxyKeyLeftOut"];
-                keyPath?: string | components["schemas"]["ProxyKeyLeftOut"];
+                crtPath?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+                keyPath?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
                 requestHeaders?: {
                     set?: {
-                        [key: string]: string;
+                        [key: string]: components["schemas"]["FrpcText"];
                     } | components["schemas"]["ProxyKeyLeftOut"];
                 } | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             requestHeaders?: {
                 set?: {
-                    [key: string]: string;
+                    [key: string]: components["schemas"]["FrpcText"];
                 } | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             responseHeaders?: {
                 set?: {
-                    [key: string]: string;
+                    [key: string]: components["schemas"]["FrpcText"];
                 } | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             natTraversal?: {
@@ -1958,41 +1968,42 @@ export interface components {
             /** @description as newName beside proxyInfo */
             newName?: components["schemas"]["ProxyName"];
         };
-        /** @description frpc's top-level settings (server, auth, transport, log, ...), nested as in frpc's file (or dotted, or by their older snake_case names); null removes one (an entry of a map is removed by its dotted name, "metadatas.owner": null). webServer is tunnelward's own. An unknown key or a wrong value is a 400 naming it. */
+        /** @description frpc's top-level settings (server, auth, transport, log, ...), nested as in frpc's file (or dotted, or by their older snake_case names); null removes one (an entry of a map is removed by its dotted name, "metadatas.owner": null). webServer is tunnelward's own. An unknown key or a wrong value is a 400 naming it; so is a rule between settings that frpc checks (transport.heartbeatTimeout below transport.heartbeatInterval, virtualNet.address without featureGates.VirtualNet, auth.method oidc without auth.oidc.clientID and auth.oidc.tokenEndpointURL). */
         FrpcSettings: {
-            user?: string | null;
-            clientID?: string | null;
-            serverAddr?: string | null;
+            user?: components["schemas"]["FrpcText"] | null;
+            clientID?: components["schemas"]["FrpcText"] | null;
+            /** @description an IPv4 or IPv6 address or a host name */
+            serverAddr?: components["schemas"]["FrpcText.host"];
             /** @description a port from 1 to 65535, or a string holding one */
-            serverPort?: number | string | null;
-            natHoleStunServer?: string | null;
-            dnsServer?: string | null;
+            serverPort?: number | string;
+            natHoleStunServer?: components["schemas"]["FrpcText"] | null;
+            dnsServer?: components["schemas"]["FrpcText"] | null;
             loginFailExit?: boolean | ("true" | "false") | null;
-            start?: string[] | string | null;
-            includes?: string[] | string | null;
+            start?: components["schemas"]["FrpcText"][] | null;
+            includes?: string[] | null;
             udpPacketSize?: number | string | null;
             metadatas?: {
-                [key: string]: string;
+                [key: string]: components["schemas"]["FrpcText"];
             } | null;
             featureGates?: {
                 [key: string]: boolean | ("true" | "false");
             } | null;
             auth?: {
                 method?: ("token" | "oidc") | null;
-                token?: string | null;
-                additionalScopes?: ("HeartBeats" | "NewWorkConns")[] | string | null;
+                token?: components["schemas"]["FrpcText"] | null;
+                additionalScopes?: ("HeartBeats" | "NewWorkConns")[] | null;
                 oidc?: {
-                    clientID?: string | null;
-                    clientSecret?: string | null;
-                    audience?: string | null;
-                    scope?: string | null;
-                    tokenEndpointURL?: string | null;
+                    clientID?: components["schemas"]["FrpcText"] | null;
+                    clientSecret?: components["schemas"]["FrpcText"] | null;
+                    audience?: components["schemas"]["FrpcText"] | null;
+                    scope?: components["schemas"]["FrpcText"] | null;
+                    tokenEndpointURL?: components["schemas"]["FrpcText"] | null;
                     additionalEndpointParams?: {
-                        [key: string]: string;
+                        [key: string]: components["schemas"]["FrpcText"];
                     } | null;
-                    trustedCaFile?: string | null;
+                    trustedCaFile?: components["schemas"]["FrpcText"] | null;
                     insecureSkipVerify?: boolean | ("true" | "false") | null;
-                    proxyURL?: string | null;
+                    proxyURL?: components["schemas"]["FrpcText"] | null;
                 };
             };
             log?: {
@@ -2006,8 +2017,8 @@ export interface components {
                 wireProtocol?: ("v1" | "v2") | null;
                 dialServerTimeout?: number | string | null;
                 dialServerKeepalive?: number | string | null;
-                connectServerLocalIP?: string | null;
-                proxyURL?: string | null;
+                connectServerLocalIP?: components["schemas"]["FrpcText.host"] | null;
+                proxyURL?: components["schemas"]["FrpcText"] | null;
                 poolCount?: number | string | null;
                 tcpMux?: boolean | ("true" | "false") | null;
                 tcpMuxKeepaliveInterval?: number | string | null;
@@ -2021,14 +2032,83 @@ export interface components {
                 tls?: {
                     enable?: boolean | ("true" | "false") | null;
                     disableCustomTLSFirstByte?: boolean | ("true" | "false") | null;
-                    certFile?: string | null;
-                    keyFile?: string | null;
-                    trustedCaFile?: string | null;
-                    serverName?: string | null;
+                    certFile?: components["schemas"]["FrpcText"] | null;
+                    keyFile?: components["schemas"]["FrpcText"] | null;
+                    trustedCaFile?: components["schemas"]["FrpcText"] | null;
+                    serverName?: components["schemas"]["FrpcText"] | null;
                 };
             };
             virtualNet?: {
-                address?: string | null;
+                address?: components["schemas"]["FrpcText"] | null;
+            };
+        };
+        /** @description frpc's top-level settings (server, auth, transport, log, ...), nested as in frpc's file (or dotted, or by their older snake_case names); null removes one (an entry of a map is removed by its dotted name, "metadatas.owner": null). webServer is tunnelward's own. An unknown key or a wrong value is a 400 naming it; so is a rule between settings that frpc checks (transport.heartbeatTimeout below transport.heartbeatInterval, virtualNet.address without featureGates.VirtualNet, auth.method oidc without auth.oidc.clientID and auth.oidc.tokenEndpointURL). serverAddr, serverPort and auth.method are the instance's own (instanceInfo), refused here. */
+        FrpcAdditionalSettings: {
+            user?: components["schemas"]["FrpcText"] | null;
+            clientID?: components["schemas"]["FrpcText"] | null;
+            natHoleStunServer?: components["schemas"]["FrpcText"] | null;
+            dnsServer?: components["schemas"]["FrpcText"] | null;
+            loginFailExit?: boolean | ("true" | "false") | null;
+            start?: components["schemas"]["FrpcText"][] | null;
+            includes?: string[] | null;
+            udpPacketSize?: number | string | null;
+            metadatas?: {
+                [key: string]: components["schemas"]["FrpcText"];
+            } | null;
+            featureGates?: {
+                [key: string]: boolean | ("true" | "false");
+            } | null;
+            auth?: {
+                token?: components["schemas"]["FrpcText"] | null;
+                additionalScopes?: ("HeartBeats" | "NewWorkConns")[] | null;
+                oidc?: {
+                    clientID?: components["schemas"]["FrpcText"] | null;
+                    clientSecret?: components["schemas"]["FrpcText"] | null;
+                    audience?: components["schemas"]["FrpcText"] | null;
+                    scope?: components["schemas"]["FrpcText"] | null;
+                    tokenEndpointURL?: components["schemas"]["FrpcText"] | null;
+                    additionalEndpointParams?: {
+                        [key: string]: components["schemas"]["FrpcText"];
+                    } | null;
+                    trustedCaFile?: components["schemas"]["FrpcText"] | null;
+                    insecureSkipVerify?: boolean | ("true" | "false") | null;
+                    proxyURL?: components["schemas"]["FrpcText"] | null;
+                };
+            };
+            log?: {
+                to?: "console" | null;
+                level?: ("trace" | "debug" | "info" | "warn" | "error") | null;
+                maxDays?: number | string | null;
+                disablePrintColor?: boolean | ("true" | "false") | null;
+            };
+            transport?: {
+                protocol?: ("tcp" | "kcp" | "quic" | "websocket" | "wss") | null;
+                wireProtocol?: ("v1" | "v2") | null;
+                dialServerTimeout?: number | string | null;
+                dialServerKeepalive?: number | string | null;
+                connectServerLocalIP?: components["schemas"]["FrpcText.host"] | null;
+                proxyURL?: components["schemas"]["FrpcText"] | null;
+                poolCount?: number | string | null;
+                tcpMux?: boolean | ("true" | "false") | null;
+                tcpMuxKeepaliveInterval?: number | string | null;
+                heartbeatInterval?: number | string | null;
+                heartbeatTimeout?: number | string | null;
+                quic?: {
+                    keepalivePeriod?: number | string | null;
+                    maxIdleTimeout?: number | string | null;
+                    maxIncomingStreams?: number | string | null;
+                };
+                tls?: {
+                    enable?: boolean | ("true" | "false") | null;
+                    disableCustomTLSFirstByte?: boolean | ("true" | "false") | null;
+                    certFile?: components["schemas"]["FrpcText"] | null;
+                    keyFile?: components["schemas"]["FrpcText"] | null;
+                    trustedCaFile?: components["schemas"]["FrpcText"] | null;
+                    serverName?: components["schemas"]["FrpcText"] | null;
+                };
+            };
+            virtualNet?: {
+                address?: components["schemas"]["FrpcText"] | null;
             };
         };
         /** @description A plugin serves the connections itself: its type and its options. An object of left-out options is no plugin. */
@@ -2059,14 +2139,14 @@ export interface components {
             /** @constant */
             type: "tcp";
             enabled?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
-            localIP?: string | components["schemas"]["ProxyKeyLeftOut"];
+            localIP?: components["schemas"]["FrpcText.host"] | components["schemas"]["ProxyKeyLeftOut"];
             /** @description a port from 1 to 65535, or a string holding one */
             localPort?: number | string | components["schemas"]["ProxyKeyLeftOut"];
             metadatas?: {
-                [key: string]: string;
+                [key: string]: components["schemas"]["FrpcText"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             annotations?: {
-                [key: string]: string;
+                [key: string]: components["schemas"]["FrpcText"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             /** @description a port from 1 to 65535, or a string holding one */
             remotePort?: number | string | components["schemas"]["ProxyKeyLeftOut"];
@@ -2083,23 +2163,23 @@ export interface components {
             transport?: {
                 useEncryption?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
                 useCompression?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
-                bandwidthLimit?: string | components["schemas"]["ProxyKeyLeftOut"];
+                bandwidthLimit?: components["schemas"]["FrpcText.bandwidth"] | components["schemas"]["ProxyKeyLeftOut"];
                 bandwidthLimitMode?: ("client" | "server") | components["schemas"]["ProxyKeyLeftOut"];
                 proxyProtocolVersion?: ("v1" | "v2") | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             loadBalancer?: {
-                group?: string | components["schemas"]["ProxyKeyLeftOut"];
-                groupKey?: string | components["schemas"]["ProxyKeyLeftOut"];
+                group?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+                groupKey?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             healthCheck?: {
                 type?: ("tcp" | "http") | components["schemas"]["ProxyKeyLeftOut"];
                 timeoutSeconds?: number | string | components["schemas"]["ProxyKeyLeftOut"];
                 maxFailed?: number | string | components["schemas"]["ProxyKeyLeftOut"];
                 intervalSeconds?: number | string | components["schemas"]["ProxyKeyLeftOut"];
-                path?: string | components["schemas"]["ProxyKeyLeftOut"];
+                path?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
                 httpHeaders?: {
                     name: string;
-                    value: string;
+                    value: components["schemas"]["FrpcText"];
                 }[] | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             requestHeaders?: {
@@ -2112,7 +2192,15 @@ export interface components {
                 disableAssistedAddrs?: components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             plugin?: components["schemas"]["ProxyPlugin"] | components["schemas"]["ProxyKeyLeftOut"];
-        };
+        } & ({
+            remotePort: unknown;
+        } & ({
+            localPort: unknown;
+        } | {
+            plugin: {
+                type: unknown;
+            };
+        }) & unknown);
         /**
          * udp proxy
          * @description A udp proxy. It needs name and type, remotePort, localPort unless it has a plugin, healthCheck.path with an http health check.
@@ -2122,14 +2210,14 @@ export interface components {
             /** @constant */
             type: "udp";
             enabled?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
-            localIP?: string | components["schemas"]["ProxyKeyLeftOut"];
+            localIP?: components["schemas"]["FrpcText.host"] | components["schemas"]["ProxyKeyLeftOut"];
             /** @description a port from 1 to 65535, or a string holding one */
             localPort?: number | string | components["schemas"]["ProxyKeyLeftOut"];
             metadatas?: {
-                [key: string]: string;
+                [key: string]: components["schemas"]["FrpcText"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             annotations?: {
-                [key: string]: string;
+                [key: string]: components["schemas"]["FrpcText"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             /** @description a port from 1 to 65535, or a string holding one */
             remotePort?: number | string | components["schemas"]["ProxyKeyLeftOut"];
@@ -2146,23 +2234,23 @@ export interface components {
             transport?: {
                 useEncryption?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
                 useCompression?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
-                bandwidthLimit?: string | components["schemas"]["ProxyKeyLeftOut"];
+                bandwidthLimit?: components["schemas"]["FrpcText.bandwidth"] | components["schemas"]["ProxyKeyLeftOut"];
                 bandwidthLimitMode?: ("client" | "server") | components["schemas"]["ProxyKeyLeftOut"];
                 proxyProtocolVersion?: ("v1" | "v2") | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             loadBalancer?: {
-                group?: string | components["schemas"]["ProxyKeyLeftOut"];
-                groupKey?: string | components["schemas"]["ProxyKeyLeftOut"];
+                group?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+                groupKey?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             healthCheck?: {
                 type?: ("tcp" | "http") | components["schemas"]["ProxyKeyLeftOut"];
                 timeoutSeconds?: number | string | components["schemas"]["ProxyKeyLeftOut"];
                 maxFailed?: number | string | components["schemas"]["ProxyKeyLeftOut"];
                 intervalSeconds?: number | string | components["schemas"]["ProxyKeyLeftOut"];
-                path?: string | components["schemas"]["ProxyKeyLeftOut"];
+                path?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
                 httpHeaders?: {
                     name: string;
-                    value: string;
+                    value: components["schemas"]["FrpcText"];
                 }[] | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             requestHeaders?: {
@@ -2175,7 +2263,15 @@ export interface components {
                 disableAssistedAddrs?: components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             plugin?: components["schemas"]["ProxyPlugin"] | components["schemas"]["ProxyKeyLeftOut"];
-        };
+        } & ({
+            remotePort: unknown;
+        } & ({
+            localPort: unknown;
+        } | {
+            plugin: {
+                type: unknown;
+            };
+        }) & unknown);
         /**
          * http proxy
          * @description A http proxy. It needs name and type, customDomains or subdomain, localPort unless it has a plugin, healthCheck.path with an http health check.
@@ -2185,64 +2281,74 @@ export interface components {
             /** @constant */
             type: "http";
             enabled?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
-            localIP?: string | components["schemas"]["ProxyKeyLeftOut"];
+            localIP?: components["schemas"]["FrpcText.host"] | components["schemas"]["ProxyKeyLeftOut"];
             /** @description a port from 1 to 65535, or a string holding one */
             localPort?: number | string | components["schemas"]["ProxyKeyLeftOut"];
             metadatas?: {
-                [key: string]: string;
+                [key: string]: components["schemas"]["FrpcText"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             annotations?: {
-                [key: string]: string;
+                [key: string]: components["schemas"]["FrpcText"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             remotePort?: components["schemas"]["ProxyKeyLeftOut"];
             /** @description a host name (a leading "*." is allowed) */
-            customDomains?: string[] | string | components["schemas"]["ProxyKeyLeftOut"];
-            subdomain?: string | components["schemas"]["ProxyKeyLeftOut"];
-            locations?: string[] | string | components["schemas"]["ProxyKeyLeftOut"];
-            httpUser?: string | components["schemas"]["ProxyKeyLeftOut"];
-            httpPassword?: string | components["schemas"]["ProxyKeyLeftOut"];
-            hostHeaderRewrite?: string | components["schemas"]["ProxyKeyLeftOut"];
-            routeByHTTPUser?: string | components["schemas"]["ProxyKeyLeftOut"];
+            customDomains?: components["schemas"]["FrpcText.domain"][] | string | components["schemas"]["ProxyKeyLeftOut"];
+            subdomain?: components["schemas"]["FrpcText.dnsLabel"] | components["schemas"]["ProxyKeyLeftOut"];
+            locations?: components["schemas"]["FrpcText"][] | string | components["schemas"]["ProxyKeyLeftOut"];
+            httpUser?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+            httpPassword?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+            hostHeaderRewrite?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+            routeByHTTPUser?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             multiplexer?: components["schemas"]["ProxyKeyLeftOut"];
             secretKey?: components["schemas"]["ProxyKeyLeftOut"];
             allowUsers?: components["schemas"]["ProxyKeyLeftOut"];
             transport?: {
                 useEncryption?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
                 useCompression?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
-                bandwidthLimit?: string | components["schemas"]["ProxyKeyLeftOut"];
+                bandwidthLimit?: components["schemas"]["FrpcText.bandwidth"] | components["schemas"]["ProxyKeyLeftOut"];
                 bandwidthLimitMode?: ("client" | "server") | components["schemas"]["ProxyKeyLeftOut"];
                 proxyProtocolVersion?: ("v1" | "v2") | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             loadBalancer?: {
-                group?: string | components["schemas"]["ProxyKeyLeftOut"];
-                groupKey?: string | components["schemas"]["ProxyKeyLeftOut"];
+                group?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+                groupKey?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             healthCheck?: {
                 type?: ("tcp" | "http") | components["schemas"]["ProxyKeyLeftOut"];
                 timeoutSeconds?: number | string | components["schemas"]["ProxyKeyLeftOut"];
                 maxFailed?: number | string | components["schemas"]["ProxyKeyLeftOut"];
                 intervalSeconds?: number | string | components["schemas"]["ProxyKeyLeftOut"];
-                path?: string | components["schemas"]["ProxyKeyLeftOut"];
+                path?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
                 httpHeaders?: {
                     name: string;
-                    value: string;
+                    value: components["schemas"]["FrpcText"];
                 }[] | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             requestHeaders?: {
                 set?: {
-                    [key: string]: string;
+                    [key: string]: components["schemas"]["FrpcText"];
                 } | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             responseHeaders?: {
                 set?: {
-                    [key: string]: string;
+                    [key: string]: components["schemas"]["FrpcText"];
                 } | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             natTraversal?: {
                 disableAssistedAddrs?: components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             plugin?: components["schemas"]["ProxyPlugin"] | components["schemas"]["ProxyKeyLeftOut"];
-        };
+        } & (({
+            customDomains: unknown[] | string;
+        } | {
+            subdomain: unknown;
+        }) & ({
+            localPort: unknown;
+        } | {
+            plugin: {
+                type: unknown;
+            };
+        }) & unknown);
         /**
          * https proxy
          * @description A https proxy. It needs name and type, customDomains or subdomain, localPort unless it has a plugin, healthCheck.path with an http health check.
@@ -2252,19 +2358,19 @@ export interface components {
             /** @constant */
             type: "https";
             enabled?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
-            localIP?: string | components["schemas"]["ProxyKeyLeftOut"];
+            localIP?: components["schemas"]["FrpcText.host"] | components["schemas"]["ProxyKeyLeftOut"];
             /** @description a port from 1 to 65535, or a string holding one */
             localPort?: number | string | components["schemas"]["ProxyKeyLeftOut"];
             metadatas?: {
-                [key: string]: string;
+                [key: string]: components["schemas"]["FrpcText"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             annotations?: {
-                [key: string]: string;
+                [key: string]: components["schemas"]["FrpcText"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             remotePort?: components["schemas"]["ProxyKeyLeftOut"];
             /** @description a host name (a leading "*." is allowed) */
-            customDomains?: string[] | string | components["schemas"]["ProxyKeyLeftOut"];
-            subdomain?: string | components["schemas"]["ProxyKeyLeftOut"];
+            customDomains?: components["schemas"]["FrpcText.domain"][] | string | components["schemas"]["ProxyKeyLeftOut"];
+            subdomain?: components["schemas"]["FrpcText.dnsLabel"] | components["schemas"]["ProxyKeyLeftOut"];
             locations?: components["schemas"]["ProxyKeyLeftOut"];
             httpUser?: components["schemas"]["ProxyKeyLeftOut"];
             httpPassword?: components["schemas"]["ProxyKeyLeftOut"];
@@ -2276,23 +2382,23 @@ export interface components {
             transport?: {
                 useEncryption?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
                 useCompression?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
-                bandwidthLimit?: string | components["schemas"]["ProxyKeyLeftOut"];
+                bandwidthLimit?: components["schemas"]["FrpcText.bandwidth"] | components["schemas"]["ProxyKeyLeftOut"];
                 bandwidthLimitMode?: ("client" | "server") | components["schemas"]["ProxyKeyLeftOut"];
                 proxyProtocolVersion?: ("v1" | "v2") | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             loadBalancer?: {
-                group?: string | components["schemas"]["ProxyKeyLeftOut"];
-                groupKey?: string | components["schemas"]["ProxyKeyLeftOut"];
+                group?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+                groupKey?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             healthCheck?: {
                 type?: ("tcp" | "http") | components["schemas"]["ProxyKeyLeftOut"];
                 timeoutSeconds?: number | string | components["schemas"]["ProxyKeyLeftOut"];
                 maxFailed?: number | string | components["schemas"]["ProxyKeyLeftOut"];
                 intervalSeconds?: number | string | components["schemas"]["ProxyKeyLeftOut"];
-                path?: string | components["schemas"]["ProxyKeyLeftOut"];
+                path?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
                 httpHeaders?: {
                     name: string;
-                    value: string;
+                    value: components["schemas"]["FrpcText"];
                 }[] | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             requestHeaders?: {
@@ -2305,7 +2411,17 @@ export interface components {
                 disableAssistedAddrs?: components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             plugin?: components["schemas"]["ProxyPlugin"] | components["schemas"]["ProxyKeyLeftOut"];
-        };
+        } & (({
+            customDomains: unknown[] | string;
+        } | {
+            subdomain: unknown;
+        }) & ({
+            localPort: unknown;
+        } | {
+            plugin: {
+                type: unknown;
+            };
+        }) & unknown);
         /**
          * stcp proxy
          * @description A stcp proxy. It needs name and type, localPort unless it has a plugin, healthCheck.path with an http health check.
@@ -2315,14 +2431,14 @@ export interface components {
             /** @constant */
             type: "stcp";
             enabled?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
-            localIP?: string | components["schemas"]["ProxyKeyLeftOut"];
+            localIP?: components["schemas"]["FrpcText.host"] | components["schemas"]["ProxyKeyLeftOut"];
             /** @description a port from 1 to 65535, or a string holding one */
             localPort?: number | string | components["schemas"]["ProxyKeyLeftOut"];
             metadatas?: {
-                [key: string]: string;
+                [key: string]: components["schemas"]["FrpcText"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             annotations?: {
-                [key: string]: string;
+                [key: string]: components["schemas"]["FrpcText"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             remotePort?: components["schemas"]["ProxyKeyLeftOut"];
             customDomains?: components["schemas"]["ProxyKeyLeftOut"];
@@ -2333,28 +2449,28 @@ export interface components {
             hostHeaderRewrite?: components["schemas"]["ProxyKeyLeftOut"];
             routeByHTTPUser?: components["schemas"]["ProxyKeyLeftOut"];
             multiplexer?: components["schemas"]["ProxyKeyLeftOut"];
-            secretKey?: string | components["schemas"]["ProxyKeyLeftOut"];
-            allowUsers?: string[] | string | components["schemas"]["ProxyKeyLeftOut"];
+            secretKey?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+            allowUsers?: components["schemas"]["FrpcText"][] | string | components["schemas"]["ProxyKeyLeftOut"];
             transport?: {
                 useEncryption?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
                 useCompression?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
-                bandwidthLimit?: string | components["schemas"]["ProxyKeyLeftOut"];
+                bandwidthLimit?: components["schemas"]["FrpcText.bandwidth"] | components["schemas"]["ProxyKeyLeftOut"];
                 bandwidthLimitMode?: ("client" | "server") | components["schemas"]["ProxyKeyLeftOut"];
                 proxyProtocolVersion?: ("v1" | "v2") | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             loadBalancer?: {
-                group?: string | components["schemas"]["ProxyKeyLeftOut"];
-                groupKey?: string | components["schemas"]["ProxyKeyLeftOut"];
+                group?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+                groupKey?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             healthCheck?: {
                 type?: ("tcp" | "http") | components["schemas"]["ProxyKeyLeftOut"];
                 timeoutSeconds?: number | string | components["schemas"]["ProxyKeyLeftOut"];
                 maxFailed?: number | string | components["schemas"]["ProxyKeyLeftOut"];
                 intervalSeconds?: number | string | components["schemas"]["ProxyKeyLeftOut"];
-                path?: string | components["schemas"]["ProxyKeyLeftOut"];
+                path?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
                 httpHeaders?: {
                     name: string;
-                    value: string;
+                    value: components["schemas"]["FrpcText"];
                 }[] | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             requestHeaders?: {
@@ -2367,7 +2483,13 @@ export interface components {
                 disableAssistedAddrs?: components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             plugin?: components["schemas"]["ProxyPlugin"] | components["schemas"]["ProxyKeyLeftOut"];
-        };
+        } & (({
+            localPort: unknown;
+        } | {
+            plugin: {
+                type: unknown;
+            };
+        }) & unknown);
         /**
          * xtcp proxy
          * @description A xtcp proxy. It needs name and type, localPort unless it has a plugin, healthCheck.path with an http health check.
@@ -2377,14 +2499,14 @@ export interface components {
             /** @constant */
             type: "xtcp";
             enabled?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
-            localIP?: string | components["schemas"]["ProxyKeyLeftOut"];
+            localIP?: components["schemas"]["FrpcText.host"] | components["schemas"]["ProxyKeyLeftOut"];
             /** @description a port from 1 to 65535, or a string holding one */
             localPort?: number | string | components["schemas"]["ProxyKeyLeftOut"];
             metadatas?: {
-                [key: string]: string;
+                [key: string]: components["schemas"]["FrpcText"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             annotations?: {
-                [key: string]: string;
+                [key: string]: components["schemas"]["FrpcText"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             remotePort?: components["schemas"]["ProxyKeyLeftOut"];
             customDomains?: components["schemas"]["ProxyKeyLeftOut"];
@@ -2395,28 +2517,28 @@ export interface components {
             hostHeaderRewrite?: components["schemas"]["ProxyKeyLeftOut"];
             routeByHTTPUser?: components["schemas"]["ProxyKeyLeftOut"];
             multiplexer?: components["schemas"]["ProxyKeyLeftOut"];
-            secretKey?: string | components["schemas"]["ProxyKeyLeftOut"];
-            allowUsers?: string[] | string | components["schemas"]["ProxyKeyLeftOut"];
+            secretKey?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+            allowUsers?: components["schemas"]["FrpcText"][] | string | components["schemas"]["ProxyKeyLeftOut"];
             transport?: {
                 useEncryption?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
                 useCompression?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
-                bandwidthLimit?: string | components["schemas"]["ProxyKeyLeftOut"];
+                bandwidthLimit?: components["schemas"]["FrpcText.bandwidth"] | components["schemas"]["ProxyKeyLeftOut"];
                 bandwidthLimitMode?: ("client" | "server") | components["schemas"]["ProxyKeyLeftOut"];
                 proxyProtocolVersion?: ("v1" | "v2") | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             loadBalancer?: {
-                group?: string | components["schemas"]["ProxyKeyLeftOut"];
-                groupKey?: string | components["schemas"]["ProxyKeyLeftOut"];
+                group?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+                groupKey?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             healthCheck?: {
                 type?: ("tcp" | "http") | components["schemas"]["ProxyKeyLeftOut"];
                 timeoutSeconds?: number | string | components["schemas"]["ProxyKeyLeftOut"];
                 maxFailed?: number | string | components["schemas"]["ProxyKeyLeftOut"];
                 intervalSeconds?: number | string | components["schemas"]["ProxyKeyLeftOut"];
-                path?: string | components["schemas"]["ProxyKeyLeftOut"];
+                path?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
                 httpHeaders?: {
                     name: string;
-                    value: string;
+                    value: components["schemas"]["FrpcText"];
                 }[] | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             requestHeaders?: {
@@ -2429,7 +2551,13 @@ export interface components {
                 disableAssistedAddrs?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             plugin?: components["schemas"]["ProxyPlugin"] | components["schemas"]["ProxyKeyLeftOut"];
-        };
+        } & (({
+            localPort: unknown;
+        } | {
+            plugin: {
+                type: unknown;
+            };
+        }) & unknown);
         /**
          * sudp proxy
          * @description A sudp proxy. It needs name and type, localPort unless it has a plugin, healthCheck.path with an http health check.
@@ -2439,14 +2567,14 @@ export interface components {
             /** @constant */
             type: "sudp";
             enabled?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
-            localIP?: string | components["schemas"]["ProxyKeyLeftOut"];
+            localIP?: components["schemas"]["FrpcText.host"] | components["schemas"]["ProxyKeyLeftOut"];
             /** @description a port from 1 to 65535, or a string holding one */
             localPort?: number | string | components["schemas"]["ProxyKeyLeftOut"];
             metadatas?: {
-                [key: string]: string;
+                [key: string]: components["schemas"]["FrpcText"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             annotations?: {
-                [key: string]: string;
+                [key: string]: components["schemas"]["FrpcText"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             remotePort?: components["schemas"]["ProxyKeyLeftOut"];
             customDomains?: components["schemas"]["ProxyKeyLeftOut"];
@@ -2457,28 +2585,28 @@ export interface components {
             hostHeaderRewrite?: components["schemas"]["ProxyKeyLeftOut"];
             routeByHTTPUser?: components["schemas"]["ProxyKeyLeftOut"];
             multiplexer?: components["schemas"]["ProxyKeyLeftOut"];
-            secretKey?: string | components["schemas"]["ProxyKeyLeftOut"];
-            allowUsers?: string[] | string | components["schemas"]["ProxyKeyLeftOut"];
+            secretKey?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+            allowUsers?: components["schemas"]["FrpcText"][] | string | components["schemas"]["ProxyKeyLeftOut"];
             transport?: {
                 useEncryption?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
                 useCompression?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
-                bandwidthLimit?: string | components["schemas"]["ProxyKeyLeftOut"];
+                bandwidthLimit?: components["schemas"]["FrpcText.bandwidth"] | components["schemas"]["ProxyKeyLeftOut"];
                 bandwidthLimitMode?: ("client" | "server") | components["schemas"]["ProxyKeyLeftOut"];
                 proxyProtocolVersion?: ("v1" | "v2") | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             loadBalancer?: {
-                group?: string | components["schemas"]["ProxyKeyLeftOut"];
-                groupKey?: string | components["schemas"]["ProxyKeyLeftOut"];
+                group?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+                groupKey?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             healthCheck?: {
                 type?: ("tcp" | "http") | components["schemas"]["ProxyKeyLeftOut"];
                 timeoutSeconds?: number | string | components["schemas"]["ProxyKeyLeftOut"];
                 maxFailed?: number | string | components["schemas"]["ProxyKeyLeftOut"];
                 intervalSeconds?: number | string | components["schemas"]["ProxyKeyLeftOut"];
-                path?: string | components["schemas"]["ProxyKeyLeftOut"];
+                path?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
                 httpHeaders?: {
                     name: string;
-                    value: string;
+                    value: components["schemas"]["FrpcText"];
                 }[] | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             requestHeaders?: {
@@ -2491,7 +2619,13 @@ export interface components {
                 disableAssistedAddrs?: components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             plugin?: components["schemas"]["ProxyPlugin"] | components["schemas"]["ProxyKeyLeftOut"];
-        };
+        } & (({
+            localPort: unknown;
+        } | {
+            plugin: {
+                type: unknown;
+            };
+        }) & unknown);
         /**
          * tcpmux proxy
          * @description A tcpmux proxy. It needs name and type, customDomains or subdomain, localPort unless it has a plugin, healthCheck.path with an http health check.
@@ -2501,47 +2635,47 @@ export interface components {
             /** @constant */
             type: "tcpmux";
             enabled?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
-            localIP?: string | components["schemas"]["ProxyKeyLeftOut"];
+            localIP?: components["schemas"]["FrpcText.host"] | components["schemas"]["ProxyKeyLeftOut"];
             /** @description a port from 1 to 65535, or a string holding one */
             localPort?: number | string | components["schemas"]["ProxyKeyLeftOut"];
             metadatas?: {
-                [key: string]: string;
+                [key: string]: components["schemas"]["FrpcText"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             annotations?: {
-                [key: string]: string;
+                [key: string]: components["schemas"]["FrpcText"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             remotePort?: components["schemas"]["ProxyKeyLeftOut"];
             /** @description a host name (a leading "*." is allowed) */
-            customDomains?: string[] | string | components["schemas"]["ProxyKeyLeftOut"];
-            subdomain?: string | components["schemas"]["ProxyKeyLeftOut"];
+            customDomains?: components["schemas"]["FrpcText.domain"][] | string | components["schemas"]["ProxyKeyLeftOut"];
+            subdomain?: components["schemas"]["FrpcText.dnsLabel"] | components["schemas"]["ProxyKeyLeftOut"];
             locations?: components["schemas"]["ProxyKeyLeftOut"];
-            httpUser?: string | components["schemas"]["ProxyKeyLeftOut"];
-            httpPassword?: string | components["schemas"]["ProxyKeyLeftOut"];
+            httpUser?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+            httpPassword?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             hostHeaderRewrite?: components["schemas"]["ProxyKeyLeftOut"];
-            routeByHTTPUser?: string | components["schemas"]["ProxyKeyLeftOut"];
+            routeByHTTPUser?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             multiplexer?: "httpconnect" | components["schemas"]["ProxyKeyLeftOut"];
             secretKey?: components["schemas"]["ProxyKeyLeftOut"];
             allowUsers?: components["schemas"]["ProxyKeyLeftOut"];
             transport?: {
                 useEncryption?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
                 useCompression?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
-                bandwidthLimit?: string | components["schemas"]["ProxyKeyLeftOut"];
+                bandwidthLimit?: components["schemas"]["FrpcText.bandwidth"] | components["schemas"]["ProxyKeyLeftOut"];
                 bandwidthLimitMode?: ("client" | "server") | components["schemas"]["ProxyKeyLeftOut"];
                 proxyProtocolVersion?: ("v1" | "v2") | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             loadBalancer?: {
-                group?: string | components["schemas"]["ProxyKeyLeftOut"];
-                groupKey?: string | components["schemas"]["ProxyKeyLeftOut"];
+                group?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+                groupKey?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             healthCheck?: {
                 type?: ("tcp" | "http") | components["schemas"]["ProxyKeyLeftOut"];
                 timeoutSeconds?: number | string | components["schemas"]["ProxyKeyLeftOut"];
                 maxFailed?: number | string | components["schemas"]["ProxyKeyLeftOut"];
                 intervalSeconds?: number | string | components["schemas"]["ProxyKeyLeftOut"];
-                path?: string | components["schemas"]["ProxyKeyLeftOut"];
+                path?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
                 httpHeaders?: {
                     name: string;
-                    value: string;
+                    value: components["schemas"]["FrpcText"];
                 }[] | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             requestHeaders?: {
@@ -2554,7 +2688,17 @@ export interface components {
                 disableAssistedAddrs?: components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
             plugin?: components["schemas"]["ProxyPlugin"] | components["schemas"]["ProxyKeyLeftOut"];
-        };
+        } & (({
+            customDomains: unknown[] | string;
+        } | {
+            subdomain: unknown;
+        }) & ({
+            localPort: unknown;
+        } | {
+            plugin: {
+                type: unknown;
+            };
+        }) & unknown);
         /**
          * unix_domain_socket plugin
          * @description frpc requires unixPath
@@ -2562,7 +2706,7 @@ export interface components {
         "ProxyPlugin.unix_domain_socket": {
             /** @constant */
             type: "unix_domain_socket";
-            unixPath?: string | components["schemas"]["ProxyKeyLeftOut"];
+            unixPath?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             httpUser?: components["schemas"]["ProxyKeyLeftOut"];
             httpPassword?: components["schemas"]["ProxyKeyLeftOut"];
             username?: components["schemas"]["ProxyKeyLeftOut"];
@@ -2577,14 +2721,16 @@ export interface components {
             requestHeaders?: {
                 set?: components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
+        } & {
+            unixPath: unknown;
         };
         /** http_proxy plugin */
         "ProxyPlugin.http_proxy": {
             /** @constant */
             type: "http_proxy";
             unixPath?: components["schemas"]["ProxyKeyLeftOut"];
-            httpUser?: string | components["schemas"]["ProxyKeyLeftOut"];
-            httpPassword?: string | components["schemas"]["ProxyKeyLeftOut"];
+            httpUser?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+            httpPassword?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             username?: components["schemas"]["ProxyKeyLeftOut"];
             password?: components["schemas"]["ProxyKeyLeftOut"];
             localPath?: components["schemas"]["ProxyKeyLeftOut"];
@@ -2605,8 +2751,8 @@ export interface components {
             unixPath?: components["schemas"]["ProxyKeyLeftOut"];
             httpUser?: components["schemas"]["ProxyKeyLeftOut"];
             httpPassword?: components["schemas"]["ProxyKeyLeftOut"];
-            username?: string | components["schemas"]["ProxyKeyLeftOut"];
-            password?: string | components["schemas"]["ProxyKeyLeftOut"];
+            username?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+            password?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             localPath?: components["schemas"]["ProxyKeyLeftOut"];
             stripPrefix?: components["schemas"]["ProxyKeyLeftOut"];
             localAddr?: components["schemas"]["ProxyKeyLeftOut"];
@@ -2626,12 +2772,12 @@ export interface components {
             /** @constant */
             type: "static_file";
             unixPath?: components["schemas"]["ProxyKeyLeftOut"];
-            httpUser?: string | components["schemas"]["ProxyKeyLeftOut"];
-            httpPassword?: string | components["schemas"]["ProxyKeyLeftOut"];
+            httpUser?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+            httpPassword?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             username?: components["schemas"]["ProxyKeyLeftOut"];
             password?: components["schemas"]["ProxyKeyLeftOut"];
-            localPath?: string | components["schemas"]["ProxyKeyLeftOut"];
-            stripPrefix?: string | components["schemas"]["ProxyKeyLeftOut"];
+            localPath?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+            stripPrefix?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             localAddr?: components["schemas"]["ProxyKeyLeftOut"];
             hostHeaderRewrite?: components["schemas"]["ProxyKeyLeftOut"];
             enableHTTP2?: components["schemas"]["ProxyKeyLeftOut"];
@@ -2640,6 +2786,8 @@ export interface components {
             requestHeaders?: {
                 set?: components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
+        } & {
+            localPath: unknown;
         };
         /**
          * https2http plugin
@@ -2655,16 +2803,18 @@ export interface components {
             password?: components["schemas"]["ProxyKeyLeftOut"];
             localPath?: components["schemas"]["ProxyKeyLeftOut"];
             stripPrefix?: components["schemas"]["ProxyKeyLeftOut"];
-            localAddr?: string | components["schemas"]["ProxyKeyLeftOut"];
-            hostHeaderRewrite?: string | components["schemas"]["ProxyKeyLeftOut"];
+            localAddr?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+            hostHeaderRewrite?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             enableHTTP2?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
-            crtPath?: string | components["schemas"]["ProxyKeyLeftOut"];
-            keyPath?: string | components["schemas"]["ProxyKeyLeftOut"];
+            crtPath?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+            keyPath?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             requestHeaders?: {
                 set?: {
-                    [key: string]: string;
+                    [key: string]: components["schemas"]["FrpcText"];
                 } | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
+        } & {
+            localAddr: unknown;
         };
         /**
          * https2https plugin
@@ -2680,16 +2830,18 @@ export interface components {
             password?: components["schemas"]["ProxyKeyLeftOut"];
             localPath?: components["schemas"]["ProxyKeyLeftOut"];
             stripPrefix?: components["schemas"]["ProxyKeyLeftOut"];
-            localAddr?: string | components["schemas"]["ProxyKeyLeftOut"];
-            hostHeaderRewrite?: string | components["schemas"]["ProxyKeyLeftOut"];
+            localAddr?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+            hostHeaderRewrite?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             enableHTTP2?: boolean | ("true" | "false") | components["schemas"]["ProxyKeyLeftOut"];
-            crtPath?: string | components["schemas"]["ProxyKeyLeftOut"];
-            keyPath?: string | components["schemas"]["ProxyKeyLeftOut"];
+            crtPath?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+            keyPath?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             requestHeaders?: {
                 set?: {
-                    [key: string]: string;
+                    [key: string]: components["schemas"]["FrpcText"];
                 } | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
+        } & {
+            localAddr: unknown;
         };
         /**
          * http2https plugin
@@ -2705,16 +2857,18 @@ export interface components {
             password?: components["schemas"]["ProxyKeyLeftOut"];
             localPath?: components["schemas"]["ProxyKeyLeftOut"];
             stripPrefix?: components["schemas"]["ProxyKeyLeftOut"];
-            localAddr?: string | components["schemas"]["ProxyKeyLeftOut"];
-            hostHeaderRewrite?: string | components["schemas"]["ProxyKeyLeftOut"];
+            localAddr?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+            hostHeaderRewrite?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             enableHTTP2?: components["schemas"]["ProxyKeyLeftOut"];
             crtPath?: components["schemas"]["ProxyKeyLeftOut"];
             keyPath?: components["schemas"]["ProxyKeyLeftOut"];
             requestHeaders?: {
                 set?: {
-                    [key: string]: string;
+                    [key: string]: components["schemas"]["FrpcText"];
                 } | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
+        } & {
+            localAddr: unknown;
         };
         /**
          * http2http plugin
@@ -2730,16 +2884,18 @@ export interface components {
             password?: components["schemas"]["ProxyKeyLeftOut"];
             localPath?: components["schemas"]["ProxyKeyLeftOut"];
             stripPrefix?: components["schemas"]["ProxyKeyLeftOut"];
-            localAddr?: string | components["schemas"]["ProxyKeyLeftOut"];
-            hostHeaderRewrite?: string | components["schemas"]["ProxyKeyLeftOut"];
+            localAddr?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+            hostHeaderRewrite?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             enableHTTP2?: components["schemas"]["ProxyKeyLeftOut"];
             crtPath?: components["schemas"]["ProxyKeyLeftOut"];
             keyPath?: components["schemas"]["ProxyKeyLeftOut"];
             requestHeaders?: {
                 set?: {
-                    [key: string]: string;
+                    [key: string]: components["schemas"]["FrpcText"];
                 } | components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
+        } & {
+            localAddr: unknown;
         };
         /**
          * tls2raw plugin
@@ -2755,14 +2911,16 @@ export interface components {
             password?: components["schemas"]["ProxyKeyLeftOut"];
             localPath?: components["schemas"]["ProxyKeyLeftOut"];
             stripPrefix?: components["schemas"]["ProxyKeyLeftOut"];
-            localAddr?: string | components["schemas"]["ProxyKeyLeftOut"];
+            localAddr?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             hostHeaderRewrite?: components["schemas"]["ProxyKeyLeftOut"];
             enableHTTP2?: components["schemas"]["ProxyKeyLeftOut"];
-            crtPath?: string | components["schemas"]["ProxyKeyLeftOut"];
-            keyPath?: string | components["schemas"]["ProxyKeyLeftOut"];
+            crtPath?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
+            keyPath?: components["schemas"]["FrpcText"] | components["schemas"]["ProxyKeyLeftOut"];
             requestHeaders?: {
                 set?: components["schemas"]["ProxyKeyLeftOut"];
             } | components["schemas"]["ProxyKeyLeftOut"];
+        } & {
+            localAddr: unknown;
         };
         ProxyCreateRequest: {
             instanceID: components["schemas"]["Id"];
@@ -3828,18 +3986,21 @@ export interface operations {
                     instanceInfo: {
                         name: components["schemas"]["InstanceName"];
                         /** @description frps address */
-                        serverAddr: string;
+                        serverAddr: string | unknown | unknown | unknown;
                         /** @description frps port */
                         serverPort: string;
-                        /** @description auth.method towards frps */
-                        auth_method: string;
+                        /**
+                         * @description auth.method towards frps
+                         * @enum {string}
+                         */
+                        auth_method: "token" | "oidc";
                     };
                     /** @description start at boot (default false) */
                     bootAtStart?: boolean;
                     /** @description operating-system user the tunnel runs as (default root) */
                     runUser?: string;
                     labels?: components["schemas"]["Labels"];
-                    additionalProperties?: components["schemas"]["FrpcSettings"];
+                    additionalProperties?: components["schemas"]["FrpcAdditionalSettings"];
                 };
             };
         };
@@ -4018,7 +4179,7 @@ export interface operations {
                     instanceID: number | string;
                     /** @constant */
                     type: "environment";
-                    /** @description environment variable NAME to its value (write-only), or null to remove it; the config file reads them as {{ .Envs.NAME }} */
+                    /** @description environment variable NAME to its value (write-only), or null to remove it; the config file reads them as {{ .Envs.NAME }}. The names the tunnel runner sets and those the dynamic loader reads are refused. */
                     modifiedData: {
                         [key: string]: string | null;
                     };
@@ -4851,6 +5012,8 @@ export interface operations {
             /** @description Token is required (off loopback); Invalid token: the reason, or User not found. */
             401: components["responses"]["Unauthorized"];
             426: components["responses"]["UpgradeRequired"];
+            /** @description The token or API key is past its rate limit (RateLimit.PerToken, or the key's own); Retry-After says when to try again. */
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -4879,6 +5042,8 @@ export interface operations {
             /** @description Token is required; Invalid token: the reason; User not found. */
             401: components["responses"]["Unauthorized"];
             426: components["responses"]["UpgradeRequired"];
+            /** @description The token or API key is past its rate limit (RateLimit.PerToken, or the key's own); Retry-After says when to try again. */
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -4909,11 +5074,13 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             /** @description Token is required; Invalid token: the reason; User not found. */
             401: components["responses"]["Unauthorized"];
-            /** @description You don't have access to this instance. */
+            /** @description You don't have access to this instance: only the instance's owner (the user who created it) or a superuser may follow its log. */
             403: components["responses"]["Forbidden"];
             /** @description Instance not found. */
             404: components["responses"]["NotFound"];
             426: components["responses"]["UpgradeRequired"];
+            /** @description The token or API key is past its rate limit (RateLimit.PerToken, or the key's own); Retry-After says when to try again. */
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

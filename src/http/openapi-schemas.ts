@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { SETTING_KEYS, settingDocument } from '../settings/table.js';
 import { jsonSchemaOf } from './operation.js';
 import { ID_STRING_PATTERN, MAX_IDS } from './params.js';
+import { NOT_RESERVED } from '../util/reserved-keys.js';
 
 /**
  * The pieces of the OpenAPI document that operations share: the component schemas of what the API answers, the
@@ -274,7 +275,7 @@ export function componentSchemas(): Record<string, Json> {
     Labels: mapOf(
       `labels of the instance, key to value: a key is [prefix/]name (name 1-63 letters, digits, "-", "_", "." starting and ending with a letter or digit; prefix a DNS subdomain), a value empty or like a name; at most ${MAX_LABELS}`,
       str(undefined, { pattern: LABEL_VALUE_PATTERN }),
-      { propertyNames: { pattern: LABEL_KEY_PATTERN, maxLength: 317 }, maxProperties: MAX_LABELS },
+      { propertyNames: { pattern: LABEL_KEY_PATTERN, maxLength: 317, ...NOT_RESERVED }, maxProperties: MAX_LABELS },
     ),
     InstanceSummary: {
       allOf: [

@@ -6,7 +6,8 @@ import { jsonSchemaOf, NAMED_SCHEMAS, queryParameters, type Operation } from './
 import { ID_STRING_PATTERN } from './params.js';
 import { componentSchemas, ERRORS, RESPONSES, schema, str, type Json } from './openapi-schemas.js';
 import { declaredOperations } from './routes/operations.js';
-import { ACCESS_RULES } from '../accounts/access.js';
+import { NOT_RESERVED } from '../util/reserved-keys.js';
+import { ACCESS_RULES, type InstanceAction } from '../accounts/access.js';
 
 /**
  * The OpenAPI 3.1 description of the HTTP API: every operation the routes declare (src/http/operation.ts), and the
@@ -57,6 +58,10 @@ function errorResponse(status: number, description?: string): Json {
   return { $ref: `#/components/responses/${known.name}`, ...(description ? { description } : {}) };
 }
 
+/** The access rule on the instance an operation or a stream names, as its description ends. */
+const instanceRule = (action: InstanceAction | undefined) =>
+  action ? `; on the instance: ${ACCESS_RULES[action]} (403 otherwise)` : '';
+
 const operationId = (path: string) =>
   path
     .slice(1)
@@ -76,9 +81,7 @@ function operation(op: Operation): Json {
   return {
     tags: [op.tag],
     summary: op.summary,
-    description: `${op.description ? `${op.description}\n\n` : ''}Access: ${ACCESS_TEXT[op.access]}${
-      op.instanceAccess ? `; on the instance: ${ACCESS_RULES[op.instanceAccess]} (403 otherwise)` : ''
-    }.`,
+    description: `${op.description ? `${op.description}\n\n` : ''}Access: ${ACCESS_TEXT[op.access]}${instanceRule(op.instanceAccess)}.`,
     operationId: operationId(op.path),
     'x-access': op.access,
     ...(op.instanceAccess ? { 'x-instance-access': op.instanceAccess } : {}),
@@ -110,8 +113,8 @@ interface Stream {
   access: Access;
   /** Who may connect, in words: the access level alone does not say it for a stream. */
   who: string;
-  /** Only the instance's creator (and superusers), whatever the access level: `x-owner-only` says it to a machine. */
-  ownerOnly?: boolean;
+  /** What following it does to the instance it names, which the access rule judges beyond the role (see may). */
+  instanceAccess?: InstanceAction;
   tokenRequired: boolean;
   query?: Json[];
   messages: Json;
@@ -127,6 +130,8 @@ function streamOperation(path: string, stream: Stream): Json {
   };
   const refusals: Partial<Record<number, string | undefined>> = {
     ...stream.refusals,
+    // Every stream takes a credential (optional on the system log): an upgrade with one counts as one request.
+    429: "The token or API key is past its rate limit (RateLimit.PerToken, or the key's own); Retry-After says when to try again.",
     426: undefined,
     500: undefined,
     503: undefined,
@@ -139,11 +144,11 @@ function streamOperation(path: string, stream: Stream): Json {
   return {
     tags: ['streams'],
     summary: stream.summary,
-    description: `${stream.description}\n\nA WebSocket: connect with an Upgrade request (a plain GET is a 426, another method a 405). Instead of ?token=, an API key may be sent as Authorization: Bearer <key> on the upgrade request (never in the query string). Every check happens before the upgrade; a refusal is an ordinary HTTP response in the envelope. Close codes:\n${closeCodes}\n\nAccess: ${stream.access}: ${stream.who}.`,
+    description: `${stream.description}\n\nA WebSocket: connect with an Upgrade request (a plain GET is a 426, another method a 405). Instead of ?token=, an API key may be sent as Authorization: Bearer <key> on the upgrade request (never in the query string). Every check happens before the upgrade; a refusal is an ordinary HTTP response in the envelope. Close codes:\n${closeCodes}\n\nAccess: ${stream.access}: ${stream.who}${instanceRule(stream.instanceAccess)}.`,
     operationId: operationId(path),
     'x-websocket': true,
     'x-access': stream.access,
-    ...(stream.ownerOnly ? { 'x-owner-only': true } : {}),
+    ...(stream.instanceAccess ? { 'x-instance-access': stream.instanceAccess } : {}),
     'x-websocket-messages': stream.messages,
     security: stream.tokenRequired ? [{ TokenQuery: [] }, { ApiKey: [] }] : [{}, { TokenQuery: [] }, { ApiKey: [] }],
     ...(stream.query ? { parameters: stream.query } : {}),
@@ -221,8 +226,8 @@ const STREAMS: Array<[string, Stream]> = [
       description:
         "The last lines of the instance's log first (from the rotated file too when the live one is shorter), then each new line as the tunnel writes it, across restarts and rotations.",
       access: 'visitor',
-      who: "the instance's creator or a superuser, with the token in ?token=",
-      ownerOnly: true,
+      who: 'a logged-in user, with the token in ?token=',
+      instanceAccess: 'logs',
       tokenRequired: true,
       query: [
         {
@@ -237,7 +242,7 @@ const STREAMS: Array<[string, Stream]> = [
       refusals: {
         400: 'instanceID is required; invalid instanceID format; lines or follow malformed.',
         401: 'Token is required; Invalid token: the reason; User not found.',
-        403: "You don't have access to this instance.",
+        403: `You don't have access to this instance: only ${ACCESS_RULES.logs} may follow its log.`,
         404: 'Instance not found.',
       },
     },
@@ -252,7 +257,7 @@ Every HTTP response is the envelope \`{"success": bool, "message": string, "data
 
 Authentication: \`X-Timestamp\` (Unix time in ms, within ${DEFAULTS.timestampWindowMs} ms of the server clock) and \`X-Token\` (from /login) headers, as each operation's security says. Instead of \`X-Token\`, a personal API key (/apiKeyMgr/create) may be sent as \`Authorization: Bearer twk_...\`: it acts as its owner with its own role scope, expiry and rate limit, and still needs \`X-Timestamp\`. Roles: superuser > admin > visitor; each operation states its access level in its description and in \`x-access\` (public, timestamp, visitor, admin, superuser). Rate limits (settings RateLimit.*): by default 100 requests per minute per token, 5 /login and 30 /register per minute per IP; past a limit, 429 with Retry-After.
 
-GET parameters are read from the query string, then from an \`X-<name>\` header. POST bodies are JSON objects (Content-Type: application/json; Content-Encoding gzip, deflate or br if compressed; at most ${DEFAULTS.jsonLimit} decompressed, nested at most ${DEFAULTS.jsonMaxDepth} levels). Ids are accepted as integers or strings holding one.
+GET parameters are read from the query string, then from an \`X-<name>\` header. POST bodies are JSON objects (Content-Type: application/json; Content-Encoding gzip, deflate or br if compressed; at most ${DEFAULTS.jsonLimit} decompressed, nested at most ${DEFAULTS.jsonMaxDepth} levels; no key, at any depth, named as every object's own properties are: ${NOT_RESERVED.not.enum.join(', ')}). Ids are accepted as integers or strings holding one.
 
 Paths are exact and case-sensitive: another case, a trailing or doubled slash, or a path no route serves is a 404 (\`no such endpoint: ...\`); a method a path does not take is a 405 with Allow.
 

@@ -3,6 +3,7 @@ import { ENV_NAME } from '../config/go-template.js';
 import { badRequest } from '../errors.js';
 import type { SecretRedactor } from '../log/secret-redactor.js';
 import type { Database } from '../storage/database.js';
+import { NOT_RESERVED } from '../util/reserved-keys.js';
 
 /** The longest variable name kept. */
 const MAX_NAME = 128;
@@ -38,10 +39,33 @@ const LOADER_VARIABLES = new Set([
   'TMPDIR',
   'TZDIR',
 ]);
-const isLoaderVariable = (name: string) => name.startsWith('LD_') || LOADER_VARIABLES.has(name);
+/** Every variable of the loader's own (LD_LIBRARY_PATH, LD_PRELOAD, ...). */
+const LOADER_PREFIX = 'LD_';
+const isLoaderVariable = (name: string) => name.startsWith(LOADER_PREFIX) || LOADER_VARIABLES.has(name);
 
 /** Shown in place of every value: these are secrets kept out of config files. */
 export const ENV_MASK = '********';
+
+/** What `check` takes, as JSON Schema (the OpenAPI document states it): names to values, null removing one. */
+export const ENVIRONMENT_CHANGES = {
+  type: 'object',
+  minProperties: 1,
+  propertyNames: {
+    pattern: ENV_NAME.source,
+    maxLength: MAX_NAME,
+    allOf: [
+      NOT_RESERVED,
+      { not: { enum: [...RESERVED, ...LOADER_VARIABLES] } },
+      { not: { pattern: `^${LOADER_PREFIX}` } },
+    ],
+  },
+  additionalProperties: {
+    anyOf: [
+      { type: 'string', maxLength: MAX_VALUE, pattern: '^[^\\u0000]*$', not: { const: ENV_MASK } },
+      { type: 'null' },
+    ],
+  },
+};
 
 /**
  * The environment variables of each instance's tunnel: write-only secrets (a value is never shown, only its

@@ -13,6 +13,9 @@ import type { Command } from '../../../machines/instance.machine.js';
 import { hasRole } from '../../accounts/rules.js';
 import { AppError, conflict, forbidden } from '../../errors.js';
 import { IMPORT_FORMATS } from '../../config/import-formats.js';
+import { settingText } from '../../config/key-schema.js';
+import { ENVIRONMENT_CHANGES } from '../../instances/instance-env.js';
+import { NOT_RESERVED } from '../../util/reserved-keys.js';
 import { checkLabels, LABEL_KEY_PATTERN, LABEL_VALUE_PATTERN } from '../../instances/labels.js';
 import { seesOnlyGuestView } from '../exposure.js';
 import { authorOf } from '../auth.js';
@@ -167,12 +170,13 @@ export const createInstance = operation({
   body: z.object({
     instanceInfo: z.object({
       name: instanceName,
-      serverAddr: given('frps address'),
-      serverPort: given('frps port'),
-      auth_method: given('auth.method towards frps'),
+      // Text, checked as the same keys of the config file are (the document says how from their key table).
+      serverAddr: given('frps address').meta(settingText('serverAddr')),
+      serverPort: given('frps port').meta(settingText('serverPort')),
+      auth_method: given('auth.method towards frps').meta(settingText('auth.method')),
     }),
     ...runFields,
-    additionalProperties: frpcSettings.optional(),
+    additionalProperties: documentedBy('FrpcAdditionalSettings').optional(),
   }),
   ok: ok('Created; bootServiceError says when its boot service could not be set up', schema('InstanceCreated')),
   errors: {
@@ -269,16 +273,18 @@ export const modifyInstance = operation({
         z
           .record(z.string(), z.string({ error: 'must be a string, or null' }).nullable())
           .refine((changes) => Object.keys(changes).length > 0, 'must name at least one variable')
-          .describe(
-            'environment variable NAME to its value (write-only), or null to remove it; the config file reads them as {{ .Envs.NAME }}',
-          ),
+          .meta({
+            ...ENVIRONMENT_CHANGES,
+            description:
+              'environment variable NAME to its value (write-only), or null to remove it; the config file reads them as {{ .Envs.NAME }}. The names the tunnel runner sets and those the dynamic loader reads are refused.',
+          }),
       ).extend({ dryRun: changeFields.dryRun }),
       modification(
         'labels',
         z
           .record(
             // The rules are checked by checkLabels, whose messages say which part of a key is wrong.
-            z.string().meta({ pattern: LABEL_KEY_PATTERN, maxLength: 317 }),
+            z.string().meta({ pattern: LABEL_KEY_PATTERN, maxLength: 317, ...NOT_RESERVED }),
             z.string().meta({ pattern: LABEL_VALUE_PATTERN }).nullable(),
           )
           .describe('label key to its new value, or null to remove it (the Labels rules); the others stay as they are'),

@@ -4,6 +4,7 @@ import { STREAM_PATHS } from '../../../src/http/log-streams.js';
 import { openApiDocument } from '../../../src/http/openapi.js';
 import { appRoutes } from '../../helpers/routes.js';
 import { SETTING_KEYS } from '../../../src/settings/table.js';
+import { ACCESS_RULES } from '../../../src/accounts/access.js';
 import { dispose, startDaemon } from '../../helpers/daemon.js';
 
 interface Document {
@@ -127,4 +128,25 @@ test('the Settings schema names every setting, and only those', (t) => {
   const known = new Set<string>(SETTING_KEYS);
   t.deepEqual(sorted([...known].filter((key) => !documented.has(key))), [], 'settings the document leaves out');
   t.deepEqual(sorted([...documented].filter((key) => !known.has(key))), [], 'documented settings that do not exist');
+});
+
+test("the streams say who may follow them and every refusal they answer, the rate limit's 429 included", (t) => {
+  const doc = openApiDocument() as unknown as Document & { components: { responses: Record<string, any> } };
+  const streams = operations(doc).filter(({ op }) => op['x-websocket'] === true);
+  for (const { key, op } of streams) {
+    // Each takes a token or an API key, and an upgrade with one counts against its limit (rate-limit.test.ts).
+    t.is(op.responses['429']?.$ref, '#/components/responses/TooManyRequests', key);
+  }
+  const limited = doc.components.responses.TooManyRequests;
+  t.truthy(limited.headers['Retry-After'], 'Retry-After');
+  t.deepEqual(limited.content['application/json'].schema, { $ref: '#/components/schemas/Failure' });
+
+  // The instance's log: the access rule's `logs` (the owner or a superuser), as the HTTP operations state theirs.
+  const logs = doc.paths['/tunnelAct/instanceMgr/logs']!.get;
+  t.is(logs['x-instance-access'], 'logs');
+  t.true(logs.description.includes(`on the instance: ${ACCESS_RULES.logs} (403 otherwise)`), logs.description);
+  t.true(logs.responses['403'].description.includes(ACCESS_RULES.logs));
+  t.false('x-owner-only' in logs, 'one way of saying it');
+  for (const path of ['/system/getLogs', '/system/events'])
+    t.false('x-instance-access' in doc.paths[path]!.get, `${path} names no instance`);
 });

@@ -2,6 +2,7 @@ import test from 'ava';
 import { ADMIN, dispose, startWithRoot } from '../../helpers/daemon.js';
 import { inProcessApp } from '../../helpers/app.js';
 import { openStream, wsUrl } from '../../helpers/streams.js';
+import { responseDrift } from '../../helpers/response-schema.js';
 
 const MINUTE = 60_000;
 
@@ -63,6 +64,8 @@ test('stream upgrades count against the token limit, and past it are refused bef
     t.is(refused.status, 429, path);
     t.deepEqual(refused.body, { success: false, message: 'too many requests for this token, slow down' }, path);
     t.regex(refused.headers['retry-after'] ?? '', /^\d+$/, path);
+    // As the document says it: a 429 of the stream's, in the envelope.
+    t.is(responseDrift('GET', path, refused.status, refused.body), undefined, path);
   }
   const after = await daemon.get('/sessionMgr/list', { token: root });
   t.is(after.status, 429, 'the upgrades were counted with the requests');
