@@ -35,7 +35,6 @@ async function ticks(logs: string, id: string): Promise<number[]> {
   return found;
 }
 
-
 test('the daemon away (stopped, then killed): the output keeps flowing into the log, no line repeated or lost but by the kill', async (t) => {
   t.timeout(90_000);
   const settingsToml = instanceSettings({ 'Log.MaxBytes': 64 * 1024, 'Log.Files': 100 });

@@ -88,7 +88,11 @@ test('a SIGTERM the moment the daemon goes, before or after the spawner became t
     const child = await spawner(t, dir);
     child.disconnect();
     child.kill('SIGTERM');
-    t.deepEqual(await ended(child), { code: 0, signal: null }, `round ${round}: a hand-over, not a death by the signal`);
+    t.deepEqual(
+      await ended(child),
+      { code: 0, signal: null },
+      `round ${round}: a hand-over, not a death by the signal`,
+    );
     t.is((await logOf(dir)) + leftIn(join(dir, 'tunnel_7.pipe')), lines.join(''), `round ${round}: no line lost`);
   }
 });
@@ -99,7 +103,10 @@ test('a keeper is found by the directory on its command line: a pid file naming 
   const keeperA = await spawner(t, a.dir);
   keeperA.disconnect();
   // Keeping: what the pipe held is in the log.
-  await until(() => logOf(a.dir), (text) => text === a.lines.join(''));
+  await until(
+    () => logOf(a.dir),
+    (text) => text === a.lines.join(''),
+  );
   t.deepEqual(keepersOf(a.dir), [keeperA.pid!]);
   t.deepEqual(keepersOf(b.dir), []);
 
@@ -108,7 +115,10 @@ test('a keeper is found by the directory on its command line: a pid file naming 
   t.deepEqual(await stopKeeper(b.dir), [], "b's daemon stops no keeper");
   t.true(pidExists(keeperA.pid!), "a's keeper keeps a's output");
   writeSync(a.tunnel, 'after the other daemon started\n');
-  await until(() => logOf(a.dir), (text) => text.endsWith('after the other daemon started\n'));
+  await until(
+    () => logOf(a.dir),
+    (text) => text.endsWith('after the other daemon started\n'),
+  );
 
   t.deepEqual(await stopKeeper(a.dir), [keeperA.pid!]);
   t.deepEqual(await ended(keeperA), { code: 0, signal: null });
