@@ -2,7 +2,7 @@
 import type { ExecutionContext } from 'ava';
 import { readTunnelConfig, type AdminEndpoint } from '../../src/config/tunnel-config.js';
 import { processesByConfigPath } from '../../src/system/proc.js';
-import type { Daemon } from './daemon.js';
+import { disposeWithTunnels, startWithRoot, type Daemon } from './daemon.js';
 import { Frps, REAL_FRPC, type FrpsOptions } from './frp.js';
 import { createInstance, instanceSettings, statusOf, waitFor } from './instances.js';
 import { openStream, wsUrl, type Stream } from './streams.js';
@@ -14,6 +14,13 @@ export const realFrpSettings = (extra: Record<string, string | number> = {}): st
   instanceSettings({ 'Alerts.DebounceSecs': 1, 'Status.PollSecs': 600, ...extra }, REAL_FRPC);
 
 /** A real frps for one test (with the suites' token unless told otherwise), stopped with it. */
+/** A daemon on the real frpc with its root token, disposed of (tunnels included) when the test ends. */
+export async function realFrpDaemon(t: ExecutionContext): Promise<{ daemon: Daemon; root: string }> {
+  const { daemon, root } = await startWithRoot({ settingsToml: realFrpSettings() });
+  t.teardown(() => disposeWithTunnels(daemon, root));
+  return { daemon, root };
+}
+
 export async function frpsFor(t: ExecutionContext, options: FrpsOptions = { token: FRP_TOKEN }): Promise<Frps> {
   const frps = await Frps.start(options);
   t.teardown(() => frps.stop());

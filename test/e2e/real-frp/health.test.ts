@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { cli, loggedIn } from '../../helpers/cli.js';
 import { launchBrowser, login, noProblems, openConsole, shot } from '../../helpers/console.js';
-import { CLI, disposeWithTunnels, startWithRoot, type Daemon } from '../../helpers/daemon.js';
+import { CLI, type Daemon } from '../../helpers/daemon.js';
 import { waitFor } from '../../helpers/instances.js';
 import { echoServer, freePort } from '../../helpers/frp.js';
 import {
@@ -14,17 +14,13 @@ import {
   alertsOf,
   createTunnel,
   frpsFor,
-  realFrpSettings,
+  realFrpDaemon,
   start,
   statusUntil,
   tcpTo,
 } from '../../helpers/real-frp.js';
 
-async function daemonFor(t: ExecutionContext) {
-  const { daemon, root } = await startWithRoot({ settingsToml: realFrpSettings() });
-  t.teardown(() => disposeWithTunnels(daemon, root));
-  return { daemon, root };
-}
+const daemonFor = realFrpDaemon;
 
 type Health = { state: string; reason: string | null; since: string | null };
 

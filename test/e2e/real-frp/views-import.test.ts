@@ -1,31 +1,27 @@
 // What an operator moving frpc tunnels in sees and keeps, with the real frpc and frps: `tunnelward proxies` with a
 // failed proxy's error and where each proxy is reached, the visitors, an INI file frpc accepts (keys it ignores
 // included), a lower-case environment placeholder that frpc fills, and a commented TOML file kept as written.
-import test, { type ExecutionContext } from 'ava';
+import test from 'ava';
 import { execFile } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { cli, loggedIn } from '../../helpers/cli.js';
-import { disposeWithTunnels, startWithRoot, tempDir, type Daemon } from '../../helpers/daemon.js';
+import { tempDir, type Daemon } from '../../helpers/daemon.js';
 import { echoServer, freePort, REAL_FRPC, roundTrip, type Frps } from '../../helpers/frp.js';
 import {
   addProxy,
   adminEndpointOf,
   createTunnel,
   frpsFor,
+  realFrpDaemon,
   httpTo,
-  realFrpSettings,
   start,
   statusUntil,
   tcpTo,
 } from '../../helpers/real-frp.js';
 
-async function daemonFor(t: ExecutionContext) {
-  const { daemon, root } = await startWithRoot({ settingsToml: realFrpSettings() });
-  t.teardown(() => disposeWithTunnels(daemon, root));
-  return { daemon, root };
-}
+const daemonFor = realFrpDaemon;
 
 function realVerify(path: string): Promise<{ ok: boolean; output: string }> {
   return new Promise((resolve) => {
