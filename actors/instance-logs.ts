@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { promisify } from 'node:util';
 import { map, share, Subject, type Observable } from '../src/util/rx.js';
-import { connectionIn, withoutStatusReads } from '../src/config/proxy-status.js';
+import { readLogLine, withoutStatusReads } from '../src/config/proxy-status.js';
 import { parseFrpcLine, type InstanceLogEntry } from '../src/log/log-entries.js';
 import type { Logger } from '../src/log/logger.js';
 import { stripControls } from '../src/util/terminal-text.js';
@@ -81,6 +81,8 @@ export class LogChannel {
    * once it runs, starts from it (a tunnel logs in well before its start is confirmed).
    */
   connectionSaid: boolean | undefined;
+  /** And why it was not connected, when a line said. */
+  disconnectSaid: string | undefined;
   private reader: Socket | LogSource | undefined;
   private partial = '';
   private lastData = 0;
@@ -319,14 +321,20 @@ export class LogChannel {
   newRun(): void {
     this.runTail = [];
     this.connectionSaid = undefined;
+    this.disconnectSaid = undefined;
   }
 
   private keepTail(lines: string): void {
     for (const line of lines.split('\n')) {
       const plain = line.trimEnd();
       if (plain === '') continue;
-      const said = connectionIn(plain);
-      if (said !== undefined) this.connectionSaid = said;
+      const said = readLogLine(plain);
+      if (said.connected !== undefined) {
+        this.connectionSaid = said.connected;
+        // Why not, kept across the lines that say only that frpc tries again.
+        if (said.connected) this.disconnectSaid = undefined;
+        else if (said.reason) this.disconnectSaid = said.reason;
+      }
       this.runTail.push(plain);
       if (this.runTail.length > TAIL_LINES) this.runTail.shift();
     }

@@ -111,6 +111,11 @@ export class InstanceRegistry {
     this.endpoints?.delete(id);
   }
 
+  /** The server (`host:port`, host in lower case) the instance's file names. */
+  async serverOf(id: number): Promise<string | undefined> {
+    return (await this.allClaims()).get(id)?.server;
+  }
+
   /** Where tunnelward reaches the tunnel's admin API, as its file says. */
   async adminEndpoint(id: number): Promise<AdminEndpoint | undefined> {
     return (await this.allEndpoints()).get(id);

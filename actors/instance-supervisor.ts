@@ -36,6 +36,7 @@ import type { InstanceLogs } from './instance-logs.js';
 import { InstanceRegistry } from './instance-registry.js';
 import type { TunnelRunner } from './process-runner.js';
 import { TunnelStatus } from './tunnel-status.js';
+import { HealthPolicy } from './health-policy.js';
 
 /** frpc verify's verdicts kept. */
 const VERDICTS_KEPT = 256;
@@ -141,6 +142,9 @@ export class InstanceSupervisor {
   private readonly statusSub: { unsubscribe(): void };
   /** What frpc says of each running tunnel: its connection and its proxies. */
   readonly status: TunnelStatus;
+  /** Restarts a tunnel that runs but carries nothing (Health.*). */
+  readonly healthPolicy: HealthPolicy;
+  private readonly healthSub: { unsubscribe(): void };
   private readonly registry: InstanceRegistry;
   private readonly log: Logger;
   /** frpc's last verdicts, by program, text and variables (see verify). */
@@ -205,15 +209,19 @@ export class InstanceSupervisor {
       log,
     });
     this.status = new TunnelStatus(() => settings.get(), log);
+    this.healthPolicy = new HealthPolicy(() => settings.get(), this.status, this.lifecycle, log);
+    this.healthSub = this.catalogue.deleted$.subscribe((id) => this.healthPolicy.forget(id));
     // A running tunnel's proxies and connection are followed through its admin API; any other state has none.
-    this.statusSub = this.lifecycle.changes$.subscribe(({ instanceID, to }) => {
-      if (to === 'running') void this.followStatus(instanceID);
+    this.statusSub = this.lifecycle.changes$.subscribe(({ instanceID, from, to }) => {
+      // From starting: just started (its login is news); from stopped: taken over at tunnelward's start.
+      if (to === 'running') void this.followStatus(instanceID, from === 'starting');
       else this.status.unfollow(instanceID);
     });
     // Units carry the restart policy and the binary: they follow the settings they are made from.
     this.settingsSub = settings.changes$.subscribe(({ changed }) => {
       if (changed.some((k) => k.startsWith('Watchdog.') || k === 'Instance.StopTimeoutSecs' || k === 'TunnelPath'))
         void this.boot.refresh();
+      if (changed.some((k) => k.startsWith('Health.'))) this.healthPolicy.reviewAll();
     });
   }
 
@@ -463,11 +471,21 @@ export class InstanceSupervisor {
    * What frpc says of the tunnel, beside its state: `connected` (logged in to its server; null while not running or
    * not yet known) and how many of its proxies are in each status (`{"running": 2, "start error": 1}`).
    */
-  statusFields(id: number): { connected: boolean | null; proxyStatus: Record<string, number>; health: HealthView } {
+  statusFields(id: number): {
+    connected: boolean | null;
+    proxyStatus: Record<string, number>;
+    health: HealthView;
+    healthRestarts: number;
+  } {
     const live = this.status.of(id);
     const proxyStatus: Record<string, number> = {};
     for (const { status } of live?.proxies.values() ?? []) proxyStatus[status] = (proxyStatus[status] ?? 0) + 1;
-    return { connected: live?.connected ?? null, proxyStatus, health: healthView(this.healthOf(id)) };
+    return {
+      connected: live?.connected ?? null,
+      proxyStatus,
+      health: healthView(this.healthOf(id)),
+      healthRestarts: this.healthPolicy.restartsOf(id),
+    };
   }
 
   /** The tunnel's health: the one answer every view shows (see src/instances/health.ts). */
@@ -565,14 +583,22 @@ export class InstanceSupervisor {
     return this.usageCache!.byPid;
   }
 
-  private async followStatus(id: number): Promise<void> {
+  /** The server (`host:port`) the instance's file names; undefined when it has no file or is gone. */
+  serverOf(id: number): Promise<string | undefined> {
+    return this.registry.serverOf(id).catch(() => undefined);
+  }
+
+  private async followStatus(id: number, started: boolean): Promise<void> {
     const endpoint = await this.registry.adminEndpoint(id).catch(() => undefined);
-    if (endpoint && this.lifecycle.stateOf(id) === 'running') this.status.follow(id, endpoint, this.logs.channel(id));
+    if (endpoint && this.lifecycle.stateOf(id) === 'running')
+      this.status.follow(id, endpoint, this.logs.channel(id), started);
   }
 
   async close(): Promise<void> {
     this.settingsSub.unsubscribe();
     this.statusSub.unsubscribe();
+    this.healthSub.unsubscribe();
+    this.healthPolicy.close();
     this.status.close();
     // The pipes are let go before the runner lets the spawner go: from then on it keeps them drained, alone.
     await this.logs.close();

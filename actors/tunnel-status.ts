@@ -37,6 +37,8 @@ export interface HintSource {
   hints: ((entries: InstanceLogEntry[]) => void) | undefined;
   /** What the log said of the connection before it was followed, if anything. */
   readonly connectionSaid?: boolean | undefined;
+  /** And why it was not connected, if a line said. */
+  readonly disconnectSaid?: string | undefined;
 }
 
 interface Tracked {
@@ -51,6 +53,8 @@ interface Tracked {
   busy: boolean;
   again: boolean;
   log: HintSource;
+  /** After a start: announces a tunnel that has not logged in within the debounce. */
+  loginTimer?: NodeJS.Timeout;
 }
 
 /**
@@ -96,8 +100,12 @@ export class TunnelStatus {
     return this.tracked.get(id);
   }
 
-  /** Starts following a tunnel that runs: its admin endpoint, and its log for hints. */
-  follow(id: number, endpoint: AdminEndpoint, log: HintSource): void {
+  /**
+   * Starts following a tunnel that runs: its admin endpoint, and its log for hints. `started`: it runs because it was
+   * just started (not taken over at tunnelward's start), so its first login is news: `instance.connected` is
+   * announced once it holds, or `instance.disconnected` with the reason when no login holds within the debounce.
+   */
+  follow(id: number, endpoint: AdminEndpoint, log: HintSource, started = false): void {
     this.unfollow(id, false);
     // Each tunnel's polls fall a period after its own start: a thousand started together are read over a
     // period as they were started, not all in the same second.
@@ -122,12 +130,30 @@ export class TunnelStatus {
       }
     };
     this.tracked.set(id, tracked);
-    if (log.connectionSaid !== undefined) this.setConnected(id, log.connectionSaid);
+    // Followed from now: what it says of its login counts from here (a UI and the health policy look again).
+    this.touched(id);
+    if (started) this.awaitLogin(id, tracked);
+    if (log.connectionSaid !== undefined) this.setConnected(id, log.connectionSaid, log.disconnectSaid);
     if (!this.ticker) {
       this.ticker = setInterval(() => this.pollDue(), TICK_MS);
       this.ticker.unref();
     }
     this.hint(id);
+  }
+
+  /**
+   * A start's login is news either way: its first sight is announced (not only recorded), and a tunnel that says
+   * nothing of its login within the debounce (a server that swallows the connection) is announced disconnected.
+   */
+  private awaitLogin(id: number, tracked: Tracked): void {
+    this.announced.set(String(id), 'started');
+    const delayMs = this.settings()['Alerts.DebounceSecs'] * 1000;
+    const timer = setTimeout(() => {
+      if (this.tracked.get(id) !== tracked || tracked.connected !== null) return;
+      this.setConnected(id, false, `no login within ${delayMs / 1000} s of the start`);
+    }, delayMs);
+    timer.unref();
+    tracked.loginTimer = timer;
   }
 
   private pollMs(): number {
@@ -168,6 +194,7 @@ export class TunnelStatus {
     const tracked = this.tracked.get(id);
     if (tracked) {
       clearTimeout(tracked.hint);
+      clearTimeout(tracked.loginTimer);
       tracked.log.hints = undefined;
       this.tracked.delete(id);
       this.touched(id);
@@ -286,6 +313,7 @@ export class TunnelStatus {
             proxy: name,
             from: proxy.status,
             to: 'disconnected',
+            err: 'server lost',
           });
       tracked.proxies.clear();
     }
@@ -311,14 +339,22 @@ export class TunnelStatus {
       this.announced.set(key, state);
       const goodNews = state === 'proxy.up' || state === 'instance.connected';
       if (last === undefined && goodNews) return;
-      // Why it went down, as known when the state has held (frpc says it after its first retry).
-      const why = state === 'instance.disconnected' ? this.tracked.get(alert.instanceID)?.disconnectReason : undefined;
-      this.alerts$.next(why ? { ...alert, err: why } : alert);
+      this.alerts$.next(this.withReason(alert));
     };
     const delayMs = this.settings()['Alerts.DebounceSecs'] * 1000;
     const timer = setTimeout(fire, delayMs);
     timer.unref();
     this.pending.set(key, { timer, alert });
+  }
+
+  /**
+   * Why it went down, as known when the state has held (frpc says it after its first retry): the tunnel's reason, for
+   * itself and for each proxy that went down with its connection (`server lost` until frpc says more).
+   */
+  private withReason(alert: StatusAlert): StatusAlert {
+    const lost = alert.event === 'instance.disconnected' || alert.to === 'disconnected';
+    const why = lost ? this.tracked.get(alert.instanceID)?.disconnectReason : undefined;
+    return why ? { ...alert, err: why } : alert;
   }
 
   private forgetProxy(id: number, name: string): void {

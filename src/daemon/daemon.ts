@@ -14,6 +14,7 @@ import { JournalFollower } from '../../actors/systemd-journal.js';
 import { SystemdRunner } from '../../actors/systemd-runner.js';
 import { EventHub } from '../../actors/event-hub.js';
 import { WebhookNotifier } from '../../actors/webhook-notifier.js';
+import { AlertDigest } from '../../actors/alert-digest.js';
 import { isWebhookEvent } from '../events/vocabulary.js';
 import { publishEvents } from './event-sources.js';
 import { AccountService } from '../accounts/account-service.js';
@@ -162,7 +163,12 @@ async function startLocked(
   const events = new EventHub(counter, DEFAULTS.eventHistory, secrets.redactValue);
   const notifier = new WebhookNotifier(() => settings.get(), log);
   // Webhooks get what an instance's life means (started, crashed, ...); the event stream gets every event.
-  const notifications = events.events$.subscribe((e) => isWebhookEvent(e) && notifier.publish(e));
+  const digest = new AlertDigest(
+    () => settings.get(),
+    (id) => supervisor.serverOf(id),
+    (e) => notifier.publish(e),
+  );
+  const notifications = events.events$.subscribe((e) => isWebhookEvent(e) && digest.offer(e));
   notifications.add(publishEvents(events, supervisor, logs));
   await supervisor.start(hostBootId(env));
   cleanups.push(() => supervisor.close());
@@ -313,6 +319,7 @@ async function startLocked(
   };
   cleanups.push(async () => {
     events.publish(serviceEvent('service.stopping'));
+    await digest.flush();
     await notifier.drain(DEFAULTS.shutdownGraceMs);
   });
   events.publish(serviceEvent('service.started'));

@@ -61,6 +61,17 @@ export function publishEvents(hub: EventHub, supervisor: InstanceSupervisor, log
     }),
   );
   subscription.add(
+    supervisor.healthPolicy.restarts$.subscribe(({ instanceID, reason }) =>
+      hub.publish({
+        event: 'instance.healthRestart',
+        instanceID,
+        name: supervisor.nameOf(instanceID),
+        ...NO_PROCESS,
+        message: reason,
+      }),
+    ),
+  );
+  subscription.add(
     supervisor.boot.errors$.subscribe(({ instanceID, name, message }) =>
       hub.publish({ event: 'instance.bootServiceError', instanceID, name, ...NO_PROCESS, message }),
     ),

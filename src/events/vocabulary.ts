@@ -5,6 +5,7 @@
  */
 
 import type { InstanceState } from '../../machines/instance.machine.js';
+import type { DigestItem } from './digest.js';
 
 /** A change of an instance's state, as the lifecycle tells it. */
 export interface InstanceStateChange {
@@ -44,8 +45,15 @@ export type NotificationKind =
   | 'proxy.down'
   | 'instance.connected'
   | 'instance.disconnected'
+  /** The health policy restarted a tunnel that ran but carried nothing (with why, in `message`). */
+  | 'instance.healthRestart'
   /** The live status as frpc reports it changed (first sights included, not debounced): for UIs to re-read. */
-  | 'instance.status';
+  | 'instance.status'
+  /**
+   * Webhooks only, with `Webhook.DigestSecs`: the connection alerts of one window, one per server and direction, in
+   * place of one webhook each (src/events/digest.ts).
+   */
+  | 'alerts.digest';
 
 /** What webhooks are sent: what an instance's life means, not each step of it, and not the catalogue's edits. */
 const WEBHOOK_KINDS: ReadonlySet<NotificationKind> = new Set<NotificationKind>([
@@ -63,6 +71,7 @@ const WEBHOOK_KINDS: ReadonlySet<NotificationKind> = new Set<NotificationKind>([
   'proxy.down',
   'instance.connected',
   'instance.disconnected',
+  'instance.healthRestart',
 ]);
 
 export const isWebhookEvent = (event: { event: NotificationKind }): boolean => WEBHOOK_KINDS.has(event.event);
@@ -89,6 +98,8 @@ export interface NotificationEvent {
   /** For proxy.up and proxy.down: which proxy, and frpc's error. */
   proxy?: string;
   err?: string;
+  /** For alerts.digest: the tunnels and proxies it tells of. */
+  items?: DigestItem[];
   at: string;
   seq: number;
 }

@@ -1242,8 +1242,12 @@ export interface components {
             "Webhook.TimeoutSecs": number;
             /** @description attempts after the first, on network errors and 5xx answers (never on 4xx) */
             "Webhook.Retries": number;
+            /** @description with 0, one webhook per connection alert (proxy.up/down, instance.connected/disconnected); otherwise the alerts that come within this long of the first are sent as one alerts.digest webhook per server and direction (down, back up), listing the tunnels and proxies with their reasons */
+            "Webhook.DigestSecs": number;
             /** @description a proxy's or a tunnel's connection change is announced (proxy.up/down, instance.connected/disconnected) once it has held this long (seconds) */
             "Alerts.DebounceSecs": number;
+            /** @description a running tunnel not logged in to its server for this long is restarted by the health policy, counted apart from crashes and never failed by it (0: never); each restart that does not bring the login back doubles the wait before the next, up to an hour */
+            "Health.DisconnectedSecs": number;
             /** @description how often a running tunnel's proxy status is read when its log says nothing new (seconds): a safety net, since frpc logs every login, lost connection, proxy start and failure, and those are read at once */
             "Status.PollSecs": number;
             /** @description an instance's log file is rotated (renamed to .1, .2, ...) before it grows past this many bytes */
@@ -1352,8 +1356,12 @@ export interface components {
             "Webhook.TimeoutSecs"?: number;
             /** @description attempts after the first, on network errors and 5xx answers (never on 4xx) */
             "Webhook.Retries"?: number;
+            /** @description with 0, one webhook per connection alert (proxy.up/down, instance.connected/disconnected); otherwise the alerts that come within this long of the first are sent as one alerts.digest webhook per server and direction (down, back up), listing the tunnels and proxies with their reasons */
+            "Webhook.DigestSecs"?: number;
             /** @description a proxy's or a tunnel's connection change is announced (proxy.up/down, instance.connected/disconnected) once it has held this long (seconds) */
             "Alerts.DebounceSecs"?: number;
+            /** @description a running tunnel not logged in to its server for this long is restarted by the health policy, counted apart from crashes and never failed by it (0: never); each restart that does not bring the login back doubles the wait before the next, up to an hour */
+            "Health.DisconnectedSecs"?: number;
             /** @description how often a running tunnel's proxy status is read when its log says nothing new (seconds): a safety net, since frpc logs every login, lost connection, proxy start and failure, and those are read at once */
             "Status.PollSecs"?: number;
             /** @description an instance's log file is rotated (renamed to .1, .2, ...) before it grows past this many bytes */
@@ -1452,6 +1460,8 @@ export interface components {
                 [key: string]: number;
             };
             health: components["schemas"]["Health"];
+            /** @description restarts the health policy made (Health.DisconnectedSecs) since tunnelward started, counted apart from `restarts` */
+            healthRestarts: number;
         };
         /** @description Is the tunnel up, and if not, why: the one answer every view shows. */
         Health: {
@@ -2974,7 +2984,7 @@ export interface components {
         };
         Event: {
             /** @enum {string} */
-            event: "instance.state" | "instance.started" | "instance.stopped" | "instance.crashed" | "instance.restarting" | "instance.failed" | "instance.created" | "instance.modified" | "instance.deleted" | "instance.bootServiceError" | "instance.logFailed" | "instance.logRecovered" | "instance.connected" | "instance.disconnected" | "instance.status" | "proxy.up" | "proxy.down" | "service.started" | "service.stopping";
+            event: "instance.state" | "instance.started" | "instance.stopped" | "instance.crashed" | "instance.restarting" | "instance.failed" | "instance.created" | "instance.modified" | "instance.deleted" | "instance.bootServiceError" | "instance.logFailed" | "instance.logRecovered" | "instance.connected" | "instance.disconnected" | "instance.healthRestart" | "instance.status" | "proxy.up" | "proxy.down" | "service.started" | "service.stopping";
             instanceID: number | null;
             name: string;
             /** @description state before */
@@ -2987,7 +2997,7 @@ export interface components {
             attempt?: number;
             /** @description instance.restarting: delay before the next start */
             delayMs?: number;
-            /** @description what happened (bootServiceError, logFailed, logRecovered, modified) */
+            /** @description what happened (bootServiceError, logFailed, logRecovered, modified, healthRestart: why) */
             message?: string;
             /** @description proxy.up, proxy.down: which proxy */
             proxy?: string;
@@ -3904,7 +3914,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description one setting to read; every setting when omitted (also accepted as an X-key header) */
-                key?: "ListenAddr" | "ListenPort" | "TunnelPath" | "InstancePath" | "Debug" | "Watchdog.Enabled" | "Watchdog.Port" | "Watchdog.BackoffSecs" | "Watchdog.BackoffMaxSecs" | "Watchdog.StartLimit" | "Watchdog.StableSecs" | "Watchdog.NoRetryExitCodes" | "Instance.StartSecs" | "Instance.StopTimeoutSecs" | "Notification.Enabled" | "Notification.Method" | "Webhook.Method" | "Webhook.URL" | "Webhook.Headers" | "Webhook.Body" | "Webhook.TimeoutSecs" | "Webhook.Retries" | "Alerts.DebounceSecs" | "Status.PollSecs" | "Log.MaxBytes" | "Log.Files" | "InitSystem" | "Systemd.UnitDir" | "Systemd.Systemctl" | "Systemd.Journalctl" | "InitD.ScriptDir" | "InitD.UpdateRcD" | "InitD.PidDir" | "InitD.LogDir" | "Windows.Schtasks" | "RateLimit.Login" | "RateLimit.PerToken" | "RateLimit.Register" | "Register.Enabled" | "SystemLog.RequireToken" | "Visitor.ShowDetails" | "TLS.CertFile" | "TLS.KeyFile" | "TrustedProxies" | "Audit.RetentionDays" | "Audit.MaxEntries" | "Revisions.Keep";
+                key?: "ListenAddr" | "ListenPort" | "TunnelPath" | "InstancePath" | "Debug" | "Watchdog.Enabled" | "Watchdog.Port" | "Watchdog.BackoffSecs" | "Watchdog.BackoffMaxSecs" | "Watchdog.StartLimit" | "Watchdog.StableSecs" | "Watchdog.NoRetryExitCodes" | "Instance.StartSecs" | "Instance.StopTimeoutSecs" | "Notification.Enabled" | "Notification.Method" | "Webhook.Method" | "Webhook.URL" | "Webhook.Headers" | "Webhook.Body" | "Webhook.TimeoutSecs" | "Webhook.Retries" | "Webhook.DigestSecs" | "Alerts.DebounceSecs" | "Health.DisconnectedSecs" | "Status.PollSecs" | "Log.MaxBytes" | "Log.Files" | "InitSystem" | "Systemd.UnitDir" | "Systemd.Systemctl" | "Systemd.Journalctl" | "InitD.ScriptDir" | "InitD.UpdateRcD" | "InitD.PidDir" | "InitD.LogDir" | "Windows.Schtasks" | "RateLimit.Login" | "RateLimit.PerToken" | "RateLimit.Register" | "Register.Enabled" | "SystemLog.RequireToken" | "Visitor.ShowDetails" | "TLS.CertFile" | "TLS.KeyFile" | "TrustedProxies" | "Audit.RetentionDays" | "Audit.MaxEntries" | "Revisions.Keep";
             };
             header?: never;
             path?: never;

@@ -250,6 +250,10 @@ export function componentSchemas(): Record<string, Json> {
           int(undefined, { minimum: 0 }),
         ),
         health: schema('Health'),
+        healthRestarts: int(
+          'restarts the health policy made (Health.DisconnectedSecs) since tunnelward started, counted apart from `restarts`',
+          { minimum: 0 },
+        ),
       },
       { description: 'What every view of an instance shows of its process, beside its record.' },
     ),
@@ -704,6 +708,7 @@ export function componentSchemas(): Record<string, Json> {
           'instance.logRecovered',
           'instance.connected',
           'instance.disconnected',
+          'instance.healthRestart',
           'instance.status',
           'proxy.up',
           'proxy.down',
@@ -719,7 +724,7 @@ export function componentSchemas(): Record<string, Json> {
       signal: str(undefined, { type: ['string', 'null'] }),
       'attempt?': int('instance.restarting: crashes in a row'),
       'delayMs?': int('instance.restarting: delay before the next start'),
-      'message?': str('what happened (bootServiceError, logFailed, logRecovered, modified)'),
+      'message?': str('what happened (bootServiceError, logFailed, logRecovered, modified, healthRestart: why)'),
       'proxy?': str('proxy.up, proxy.down: which proxy'),
       'err?': str("proxy.down: frpc's error"),
       'connected?': {

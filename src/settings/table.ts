@@ -124,9 +124,17 @@ export const SETTINGS_TABLE = {
     default: 3,
     doc: 'attempts after the first, on network errors and 5xx answers (never on 4xx)',
   }),
+  'Webhook.DigestSecs': setting(seconds(0, 3600), {
+    default: 0,
+    doc: 'with 0, one webhook per connection alert (proxy.up/down, instance.connected/disconnected); otherwise the alerts that come within this long of the first are sent as one alerts.digest webhook per server and direction (down, back up), listing the tunnels and proxies with their reasons',
+  }),
   'Alerts.DebounceSecs': setting(seconds(0, 3600), {
     default: 5,
     doc: "a proxy's or a tunnel's connection change is announced (proxy.up/down, instance.connected/disconnected) once it has held this long (seconds)",
+  }),
+  'Health.DisconnectedSecs': setting(seconds(0, 86400), {
+    default: 300,
+    doc: 'a running tunnel not logged in to its server for this long is restarted by the health policy, counted apart from crashes and never failed by it (0: never); each restart that does not bring the login back doubles the wait before the next, up to an hour',
   }),
   'Status.PollSecs': setting(seconds(1, 86400), {
     default: 300,

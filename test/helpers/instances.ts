@@ -14,8 +14,11 @@ const run = promisify(execFile);
  * settings.toml for a daemon whose tunnels are the fixture (or the program given), with short timings so tests stay
  * quick.
  */
-export function instanceSettings(extra: Record<string, string | number> = {}, tunnelPath = FIXTURE_FRPC): string {
-  const values: Record<string, string | number> = {
+export function instanceSettings(
+  extra: Record<string, string | number | boolean> = {},
+  tunnelPath = FIXTURE_FRPC,
+): string {
+  const values: Record<string, string | number | boolean> = {
     'Instance.StartSecs': 0.3,
     'Instance.StopTimeoutSecs': 2,
     'Watchdog.BackoffSecs': 0.1,

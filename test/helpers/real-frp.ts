@@ -10,13 +10,16 @@ import { openStream, wsUrl, type Stream } from './streams.js';
 export const FRP_TOKEN = 'real-frp-test-token';
 
 /** settings.toml for a daemon running the real frpc: alerts after 1 s, and no polling to hide what the log says. */
-export const realFrpSettings = (extra: Record<string, string | number> = {}): string =>
+export const realFrpSettings = (extra: Record<string, string | number | boolean> = {}): string =>
   instanceSettings({ 'Alerts.DebounceSecs': 1, 'Status.PollSecs': 600, ...extra }, REAL_FRPC);
 
 /** A real frps for one test (with the suites' token unless told otherwise), stopped with it. */
 /** A daemon on the real frpc with its root token, disposed of (tunnels included) when the test ends. */
-export async function realFrpDaemon(t: ExecutionContext): Promise<{ daemon: Daemon; root: string }> {
-  const { daemon, root } = await startWithRoot({ settingsToml: realFrpSettings() });
+export async function realFrpDaemon(
+  t: ExecutionContext,
+  settings: Record<string, string | number | boolean> = {},
+): Promise<{ daemon: Daemon; root: string }> {
+  const { daemon, root } = await startWithRoot({ settingsToml: realFrpSettings(settings) });
   t.teardown(() => disposeWithTunnels(daemon, root));
   return { daemon, root };
 }

@@ -77,6 +77,12 @@ async function buildRegistry({
     [],
     (g) => g.set(supervisor.views().reduce((sum, view) => sum + view.run.restarts, 0)),
   );
+  counter(
+    'tunnelward_health_restarts_total',
+    'Restarts the health policy made of tunnels that ran but carried nothing, since tunnelward started.',
+    [],
+    (c) => c.inc(supervisor.healthPolicy.restartsOf()),
+  );
   gauge(
     'tunnelward_instances_health',
     'Instances by health (up, degraded, down, stopped, failed).',

@@ -168,7 +168,7 @@ test('instance.status says at once when frpc first reports a tunnel logged in an
   const proxy = { name: 'web1', type: 'tcp', localIP: '127.0.0.1', localPort: '80', remotePort: '6080' };
   t.true((await post('/tunnelAct/proxyMgr/create', { instanceID: id, proxyInfo: proxy })).body.success);
   t.true((await post('/tunnelAct/instanceMgr/start', { instanceID: id })).body.success);
-  // A first sight of good news is no alert (proxy.up, instance.connected are for changes); a UI still hears of it.
+  // A proxy's first sight is no alert (proxy.up is for changes); a UI still hears of it. The start's login is.
   await stream.waitFor(() =>
     about(stream, id).some((e) => e.event === 'instance.status' && e.connected === true && e.proxyStatus.running === 1),
   );
@@ -178,5 +178,6 @@ test('instance.status says at once when frpc first reports a tunnel logged in an
     about(stream, id).some((e) => e.event === 'proxy.up'),
     'no alert for a first sight',
   );
+  await stream.waitFor(() => about(stream, id).some((e) => e.event === 'instance.connected'));
   t.true((await post('/tunnelAct/instanceMgr/stop', { instanceID: id })).body.success);
 });

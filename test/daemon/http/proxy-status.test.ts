@@ -52,9 +52,15 @@ test('proxy status and the connection follow the server: port taken, freed, serv
     down.find((e) => e.event === 'proxy.down'),
     { proxy: 'web', to: 'start error', err: 'port already used', name: 'ps_one' },
   );
+  // A start's login is news (a deploy waits for it); its proxies' first sight is not.
+  const connected = await events.waitFor(() => alerts().some((e) => e.event === 'instance.connected'));
+  t.like(
+    connected.find((e) => e.event === 'instance.connected'),
+    { from: null, to: 'connected', name: 'ps_one' },
+  );
   t.false(
-    alerts().some((e) => e.event === 'proxy.up' || e.event === 'instance.connected'),
-    'good news at first sight is not news',
+    alerts().some((e) => e.event === 'proxy.up'),
+    "a proxy's first sight after a start is not news",
   );
 
   // The port given back: up within 2 s, and announced.
@@ -76,12 +82,17 @@ test('proxy status and the connection follow the server: port taken, freed, serv
     () => statusOf(daemon, root, id),
     (s) => s.connected === true && s.proxyStatus.running === 2,
   );
-  await events.waitFor(() => alerts().some((e) => e.event === 'instance.connected'));
+  await events.waitFor(() => alerts().filter((e) => e.event === 'instance.connected').length === 2);
   // Each proxy that was up went down with the server, and came back up with it.
   await events.waitFor(() => alerts().filter((e) => e.event === 'proxy.up' && e.proxy === 'ssh').length === 1);
   t.like(
     alerts().find((e) => e.event === 'proxy.down' && e.proxy === 'ssh'),
     { from: 'running', to: 'disconnected' },
+  );
+  // With the reason its connection went: the tunnel's own (frpc's words), or 'server lost' until it says more.
+  t.regex(
+    alerts().find((e) => e.event === 'proxy.down' && e.proxy === 'ssh')!.err,
+    /^(server lost|server unreachable|login refused)/,
   );
 
   // A flap shorter than the debounce says nothing. (A debounce of its own, long enough for a loaded machine to see the
