@@ -137,6 +137,7 @@ export class SystemdBootService implements BootService {
       configPath: t.configPath,
       restart: await this.restartPolicy(),
       environmentFile: await writeEnvironmentFile(this.envDir, t),
+      memoryMaxMB: s['Instance.MemoryMaxMB'],
     });
     const path = this.unitPath(t.id);
     if ((await readFile(path, 'utf8').catch(() => undefined)) === unit) return;

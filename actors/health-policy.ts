@@ -1,9 +1,14 @@
 import { Subject, type Subscription } from '../src/util/rx.js';
 import { restartDueAt, restartReason, type Policy } from '../src/instances/health-policy.js';
+import { mib, overCap } from '../src/instances/memory-cap.js';
+import { ProcessUsage } from '../src/system/process-usage.js';
 import type { Logger } from '../src/log/logger.js';
 import type { Settings } from '../src/settings/table.js';
 import type { InstanceLifecycle } from './instance-lifecycle.js';
 import type { TunnelStatus } from './tunnel-status.js';
+
+/** How often the tunnels' memory is looked at while a cap is set (process mode). */
+const MEMORY_LOOK_MS = 5000;
 
 /** A restart the policy made, for the event stream and the webhooks. */
 export interface HealthRestart {
@@ -12,9 +17,10 @@ export interface HealthRestart {
 }
 
 /**
- * Acts on a tunnel that runs but carries nothing: one not logged in to its server for `Health.DisconnectedSecs` is
- * restarted in its own queue (after whatever an operator asked before; a stop asked meanwhile wins), counted apart
- * from crashes and never `failed` by itself. A restart that does not bring the login back makes the next wait twice as
+ * Acts on a tunnel that runs but carries nothing, or has grown past its memory cap: one not logged in to its server
+ * for `Health.DisconnectedSecs`, or (process mode) over `Instance.MemoryMaxMB` at two looks in a row, is restarted in
+ * its own queue (after whatever an operator asked before; a stop asked meanwhile wins), counted apart from crashes
+ * and never `failed` by itself. A restart that does not bring the login back makes the next wait twice as
  * long (src/instances/health-policy.ts). One timer for every tunnel, set to the earliest restart due.
  */
 export class HealthPolicy {
@@ -31,13 +37,22 @@ export class HealthPolicy {
   private readonly subs: Subscription;
   private readonly log: Logger;
 
+  /** Looks at the tunnels' memory while a cap is set and nothing else enforces it. */
+  private memoryTimer: NodeJS.Timeout | undefined;
+  /** Tunnels seen over the cap at the last look (a second look in a row restarts them). */
+  private overCap = new Set<number>();
+  private readonly usage = new ProcessUsage();
+
   constructor(
     private readonly settings: () => Readonly<Settings>,
     private readonly status: TunnelStatus,
     private readonly lifecycle: InstanceLifecycle,
     log: Logger,
+    /** The running tunnels' processes, for the memory cap in process mode (systemd's MemoryMax= does it there). */
+    private readonly processes: (() => Array<{ id: number; pid: number }>) | undefined,
   ) {
     this.log = log.child({ component: 'health-policy' });
+    this.watchMemory();
     this.subs = status.changed$.subscribe((id) => this.review(id));
     this.subs.add(
       lifecycle.changes$.subscribe(({ instanceID, to }) => {
@@ -57,9 +72,43 @@ export class HealthPolicy {
     return id === undefined ? this.total : (this.counts.get(id) ?? 0);
   }
 
-  /** The settings changed: every tunnel's due time again. */
+  /** The settings changed: every tunnel's due time again, and the memory watch on or off. */
   reviewAll(): void {
     for (const id of [...this.due.keys()]) this.review(id);
+    this.watchMemory();
+  }
+
+  private watchMemory(): void {
+    const on = this.processes !== undefined && this.settings()['Instance.MemoryMaxMB'] > 0;
+    if (on && !this.memoryTimer) {
+      this.memoryTimer = setInterval(() => this.lookAtMemory(), MEMORY_LOOK_MS);
+      this.memoryTimer.unref();
+    } else if (!on && this.memoryTimer) {
+      clearInterval(this.memoryTimer);
+      this.memoryTimer = undefined;
+      this.overCap.clear();
+    }
+  }
+
+  /**
+   * One read of /proc per running tunnel. A tunnel over the cap at two looks in a row (a moment's peak is left to
+   * GOMEMLIMIT and Go's collector) is restarted.
+   */
+  private lookAtMemory(): void {
+    const capMB = this.settings()['Instance.MemoryMaxMB'];
+    const running = this.processes?.() ?? [];
+    const usage = this.usage.of(running.map((p) => p.pid));
+    const over = new Set<number>();
+    for (const { id, pid } of running) {
+      const rss = usage.get(pid)?.rssBytes;
+      if (!overCap(rss, capMB)) continue;
+      over.add(id);
+      if (!this.overCap.has(id)) continue;
+      const reason = `memory: RSS ${mib(rss!)} MiB over the cap of ${capMB} MiB (Instance.MemoryMaxMB): restarted by the health policy`;
+      void this.restart(id, () => (this.lifecycle.stateOf(id) === 'running' ? reason : undefined));
+      over.delete(id);
+    }
+    this.overCap = over;
   }
 
   /** Works out when a tunnel is due a restart, after any change of its status or state. */
@@ -99,19 +148,25 @@ export class HealthPolicy {
     if (next < Infinity) this.arm(next);
   }
 
-  /** In the tunnel's queue: if it still runs and is still due, restart it. */
-  private async restart(id: number): Promise<void> {
+  /** Not logged in for the policy's time, as seen in the tunnel's slot: why to restart it, or undefined. */
+  private disconnectedTooLong(id: number): string | undefined {
+    const facts = this.status.of(id);
+    const streak = this.streaks.get(id) ?? 0;
+    const policy = this.policy();
+    const at = facts && restartDueAt(facts, policy, streak);
+    const now = Date.now();
+    if (!facts || at === undefined || at > now || this.lifecycle.stateOf(id) !== 'running') return undefined;
+    this.streaks.set(id, streak + 1);
+    return restartReason(facts, policy, streak, now);
+  }
+
+  /** In the tunnel's queue: if `why` (asked there) still gives a reason, restart it. */
+  private async restart(id: number, why: () => string | undefined = () => this.disconnectedTooLong(id)): Promise<void> {
     try {
       await this.lifecycle.inSlot(id, async (slot) => {
-        const facts = this.status.of(id);
-        const streak = this.streaks.get(id) ?? 0;
-        const policy = this.policy();
-        const at = facts && restartDueAt(facts, policy, streak);
-        const now = Date.now();
-        if (!facts || at === undefined || at > now || this.lifecycle.stateOf(id) !== 'running') return;
-        const reason = restartReason(facts, policy, streak, now);
-        this.log.warn({ instanceID: id, reason }, 'restarting a tunnel that carries nothing');
-        this.streaks.set(id, streak + 1);
+        const reason = why();
+        if (reason === undefined) return;
+        this.log.warn({ instanceID: id, reason }, 'restarting a tunnel by the health policy');
         this.counts.set(id, (this.counts.get(id) ?? 0) + 1);
         this.total++;
         this.restarts$.next({ instanceID: id, reason });
@@ -136,6 +191,7 @@ export class HealthPolicy {
 
   close(): void {
     clearTimeout(this.timer);
+    clearInterval(this.memoryTimer);
     this.subs.unsubscribe();
     this.restarts$.complete();
   }

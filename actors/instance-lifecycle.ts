@@ -34,6 +34,7 @@ import { InstanceRestore } from './instance-restore.js';
 import type { InitSystemEvent, SpawnRequest, TunnelRunner } from './process-runner.js';
 import type { InstanceStateChange } from '../src/events/vocabulary.js';
 
+import { withMemoryLimit } from '../src/instances/memory-cap.js';
 export type { InstanceState } from '../machines/instance.machine.js';
 
 export type { InstanceStateChange } from '../src/events/vocabulary.js';
@@ -372,7 +373,7 @@ export class InstanceLifecycle {
       tunnelPath: this.settings.value('TunnelPath'),
       configPath: record.configPath,
       runUser: record.runUser,
-      env: this.env.of(record.id),
+      env: withMemoryLimit(this.env.of(record.id), this.settings.value('Instance.MemoryMaxMB')),
     };
   }
 

@@ -209,7 +209,14 @@ export class InstanceSupervisor {
       log,
     });
     this.status = new TunnelStatus(() => settings.get(), log);
-    this.healthPolicy = new HealthPolicy(() => settings.get(), this.status, this.lifecycle, log);
+    // systemd enforces a memory cap itself (MemoryMax=); elsewhere the policy reads the tunnels' RSS.
+    this.healthPolicy = new HealthPolicy(
+      () => settings.get(),
+      this.status,
+      this.lifecycle,
+      log,
+      this.lifecycle.initSystem === 'systemd' ? undefined : () => this.runningProcesses(),
+    );
     this.healthSub = this.catalogue.deleted$.subscribe((id) => this.healthPolicy.forget(id));
     // A running tunnel's proxies and connection are followed through its admin API; any other state has none.
     this.statusSub = this.lifecycle.changes$.subscribe(({ instanceID, from, to }) => {
@@ -219,7 +226,15 @@ export class InstanceSupervisor {
     });
     // Units carry the restart policy and the binary: they follow the settings they are made from.
     this.settingsSub = settings.changes$.subscribe(({ changed }) => {
-      if (changed.some((k) => k.startsWith('Watchdog.') || k === 'Instance.StopTimeoutSecs' || k === 'TunnelPath'))
+      if (
+        changed.some(
+          (k) =>
+            k.startsWith('Watchdog.') ||
+            k === 'Instance.StopTimeoutSecs' ||
+            k === 'Instance.MemoryMaxMB' ||
+            k === 'TunnelPath',
+        )
+      )
         void this.boot.refresh();
       if (changed.some((k) => k.startsWith('Health.'))) this.healthPolicy.reviewAll();
     });
@@ -581,6 +596,13 @@ export class InstanceSupervisor {
     if (!cached || now - cached.at >= USAGE_EVERY_MS || pids.some((pid) => !cached.byPid.has(pid)))
       this.usageCache = { at: now, byPid: this.usage.of(pids) };
     return this.usageCache!.byPid;
+  }
+
+  /** The running tunnels' processes. */
+  private runningProcesses(): Array<{ id: number; pid: number }> {
+    return this.views().flatMap(({ record, state }) =>
+      state === 'running' && record.pid !== null ? [{ id: record.id, pid: record.pid }] : [],
+    );
   }
 
   /** The server (`host:port`) the instance's file names; undefined when it has no file or is gone. */

@@ -1,4 +1,5 @@
 import { MALLOC_ENVIRONMENT, NODE_FLAGS } from '../system/node-flags.js';
+import { goMemLimit, memoryDirectives } from '../instances/memory-cap.js';
 // systemd unit files for a tunnel instance and for tunnelward itself. Pure text: installing them is someone else's job.
 import { checkDescription, checkListenHost, checkPath, checkRunUser, checkServiceName } from './names.js';
 
@@ -12,6 +13,8 @@ export interface TunnelUnitOptions {
   restart: RestartPolicy;
   /** The instance's environment variables (see environment-file.ts), when it has any: systemd reads it as root. */
   environmentFile?: string;
+  /** Instance.MemoryMaxMB: MemoryMax=, MemoryHigh= and GOMEMLIMIT (which the environment file may set otherwise). */
+  memoryMaxMB?: number;
 }
 
 /** The slice every tunnel unit runs in: one journal match (`_SYSTEMD_SLICE=`) follows the output of them all. */
@@ -118,10 +121,15 @@ export function tunnelUnit(options: TunnelUnitOptions): string {
   const runUser = checkRunUser(options.runUser);
   const tunnelPath = checkPath('tunnelPath', options.tunnelPath);
   const configPath = checkPath('configPath', options.configPath);
-  const environment: Array<[string, string]> =
-    options.environmentFile === undefined
+  const cap = options.memoryMaxMB ?? 0;
+  const goLimit = goMemLimit(cap);
+  // Set before the file: a variable of the file wins over Environment=.
+  const environment: Array<[string, string]> = [
+    ...(goLimit === undefined ? [] : ([['Environment', `GOMEMLIMIT=${goLimit}`]] as Array<[string, string]>)),
+    ...(options.environmentFile === undefined
       ? []
-      : [['EnvironmentFile', checkPath('environmentFile', options.environmentFile)]];
+      : ([['EnvironmentFile', checkPath('environmentFile', options.environmentFile)]] as Array<[string, string]>)),
+  ];
   const policy = options.restart;
   const steps: Array<[string, string]> = policy.steps
     ? [
@@ -151,6 +159,7 @@ export function tunnelUnit(options: TunnelUnitOptions): string {
         ...environment,
         ['ExecStart', `${tunnelPath} -c ${configPath}`],
         ['Slice', TUNNEL_SLICE],
+        ...memoryDirectives(cap),
         ['Restart', policy.restart ? 'on-failure' : 'no'],
         ['RestartSec', seconds(policy.restartSec)],
         ...steps,

@@ -96,6 +96,10 @@ export const SETTINGS_TABLE = {
     default: 1,
     doc: 'a start succeeds once the tunnel has stayed up this long (seconds)',
   }),
+  'Instance.MemoryMaxMB': setting(intRange(0, 1_048_576), {
+    default: 0,
+    doc: "each tunnel's memory cap in MiB (0: none): systemd units get MemoryMax= and MemoryHigh= (90%); in process mode a tunnel whose RSS stays above it is restarted by the health policy; frpc runs with GOMEMLIMIT at 80% of it unless its own variables set one",
+  }),
   'Instance.StopTimeoutSecs': setting(seconds(0.01, 3600), {
     default: 10,
     doc: 'after SIGTERM, wait this long before SIGKILL (seconds)',

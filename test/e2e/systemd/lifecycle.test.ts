@@ -205,13 +205,24 @@ test('bootAtStart enables and disables the unit; Watchdog settings reach every u
   t.is(off.body.data.bootServiceError, undefined);
   t.is((await host.systemctl('is-enabled', unitOf(id))).stdout.trim(), 'disabled');
 
-  const set = await post(s, '/settings/set', { 'Watchdog.Enabled': false, 'Instance.StopTimeoutSecs': 3 });
+  const set = await post(s, '/settings/set', {
+    'Watchdog.Enabled': false,
+    'Instance.StopTimeoutSecs': 3,
+    'Instance.MemoryMaxMB': 64,
+  });
   t.true(set.body.success, set.body.message);
   await waitFor(
-    () => host.show(unitOf(id), 'Restart', 'TimeoutStopUSec'),
-    (p) => p.Restart === 'no' && p.TimeoutStopUSec === '3s',
+    () => host.show(unitOf(id), 'Restart', 'TimeoutStopUSec', 'MemoryMax', 'MemoryHigh'),
+    (p) =>
+      p.Restart === 'no' &&
+      p.TimeoutStopUSec === '3s' &&
+      p.MemoryMax === String(64 * 1048576) &&
+      p.MemoryHigh === String(57 * 1048576),
   );
-  t.regex(await host.readFile(`/etc/systemd/system/${unitOf(id)}`), /^Restart=no$/m);
+  const unit = await host.readFile(`/etc/systemd/system/${unitOf(id)}`);
+  t.regex(unit, /^Restart=no$/m);
+  // The cap as systemd enforces it, and Go's soft limit below it for frpc.
+  t.regex(unit, /^Environment=GOMEMLIMIT=51MiB$/m);
 });
 
 test('kill -9 of tunnelward, a crash while it is down: systemd restarts it, the next tunnelward re-attaches with no duplicate', async (t) => {

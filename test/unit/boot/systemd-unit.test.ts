@@ -70,6 +70,25 @@ async function verify(t: ExecutionContext, fileName: string, text: string): Prom
   return run('systemd-analyze', ['verify', '--man=no', file]);
 }
 
+test('a memory cap: GOMEMLIMIT before the environment file (whose own wins), MemoryHigh at 90% and MemoryMax', (t) => {
+  const [, [, service]] = parseUnit(
+    tunnelUnit({ ...TUNNEL, environmentFile: '/etc/tw/env/7.env', memoryMaxMB: 100 }),
+  ) as [unknown, [string, Array<[string, string]>]];
+  const keys = service.map(([k]) => k);
+  t.deepEqual(
+    service.filter(([k]) => k.startsWith('Memory') || k.startsWith('Environment')),
+    [
+      ['Environment', 'GOMEMLIMIT=80MiB'],
+      ['EnvironmentFile', '/etc/tw/env/7.env'],
+      ['MemoryHigh', '90M'],
+      ['MemoryMax', '100M'],
+    ],
+  );
+  t.true(keys.indexOf('Environment') < keys.indexOf('EnvironmentFile'));
+  const none = parseUnit(tunnelUnit({ ...TUNNEL, memoryMaxMB: 0 }))[1]![1];
+  t.false(none.some(([k]) => k.startsWith('Memory') || k === 'Environment'));
+});
+
 test('tunnel unit has exactly the expected keys', (t) => {
   const text = tunnelUnit(TUNNEL);
   t.true(text.endsWith('\n'));
@@ -166,6 +185,7 @@ test('systemd-analyze verify accepts every generated unit', async (t) => {
   const units: Array<[string, string]> = [
     ['tunnel_7.service', tunnelUnit(TUNNEL)],
     ['tunnel_123456789.service', tunnelUnit({ ...TUNNEL, serviceName: 'tunnel_123456789', description: 'x' })],
+    ['tunnel_8.service', tunnelUnit({ ...TUNNEL, serviceName: 'tunnel_8', memoryMaxMB: 64 })],
     [
       'tunnelward.service',
       tunnelwardUnit({
