@@ -45,7 +45,10 @@ export type NotificationKind =
   | 'instance.connected'
   | 'instance.disconnected'
   /** The live status as frpc reports it changed (first sights included, not debounced): for UIs to re-read. */
-  | 'instance.status';
+  | 'instance.status'
+  /** An expiry came: the instance was stopped, or one of its proxies disabled. */
+  | 'instance.expired'
+  | 'proxy.expired';
 
 /** What webhooks are sent: what an instance's life means, not each step of it, and not the catalogue's edits. */
 const WEBHOOK_KINDS: ReadonlySet<NotificationKind> = new Set<NotificationKind>([
@@ -63,6 +66,8 @@ const WEBHOOK_KINDS: ReadonlySet<NotificationKind> = new Set<NotificationKind>([
   'proxy.down',
   'instance.connected',
   'instance.disconnected',
+  'instance.expired',
+  'proxy.expired',
 ]);
 
 export const isWebhookEvent = (event: { event: NotificationKind }): boolean => WEBHOOK_KINDS.has(event.event);
@@ -86,7 +91,7 @@ export interface NotificationEvent {
   /** For instance.status: logged in to its server (null: not known), and how many proxies in each status. */
   connected?: boolean | null;
   proxyStatus?: Record<string, number>;
-  /** For proxy.up and proxy.down: which proxy, and frpc's error. */
+  /** For proxy.up, proxy.down and proxy.expired: which proxy; for the first two, frpc's error. */
   proxy?: string;
   err?: string;
   at: string;
