@@ -1624,9 +1624,9 @@ export interface components {
             runUser: string;
             /**
              * Format: date-time
-             * @description null: it does not expire
+             * @description when the request set expires: when it expires now (null: it does not)
              */
-            expiresAt: string | null;
+            expiresAt?: string | null;
         } & components["schemas"]["BootServiceFailure"]) | {
             instanceID: number;
             /** @description its variables, each value shown as ******** */

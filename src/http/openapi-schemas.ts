@@ -391,7 +391,11 @@ export function componentSchemas(): Record<string, Json> {
               configPath: str(),
               bootAtStart: bool(),
               runUser: str(),
-              expiresAt: { type: ['string', 'null'], format: 'date-time', description: 'null: it does not expire' },
+              'expiresAt?': {
+                type: ['string', 'null'],
+                format: 'date-time',
+                description: 'when the request set expires: when it expires now (null: it does not)',
+              },
             }),
             schema('BootServiceFailure'),
           ],

@@ -746,7 +746,10 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
           configPath: record.configPath,
           bootAtStart: record.bootAtStart,
           runUser: record.runUser,
-          expiresAt: record.expiresAt === null ? null : formatIso(record.expiresAt),
+          // Said when asked about: null, it does not expire.
+          ...(data.expires !== undefined
+            ? { expiresAt: record.expiresAt === null ? null : formatIso(record.expiresAt) }
+            : {}),
           ...(bootServiceError ? { bootServiceError, instanceName: record.name } : {}),
         },
       );
