@@ -6,6 +6,7 @@ import type { Verdict } from '../src/frpc/verify.js';
 import type { InstanceEnvStore } from '../src/instances/instance-env.js';
 import type { InstanceRecord, InstanceStore } from '../src/instances/instance-store.js';
 import type { FileChange } from '../src/instances/config-changes.js';
+import { followProxies } from '../src/instances/expiry.js';
 import type { Author, PlanAction, RevisionStore } from '../src/instances/revision-store.js';
 import { allow, type Accessor } from '../src/accounts/access.js';
 import type { Logger } from '../src/log/logger.js';
@@ -243,6 +244,14 @@ export class ChangePipeline {
     const applied = progress.plan;
     revisions.commit(id, number, { plan: applied.action, reason: applied.reason, outcome: OUTCOME[applied.action] });
     store.setRevision(id, number);
+    // Proxies' expiries are kept by name: in the same persist as the commit, they follow a rename and go with a delete.
+    const expiries = store.get(id)?.proxyExpiries ?? {};
+    const followed = followProxies(
+      expiries,
+      config.proxies().map((p) => p.name),
+      change.renamed,
+    );
+    if (JSON.stringify(followed) !== JSON.stringify(expiries)) store.setProxyExpiries(id, followed);
     await this.deps.db.persist();
     crashPoint('change:committed', record);
     await revisions.prune(id).catch((err) => this.log.warn({ instanceID: id, err }, 'cannot drop old revisions'));

@@ -12,6 +12,7 @@ import type { Verdict } from '../src/frpc/verify.js';
 import type { InstanceEnvStore } from '../src/instances/instance-env.js';
 import { nameInUse, type InstanceRecord, type InstanceStore } from '../src/instances/instance-store.js';
 import { changedLabels, type Labels } from '../src/instances/labels.js';
+import { expiryAt } from '../src/instances/expiry.js';
 import type { Author, RevisionStore } from '../src/instances/revision-store.js';
 import type { Logger } from '../src/log/logger.js';
 import type { SettingsStore } from '../src/settings/settings-store.js';
@@ -35,6 +36,8 @@ export interface CreateInstance {
   runUser: string;
   additional: Record<string, unknown>;
   labels?: Labels;
+  /** When it is stopped by itself (see src/instances/expiry.ts). */
+  expires?: string;
 }
 
 export interface ImportInstance {
@@ -48,12 +51,15 @@ export interface ImportInstance {
   bootAtStart: boolean;
   runUser: string;
   labels?: Labels;
+  expires?: string;
 }
 
 export interface SystemConfigChange {
   name?: string;
   bootAtStart?: boolean;
   runUser?: string;
+  /** A new expiry (see src/instances/expiry.ts); null or `never` clears it. */
+  expires?: string | null;
 }
 
 export interface CatalogueChange {
@@ -211,6 +217,7 @@ export class InstanceCatalogue {
     verify: Verdict;
   }> {
     await this.checkNewInstance(input);
+    if (input.expires !== undefined) expiryAt(input.expires, Date.now());
     const { format, tree, notes, text } = await readConfigText(input.content, input.format);
     const included = await readIncludedFiles(input.includedFiles);
     const { config, ...imported } = TunnelConfig.imported(tree, { format, text, notes, included });
@@ -239,13 +246,14 @@ export class InstanceCatalogue {
    * its first revision, its boot service.
    */
   private async register(
-    input: { name: string; bootAtStart: boolean; runUser: string; labels?: Labels },
+    input: { name: string; bootAtStart: boolean; runUser: string; labels?: Labels; expires?: string },
     owner: User,
     config: TunnelConfig,
     revision: { by: Author; kind: string; request: Record<string, unknown> },
   ): Promise<{ record: InstanceRecord; bootServiceError?: string; notes: string[] }> {
     const { store, db, registry, revisions, boot } = this.deps;
     const notes: string[] = [];
+    const expiresAt = input.expires === undefined ? null : expiryAt(input.expires, Date.now());
     const reservation = await registry.reserve(config, { newPort: true });
     try {
       const verify = await this.deps.verify(config, {});
@@ -263,6 +271,7 @@ export class InstanceCatalogue {
         now: Date.now(),
         configPathOf: (id) => join(instancePath, `${serviceNameOf(id)}.toml`),
         labels: changedLabels({}, input.labels ?? {}),
+        expiresAt,
       });
       // The record, marked as a create in progress, is on disk before the file: its id is never handed out twice,
       // and a crash before the end is undone at the next start.
@@ -404,6 +413,8 @@ export class InstanceCatalogue {
       as,
       'system config',
       async (record) => {
+        // Read at the request: a duration counts from now, and a time past is refused before anything changes.
+        const expiresAt = typeof change.expires === 'string' ? expiryAt(change.expires, Date.now()) : null;
         // Before the name's check: nothing may wait between that check and the update below.
         if (change.runUser !== undefined) await checkRunUser(change.runUser);
         // An older instance may keep a name that is no longer allowed for a new one (only digits), as long as it keeps it.
@@ -428,7 +439,8 @@ export class InstanceCatalogue {
           renamed,
           change.bootAtStart ?? record.bootAtStart,
         );
-        const updated = store.update(id, { bootAtStart }) ?? renamed;
+        store.update(id, { bootAtStart });
+        const updated = (change.expires !== undefined ? store.setExpiry(id, expiresAt) : store.get(id)) ?? renamed;
         await db.persist();
         this.version++;
         return bootServiceError ? { record: updated, bootServiceError } : { record: updated };
@@ -481,6 +493,35 @@ export class InstanceCatalogue {
       },
       revision,
       dryRun,
+    );
+  }
+
+  /**
+   * Sets (or, with null or `never`, clears) when one of the instance's proxies is disabled. The proxy must be in its
+   * file; the expiry is kept on the record (see InstanceRecord.proxyExpiries), and follows a rename or a delete.
+   */
+  setProxyExpiry(id: number, proxy: string, expires: string | null, as: Accessor, by: Author): Promise<InstanceRecord> {
+    const revision: RecordedChange = {
+      kind: 'proxy.expiry',
+      request: { proxy, expires },
+      by,
+      reason: 'the expiry is kept on the record: the file is as it was',
+    };
+    return this.modify(
+      id,
+      as,
+      'expiry',
+      async (record) => {
+        const expiresAt = expires === null ? null : expiryAt(expires, Date.now());
+        const config = TunnelConfig.parse(await readTunnelConfigText(record.configPath), record.configPath);
+        if (!config.proxies().some((p) => p.name === proxy))
+          throw notFound(`instance ${record.name} has no proxy named ${proxy}`);
+        const updated = this.deps.store.setProxyExpiry(id, proxy, expiresAt) ?? record;
+        await this.deps.db.persist();
+        this.version++;
+        return updated;
+      },
+      revision,
     );
   }
 

@@ -1,5 +1,6 @@
 import type { ExitInfo } from '../machines/instance.machine.js';
 import { readTunnelConfigText } from '../src/config/tunnel-config.js';
+import { hasExpired } from '../src/instances/expiry.js';
 import type { InstanceRecord, InstanceStore } from '../src/instances/instance-store.js';
 import type { Logger } from '../src/log/logger.js';
 import type { Database } from '../src/storage/database.js';
@@ -82,6 +83,7 @@ export class InstanceRestore {
         .map(async (r) => this.host.knowSecrets(r, await readTunnelConfigText(r.configPath).catch(() => ''))),
     );
     const toCancel: InstanceRecord[] = [];
+    const now = Date.now();
     this.db.transaction(() => {
       for (const record of this.store.all()) {
         const pid = this.adoptOne(record, running.get(record.configPath) ?? []);
@@ -100,7 +102,8 @@ export class InstanceRestore {
           if (restart === 'failed') this.store.setDesired(record.id, 'stopped');
           continue;
         }
-        const shouldRun = sameBoot ? record.desired === 'running' : record.bootAtStart;
+        // One whose expiry passed while we were away is not started again: the expiry stops it (see InstanceExpiry).
+        const shouldRun = (sameBoot ? record.desired === 'running' : record.bootAtStart) && !hasExpired(record, now);
         if (!sameBoot) this.store.setDesired(record.id, record.bootAtStart ? 'running' : 'stopped');
         if (shouldRun) toStart.push(record.id);
         else if (record.failed) {

@@ -8,6 +8,7 @@ import { may, type Accessor, type InstanceAction } from '../src/accounts/access.
 import { verifyConfig, type Verdict } from '../src/frpc/verify.js';
 import * as changes from '../src/instances/config-changes.js';
 import { InstanceEnvStore } from '../src/instances/instance-env.js';
+import { expiryFields } from '../src/instances/expiry.js';
 import { InstanceStore, type InstanceRecord } from '../src/instances/instance-store.js';
 import { RevisionStore, type Author, type Revision } from '../src/instances/revision-store.js';
 import { hasProcess, type Command, type CommandDone } from '../machines/instance.machine.js';
@@ -31,6 +32,7 @@ import {
   type SystemConfigChange,
 } from './instance-catalogue.js';
 import { InstanceHousekeeping } from './instance-housekeeping.js';
+import { EXPIRY_ACCESS, EXPIRY_AUTHOR, InstanceExpiry } from './instance-expiry.js';
 import { InstanceLifecycle, type InstanceState, type RunInfo } from './instance-lifecycle.js';
 import type { InstanceLogs } from './instance-logs.js';
 import { InstanceRegistry } from './instance-registry.js';
@@ -145,6 +147,8 @@ export class InstanceSupervisor {
   /** Restarts a tunnel that runs but carries nothing (Health.*). */
   readonly healthPolicy: HealthPolicy;
   private readonly healthSub: { unsubscribe(): void };
+  /** Stops instances and disables proxies at their expiry. */
+  readonly expiry: InstanceExpiry;
   private readonly registry: InstanceRegistry;
   private readonly log: Logger;
   /** frpc's last verdicts, by program, text and variables (see verify). */
@@ -207,6 +211,18 @@ export class InstanceSupervisor {
       dismantle: (record, purgeLog) => this.catalogue.dismantle(record, purgeLog),
       orphanDir: dirs.orphaned,
       log,
+    });
+    this.expiry = new InstanceExpiry({
+      store,
+      db,
+      log,
+      stop: (id) => this.lifecycle.command(id, 'stop'),
+      offBoot: async (id) =>
+        (await this.catalogue.modifySystem(id, { bootAtStart: false }, EXPIRY_ACCESS, EXPIRY_AUTHOR)).bootServiceError,
+      disableProxy: (id, proxy) =>
+        this.pipeline.run(id, changes.setProxyEnabled(proxy, false), { by: EXPIRY_AUTHOR, as: EXPIRY_ACCESS }),
+      touched: () => this.catalogue.touched(),
+      changes$: this.catalogue.changes$,
     });
     this.status = new TunnelStatus(() => settings.get(), log);
     // systemd enforces a memory cap itself (MemoryMax=); elsewhere the policy reads the tunnels' RSS.
@@ -324,6 +340,10 @@ export class InstanceSupervisor {
 
   modifyLabels(id: number, changes: Readonly<Record<string, string | null>>, as: Accessor) {
     return this.catalogue.modifyLabels(id, changes, as);
+  }
+
+  setProxyExpiry(id: number, proxy: string, expires: string | null, as: Accessor, by: Author) {
+    return this.catalogue.setProxyExpiry(id, proxy, expires, as, by);
   }
 
   /** Whether the caller may do this to the instance (see src/accounts/access.ts); a 404 for an unknown one. */
@@ -517,6 +537,7 @@ export class InstanceSupervisor {
   async start(bootId: string): Promise<void> {
     const reapply = await this.housekeeping.settle();
     await this.lifecycle.restore(bootId);
+    this.expiry.start();
     for (const { id, plan } of reapply) {
       if (this.lifecycle.stateOf(id) !== 'running') continue;
       void this.pipeline
@@ -560,6 +581,7 @@ export class InstanceSupervisor {
             createdBy: view.record.createdBy,
             bootAtStart: view.record.bootAtStart,
             labels: view.record.labels,
+            ...expiryFields(view.record),
             isRunning: view.state === 'running',
             state: view.state,
             ...fields,
@@ -617,6 +639,7 @@ export class InstanceSupervisor {
   }
 
   async close(): Promise<void> {
+    this.expiry.close();
     this.settingsSub.unsubscribe();
     this.statusSub.unsubscribe();
     this.healthSub.unsubscribe();

@@ -32,7 +32,17 @@ import { frp } from './frp-command.js';
 import { keys, loginWithKey } from './key-commands.js';
 import { ask } from './prompt.js';
 import { proxyTable, visitorTable } from './proxy-tables.js';
-import { HEALTH_COLOURS, STATE_COLOURS, forTerminal, paint, shortBytes, shortDuration, table } from './render.js';
+import {
+  HEALTH_COLOURS,
+  STATE_COLOURS,
+  forTerminal,
+  paint,
+  shortBytes,
+  shortDuration,
+  table,
+  timeLeft,
+} from './render.js';
+import { expire } from './expire-command.js';
 import { SELECTION_USAGE } from './instance-refs.js';
 
 export type { Io } from './command.js';
@@ -44,8 +54,16 @@ function proxiesCell(i: Listed): string {
   return `${i.proxyStatus.running ?? 0}/${total}`;
 }
 
+/** When the instance expires, or else the first of its proxies to: `1h59m`, `proxy ssh 20m`. */
+function expiresCell(i: Listed): string {
+  if (i.expiresAt !== undefined) return timeLeft(i.expiresAt);
+  const [first] = Object.entries(i.proxyExpiries ?? {}).sort(([, a], [, b]) => Date.parse(a) - Date.parse(b));
+  return first ? `proxy ${first[0]} ${timeLeft(first[1])}` : '-';
+}
+
 function instanceTable(ctx: Context, list: Listed[]): string {
   const withLabels = list.some((i) => Object.keys(i.labels ?? {}).length > 0);
+  const withExpiries = list.some((i) => expiresCell(i) !== '-');
   const withReasons = list.some((i) => i.health?.reason);
   const rows = list.map((i) => [
     String(i.instanceID),
@@ -66,6 +84,7 @@ function instanceTable(ctx: Context, list: Listed[]): string {
             .join(',') || '-',
         ]
       : []),
+    ...(withExpiries ? [expiresCell(i)] : []),
     ...(withReasons ? [forTerminal(i.health?.reason ?? '')] : []),
   ]);
   return table(
@@ -82,6 +101,7 @@ function instanceTable(ctx: Context, list: Listed[]): string {
       'restarts',
       'proxies',
       ...(withLabels ? ['labels'] : []),
+      ...(withExpiries ? ['expires'] : []),
       ...(withReasons ? ['why'] : []),
     ],
     rows,
@@ -566,6 +586,7 @@ export const CLIENT_COMMANDS: Record<string, Command> = {
   ...EDIT_COMMANDS,
   ...REVISION_COMMANDS,
   label,
+  expire,
   users,
   ...ACCOUNT_COMMANDS,
   keys,

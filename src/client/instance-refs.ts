@@ -20,6 +20,9 @@ export interface Listed {
   /** While running: the share of one core the tunnel uses (100 = one core), and its resident memory. */
   cpuPercent?: number;
   rssBytes?: number;
+  /** When it, or each of its proxies that has one, expires (ISO 8601; only those set). */
+  expiresAt?: string;
+  proxyExpiries?: Record<string, string>;
 }
 
 /** `--id N`, for commands that name instances: an id is never read from a bare word, which is always a name. */

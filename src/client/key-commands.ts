@@ -5,14 +5,13 @@ import { print, type Command, type Context } from './command.js';
 import { CliError, EXIT, usageError } from './errors.js';
 import { ask } from './prompt.js';
 import { table } from './render.js';
-
-const UNIT_SECS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400, w: 604_800 };
+import { durationMs } from '../util/duration.js';
 
 /** `90s`, `45m`, `12h`, `30d`, `2w` in seconds. */
 export function durationSecs(raw: string): number {
-  const m = /^(\d{1,6})([smhdw])$/.exec(raw);
-  if (!m || Number(m[1]) === 0) throw usageError(`--expires takes a duration like 30d, 12h, 45m or 2w, not ${raw}`);
-  return Number(m[1]) * UNIT_SECS[m[2]!]!;
+  const ms = durationMs(raw);
+  if (ms === undefined) throw usageError(`--expires takes a duration like 30d, 12h, 45m or 2w, not ${raw}`);
+  return ms / 1000;
 }
 
 /** `login --key`: checks the key with the server, then keeps it like a token (mode 0600); no hourly login after. */

@@ -1,5 +1,5 @@
 import { remoteOf } from '../config/proxy-remote.js';
-import { table, type Colour } from './render.js';
+import { table, timeLeft, type Colour } from './render.js';
 
 // `tunnelward proxies`: an instance's proxies and visitors as tables, with what frpc says of each proxy.
 
@@ -38,6 +38,7 @@ const statusColour = (status: string): Colour =>
 /** The proxies, one row each; frpc's error text in a last column when any proxy has one. */
 export function proxyTable(proxies: Listed[], serverAddr: string, colour: boolean): string {
   const withErrors = proxies.some((p) => errorOf(p) !== '');
+  const withExpiries = proxies.some((p) => typeof p.expiresAt === 'string');
   const rows = proxies.map((p) => [
     text(p.name),
     text(p.type),
@@ -45,9 +46,10 @@ export function proxyTable(proxies: Listed[], serverAddr: string, colour: boolea
     remoteOf(p, serverAddr) || '-',
     statusOf(p),
     ...(withErrors ? [errorOf(p) || '-'] : []),
+    ...(withExpiries ? [typeof p.expiresAt === 'string' ? timeLeft(p.expiresAt) : '-'] : []),
   ]);
   return table(
-    ['name', 'type', 'local', 'remote', 'health', ...(withErrors ? ['why'] : [])],
+    ['name', 'type', 'local', 'remote', 'health', ...(withErrors ? ['why'] : []), ...(withExpiries ? ['expires'] : [])],
     rows,
     (r, c) => (c === 4 ? statusColour(rows[r]![4]!) : c === 5 && rows[r]![5] !== '-' ? 'red' : undefined),
     colour,

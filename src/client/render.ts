@@ -33,6 +33,24 @@ export function shortDuration(seconds: number): string {
   return `${Math.floor(seconds / 86400)}D`;
 }
 
+/** A time ahead in two units at most: 45s, 5m30s, 1h59m, 6d23h; `due` once it has come. */
+export function timeLeft(at: string, now = Date.now()): string {
+  const seconds = Math.floor((Date.parse(at) - now) / 1000);
+  if (!(seconds > 0)) return 'due';
+  const units: Array<[string, number]> = [
+    ['d', 86400],
+    ['h', 3600],
+    ['m', 60],
+    ['s', 1],
+  ];
+  const first = units.findIndex(([, size]) => seconds >= size);
+  const [bigUnit, big] = units[first]!;
+  const next = units[first + 1];
+  const whole = Math.floor(seconds / big);
+  const rest = next ? Math.floor((seconds % big) / next[1]) : 0;
+  return `${whole}${bigUnit}${next && rest > 0 ? `${rest}${next[0]}` : ''}`;
+}
+
 /** Bytes as `ps`-like short text: 812K, 14.2M, 1.1G. */
 export function shortBytes(bytes: number): string {
   const units = ['B', 'K', 'M', 'G', 'T'];

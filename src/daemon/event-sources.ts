@@ -72,6 +72,11 @@ export function publishEvents(hub: EventHub, supervisor: InstanceSupervisor, log
     ),
   );
   subscription.add(
+    supervisor.expiry.expired$.subscribe(({ event, instanceID, name, proxy, message }) =>
+      hub.publish({ event, instanceID, name, ...NO_PROCESS, ...(proxy !== undefined ? { proxy } : {}), message }),
+    ),
+  );
+  subscription.add(
     supervisor.boot.errors$.subscribe(({ instanceID, name, message }) =>
       hub.publish({ event: 'instance.bootServiceError', instanceID, name, ...NO_PROCESS, message }),
     ),

@@ -49,6 +49,9 @@ export type NotificationKind =
   | 'instance.healthRestart'
   /** The live status as frpc reports it changed (first sights included, not debounced): for UIs to re-read. */
   | 'instance.status'
+  /** An expiry came: the instance was stopped, or one of its proxies disabled. */
+  | 'instance.expired'
+  | 'proxy.expired'
   /**
    * Webhooks only, with `Webhook.DigestSecs`: the connection alerts of one window, one per server and direction, in
    * place of one webhook each (src/events/digest.ts).
@@ -72,6 +75,8 @@ const WEBHOOK_KINDS: ReadonlySet<NotificationKind> = new Set<NotificationKind>([
   'instance.connected',
   'instance.disconnected',
   'instance.healthRestart',
+  'instance.expired',
+  'proxy.expired',
 ]);
 
 export const isWebhookEvent = (event: { event: NotificationKind }): boolean => WEBHOOK_KINDS.has(event.event);
@@ -95,7 +100,7 @@ export interface NotificationEvent {
   /** For instance.status: logged in to its server (null: not known), and how many proxies in each status. */
   connected?: boolean | null;
   proxyStatus?: Record<string, number>;
-  /** For proxy.up and proxy.down: which proxy, and frpc's error. */
+  /** For proxy.up, proxy.down and proxy.expired: which proxy; for the first two, frpc's error. */
   proxy?: string;
   err?: string;
   /** For alerts.digest: the tunnels and proxies it tells of. */

@@ -566,7 +566,7 @@ export interface paths {
         put?: never;
         /**
          * Change an instance's config file, record or environment
-         * @description configFile changes top-level frpc keys (a running tunnel is restarted to apply them); systemConfig changes name, bootAtStart and runUser (and the boot service: a failure still succeeds, with bootServiceError); environment sets write-only variables; labels sets (a string) or removes (null) labels.
+         * @description configFile changes top-level frpc keys (a running tunnel is restarted to apply them); systemConfig changes name, bootAtStart, runUser (and the boot service: a failure still succeeds, with bootServiceError) and expires; environment sets write-only variables; labels sets (a string) or removes (null) labels.
          *
          *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp); on the instance: the instance's owner (the admin who created it) or a superuser (403 otherwise).
          */
@@ -921,6 +921,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/tunnelAct/proxyMgr/setExpiry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set (or clear) when a proxy is disabled by itself
+         * @description The expiry is kept on the instance's record, not in the file (frpc refuses a key it does not know); it follows a rename and goes with a delete. At expiry the proxy is disabled as setStatus disables it (a running tunnel reloads; the others run on), with a proxy.expired event.
+         *
+         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp); on the instance: the instance's owner (the admin who created it) or a superuser (403 otherwise).
+         */
+        post: operations["proxyMgr.setExpiry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/tunnelAct/proxyMgr/list": {
         parameters: {
             query?: never;
@@ -1214,6 +1236,8 @@ export interface components {
             "Watchdog.NoRetryExitCodes": number[];
             /** @description a start succeeds once the tunnel has stayed up this long (seconds) */
             "Instance.StartSecs": number;
+            /** @description each tunnel's memory cap in MiB (0: none): systemd units get MemoryMax= and MemoryHigh= (90%); in process mode a tunnel whose RSS stays above it is restarted by the health policy; frpc runs with GOMEMLIMIT at 80% of it unless its own variables set one */
+            "Instance.MemoryMaxMB": number;
             /** @description after SIGTERM, wait this long before SIGKILL (seconds) */
             "Instance.StopTimeoutSecs": number;
             /** @description send events to the webhook */
@@ -1328,6 +1352,8 @@ export interface components {
             "Watchdog.NoRetryExitCodes"?: number[];
             /** @description a start succeeds once the tunnel has stayed up this long (seconds) */
             "Instance.StartSecs"?: number;
+            /** @description each tunnel's memory cap in MiB (0: none): systemd units get MemoryMax= and MemoryHigh= (90%); in process mode a tunnel whose RSS stays above it is restarted by the health policy; frpc runs with GOMEMLIMIT at 80% of it unless its own variables set one */
+            "Instance.MemoryMaxMB"?: number;
             /** @description after SIGTERM, wait this long before SIGKILL (seconds) */
             "Instance.StopTimeoutSecs"?: number;
             /** @description send events to the webhook */
@@ -1492,6 +1518,15 @@ export interface components {
             /** @description started at boot */
             bootAtStart: boolean;
             labels: components["schemas"]["Labels"];
+            /**
+             * Format: date-time
+             * @description when it is stopped by itself (and taken off boot); absent when it does not expire
+             */
+            expiresAt?: string;
+            /** @description when each of its proxies that has an expiry is disabled by itself, by proxy name */
+            proxyExpiries?: {
+                [key: string]: string;
+            };
             /** @description state is running */
             isRunning: boolean;
             /** @description while running: the share of one core its process used (100 = one core) since the previous list at least a second before, or since it started; read from /proc at most once a second */
@@ -1514,6 +1549,15 @@ export interface components {
             queued: number;
             /** @description the revision of its config file it stands at (0: none recorded yet) */
             revision: number;
+            /**
+             * Format: date-time
+             * @description when it is stopped by itself (and taken off boot); absent when it does not expire
+             */
+            expiresAt?: string;
+            /** @description when each of its proxies that has an expiry is disabled by itself, by proxy name */
+            proxyExpiries?: {
+                [key: string]: string;
+            };
         } & components["schemas"]["InstanceRuntime"];
         InstanceInfo: {
             instanceID: number;
@@ -1529,6 +1573,15 @@ export interface components {
             labels: components["schemas"]["Labels"];
             /** @description the revision of its config file it stands at; changes take it as baseRevision */
             revision: number;
+            /**
+             * Format: date-time
+             * @description when it is stopped by itself (and taken off boot); absent when it does not expire
+             */
+            expiresAt?: string;
+            /** @description when each of its proxies that has an expiry is disabled by itself, by proxy name */
+            proxyExpiries?: {
+                [key: string]: string;
+            };
             /** @description what the caller may do to it (the access rule) */
             access: {
                 /** @description may start, stop and restart it */
@@ -1583,6 +1636,11 @@ export interface components {
             configPath: string;
             bootAtStart: boolean;
             runUser: string;
+            /**
+             * Format: date-time
+             * @description when the request set expires: when it expires now (null: it does not)
+             */
+            expiresAt?: string | null;
         } & components["schemas"]["BootServiceFailure"]) | {
             instanceID: number;
             /** @description its variables, each value shown as ******** */
@@ -1795,6 +1853,20 @@ export interface components {
              * @description since when it has that status
              */
             statusSince: string | null;
+            /**
+             * Format: date-time
+             * @description when it is disabled by itself (setExpiry); absent when it does not expire
+             */
+            expiresAt?: string;
+        };
+        ProxyExpirySet: {
+            instanceID: number;
+            proxyName: string;
+            /**
+             * Format: date-time
+             * @description null: it does not expire
+             */
+            expiresAt: string | null;
         };
         ProxyList: {
             instanceID: number;
@@ -2984,7 +3056,7 @@ export interface components {
         };
         Event: {
             /** @enum {string} */
-            event: "instance.state" | "instance.started" | "instance.stopped" | "instance.crashed" | "instance.restarting" | "instance.failed" | "instance.created" | "instance.modified" | "instance.deleted" | "instance.bootServiceError" | "instance.logFailed" | "instance.logRecovered" | "instance.connected" | "instance.disconnected" | "instance.healthRestart" | "instance.status" | "proxy.up" | "proxy.down" | "service.started" | "service.stopping";
+            event: "instance.state" | "instance.started" | "instance.stopped" | "instance.crashed" | "instance.restarting" | "instance.failed" | "instance.created" | "instance.modified" | "instance.deleted" | "instance.bootServiceError" | "instance.logFailed" | "instance.logRecovered" | "instance.connected" | "instance.disconnected" | "instance.healthRestart" | "instance.status" | "proxy.up" | "proxy.down" | "instance.expired" | "proxy.expired" | "service.started" | "service.stopping";
             instanceID: number | null;
             name: string;
             /** @description state before */
@@ -2997,9 +3069,9 @@ export interface components {
             attempt?: number;
             /** @description instance.restarting: delay before the next start */
             delayMs?: number;
-            /** @description what happened (bootServiceError, logFailed, logRecovered, modified, healthRestart: why) */
+            /** @description what happened (bootServiceError, logFailed, logRecovered, modified, expired, healthRestart: why) */
             message?: string;
-            /** @description proxy.up, proxy.down: which proxy */
+            /** @description proxy.up, proxy.down, proxy.expired: which proxy */
             proxy?: string;
             /** @description proxy.down: frpc's error */
             err?: string;
@@ -3914,7 +3986,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description one setting to read; every setting when omitted (also accepted as an X-key header) */
-                key?: "ListenAddr" | "ListenPort" | "TunnelPath" | "InstancePath" | "Debug" | "Watchdog.Enabled" | "Watchdog.Port" | "Watchdog.BackoffSecs" | "Watchdog.BackoffMaxSecs" | "Watchdog.StartLimit" | "Watchdog.StableSecs" | "Watchdog.NoRetryExitCodes" | "Instance.StartSecs" | "Instance.StopTimeoutSecs" | "Notification.Enabled" | "Notification.Method" | "Webhook.Method" | "Webhook.URL" | "Webhook.Headers" | "Webhook.Body" | "Webhook.TimeoutSecs" | "Webhook.Retries" | "Webhook.DigestSecs" | "Alerts.DebounceSecs" | "Health.DisconnectedSecs" | "Status.PollSecs" | "Log.MaxBytes" | "Log.Files" | "InitSystem" | "Systemd.UnitDir" | "Systemd.Systemctl" | "Systemd.Journalctl" | "InitD.ScriptDir" | "InitD.UpdateRcD" | "InitD.PidDir" | "InitD.LogDir" | "Windows.Schtasks" | "RateLimit.Login" | "RateLimit.PerToken" | "RateLimit.Register" | "Register.Enabled" | "SystemLog.RequireToken" | "Visitor.ShowDetails" | "TLS.CertFile" | "TLS.KeyFile" | "TrustedProxies" | "Audit.RetentionDays" | "Audit.MaxEntries" | "Revisions.Keep";
+                key?: "ListenAddr" | "ListenPort" | "TunnelPath" | "InstancePath" | "Debug" | "Watchdog.Enabled" | "Watchdog.Port" | "Watchdog.BackoffSecs" | "Watchdog.BackoffMaxSecs" | "Watchdog.StartLimit" | "Watchdog.StableSecs" | "Watchdog.NoRetryExitCodes" | "Instance.StartSecs" | "Instance.MemoryMaxMB" | "Instance.StopTimeoutSecs" | "Notification.Enabled" | "Notification.Method" | "Webhook.Method" | "Webhook.URL" | "Webhook.Headers" | "Webhook.Body" | "Webhook.TimeoutSecs" | "Webhook.Retries" | "Webhook.DigestSecs" | "Alerts.DebounceSecs" | "Health.DisconnectedSecs" | "Status.PollSecs" | "Log.MaxBytes" | "Log.Files" | "InitSystem" | "Systemd.UnitDir" | "Systemd.Systemctl" | "Systemd.Journalctl" | "InitD.ScriptDir" | "InitD.UpdateRcD" | "InitD.PidDir" | "InitD.LogDir" | "Windows.Schtasks" | "RateLimit.Login" | "RateLimit.PerToken" | "RateLimit.Register" | "Register.Enabled" | "SystemLog.RequireToken" | "Visitor.ShowDetails" | "TLS.CertFile" | "TLS.KeyFile" | "TrustedProxies" | "Audit.RetentionDays" | "Audit.MaxEntries" | "Revisions.Keep";
             };
             header?: never;
             path?: never;
@@ -4010,6 +4082,8 @@ export interface operations {
                     /** @description operating-system user the tunnel runs as (default root) */
                     runUser?: string;
                     labels?: components["schemas"]["Labels"];
+                    /** @description when it is stopped by itself (and taken off boot): a duration from now (30m, 2h, 7d, 1h30m), an ISO 8601 time (2030-06-01T18:00:00Z; without an offset, the host's local time) or never; a time past is refused */
+                    expires?: string;
                     additionalProperties?: components["schemas"]["FrpcAdditionalSettings"];
                 };
             };
@@ -4071,6 +4145,8 @@ export interface operations {
                     /** @description operating-system user the tunnel runs as (default root) */
                     runUser?: string;
                     labels?: components["schemas"]["Labels"];
+                    /** @description when it is stopped by itself (and taken off boot): a duration from now (30m, 2h, 7d, 1h30m), an ISO 8601 time (2030-06-01T18:00:00Z; without an offset, the host's local time) or never; a time past is refused */
+                    expires?: string;
                     /** @description check and plan only: the answer says what would happen (diff, frpc verify, plan); nothing is written */
                     dryRun?: boolean;
                 };
@@ -4183,6 +4259,8 @@ export interface operations {
                         bootAtStart?: boolean;
                         /** @description operating-system user the tunnel runs as */
                         runUser?: string;
+                        /** @description when it expires: a duration from now (30m, 2h, 7d, 1h30m), an ISO 8601 time (2030-06-01T18:00:00Z; without an offset, the host's local time) or never; null or never clears it. A time past is refused with nothing changed. At expiry an instance is stopped as an operator's stop does it and taken off boot; a proxy is disabled in the file */
+                        expires?: string | null;
                     };
                 } | {
                     /** @description an id: an integer, or a string holding one */
@@ -4958,6 +5036,50 @@ export interface operations {
             500: components["responses"]["InternalError"];
             /** @description The tunnel did not come up with the new file (the restart that applies it ended in an exit): the file was put back as it was, the tunnel restarted on it, and the message says both. */
             502: components["responses"]["TunnelFailed"];
+        };
+    };
+    "proxyMgr.setExpiry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description an id: an integer, or a string holding one */
+                    instanceID: number | string;
+                    proxyName: string;
+                    /** @description when it expires: a duration from now (30m, 2h, 7d, 1h30m), an ISO 8601 time (2030-06-01T18:00:00Z; without an offset, the host's local time) or never; null or never clears it. A time past is refused with nothing changed. At expiry an instance is stopped as an operator's stop does it and taken off boot; a proxy is disabled in the file */
+                    expires: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Set */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope"] & {
+                        /** @constant */
+                        success?: true;
+                        data: components["schemas"]["ProxyExpirySet"];
+                    };
+                };
+            };
+            /** @description A missing field, or expires neither a duration, a time nor never, or a time past. */
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such instance or proxy. */
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
         };
     };
     "proxyMgr.list": {

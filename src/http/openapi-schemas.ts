@@ -83,6 +83,15 @@ export const documentedBy = (component: string) =>
   z.looseObject({}).meta({ $ref: `#/components/schemas/${component}` });
 
 export const NO_INSTANCE = 'No instance with that id.';
+
+/** What every view of an instance shows of its expiries (src/instances/expiry.ts), each only when set. */
+const EXPIRY_VIEW: Record<string, Json> = {
+  'expiresAt?': dateTime('when it is stopped by itself (and taken off boot); absent when it does not expire'),
+  'proxyExpiries?': mapOf(
+    'when each of its proxies that has an expiry is disabled by itself, by proxy name',
+    dateTime(),
+  ),
+};
 /** A change that the running tunnel could not take: put back, file and tunnel, and said why. */
 export const APPLY_FAILED =
   'The tunnel did not come up with the new file (the restart that applies it ended in an exit): the file was put back as it was, the tunnel restarted on it, and the message says both.';
@@ -290,6 +299,7 @@ export function componentSchemas(): Record<string, Json> {
           createdBy: str('username of the creator'),
           bootAtStart: bool('started at boot'),
           labels: schema('Labels'),
+          ...EXPIRY_VIEW,
           isRunning: bool('state is running'),
           'cpuPercent?': num(
             'while running: the share of one core its process used (100 = one core) since the previous list at least a second before, or since it started; read from /proc at most once a second',
@@ -311,6 +321,7 @@ export function componentSchemas(): Record<string, Json> {
             minimum: 0,
           }),
           revision: int('the revision of its config file it stands at (0: none recorded yet)', { minimum: 0 }),
+          ...EXPIRY_VIEW,
         }),
         schema('InstanceRuntime'),
       ],
@@ -330,6 +341,7 @@ export function componentSchemas(): Record<string, Json> {
           revision: int('the revision of its config file it stands at; changes take it as baseRevision', {
             minimum: 0,
           }),
+          ...EXPIRY_VIEW,
           access: obj(
             {
               operate: bool('may start, stop and restart it'),
@@ -378,7 +390,17 @@ export function componentSchemas(): Record<string, Json> {
         {
           title: 'systemConfig',
           allOf: [
-            obj({ instanceID: int(), configPath: str(), bootAtStart: bool(), runUser: str() }),
+            obj({
+              instanceID: int(),
+              configPath: str(),
+              bootAtStart: bool(),
+              runUser: str(),
+              'expiresAt?': {
+                type: ['string', 'null'],
+                format: 'date-time',
+                description: 'when the request set expires: when it expires now (null: it does not)',
+              },
+            }),
             schema('BootServiceFailure'),
           ],
         },
@@ -556,11 +578,17 @@ export function componentSchemas(): Record<string, Json> {
             err: str("frpc's error, or ''"),
             'remoteAddr?': str("address and port on the server (tcp, udp), or ''; admin and superuser only"),
             statusSince: str('since when it has that status', { type: ['string', 'null'], format: 'date-time' }),
+            'expiresAt?': dateTime('when it is disabled by itself (setExpiry); absent when it does not expire'),
           },
           { description: "null/empty while the tunnel does not run or before frpc's status is known" },
         ),
       ],
     },
+    ProxyExpirySet: obj({
+      instanceID: int(),
+      proxyName: str(),
+      expiresAt: { type: ['string', 'null'], format: 'date-time', description: 'null: it does not expire' },
+    }),
     ProxyList: obj({
       instanceID: int(),
       proxyCount: int(),
@@ -712,6 +740,8 @@ export function componentSchemas(): Record<string, Json> {
           'instance.status',
           'proxy.up',
           'proxy.down',
+          'instance.expired',
+          'proxy.expired',
           'service.started',
           'service.stopping',
         ],
@@ -724,8 +754,10 @@ export function componentSchemas(): Record<string, Json> {
       signal: str(undefined, { type: ['string', 'null'] }),
       'attempt?': int('instance.restarting: crashes in a row'),
       'delayMs?': int('instance.restarting: delay before the next start'),
-      'message?': str('what happened (bootServiceError, logFailed, logRecovered, modified, healthRestart: why)'),
-      'proxy?': str('proxy.up, proxy.down: which proxy'),
+      'message?': str(
+        'what happened (bootServiceError, logFailed, logRecovered, modified, expired, healthRestart: why)',
+      ),
+      'proxy?': str('proxy.up, proxy.down, proxy.expired: which proxy'),
       'err?': str("proxy.down: frpc's error"),
       'connected?': {
         type: ['boolean', 'null'],

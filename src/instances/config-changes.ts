@@ -10,6 +10,8 @@ export interface FileChange<T> {
   kind: string;
   request: Record<string, unknown>;
   edit(draft: TunnelConfig): { config: TunnelConfig; result: T; notes?: string[] };
+  /** A proxy it renames: what it keeps on the record by name (its expiry) goes with it. */
+  renamed?: { from: string; to: string };
 }
 
 const keysOf = (fields: Record<string, unknown>) => Object.keys(fields).sort();
@@ -28,6 +30,7 @@ export const modifyProxy = (
   kind: newName !== undefined && newName !== selector ? 'proxy.rename' : 'proxy.modify',
   request: { proxy: selector, ...(newName !== undefined ? { newName } : {}), keys: keysOf(input) },
   edit: (draft) => ({ config: draft, result: draft.modifyProxy(selector, input, newName) }),
+  ...(newName !== undefined && newName !== selector ? { renamed: { from: selector, to: newName } } : {}),
 });
 
 export const deleteProxy = (name: string): FileChange<void> => ({

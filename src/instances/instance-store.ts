@@ -34,9 +34,14 @@ export interface InstanceRecord {
   labels: Labels;
   /** The committed revision of its config file it stands at (0 before the first: see the change pipeline). */
   revision: number;
+  /** When it is stopped by itself (ms since the epoch; null: never). See src/instances/expiry.ts. */
+  expiresAt: number | null;
+  /** When each of its proxies is disabled, by proxy name (not in the file: frpc refuses a key it does not know); frozen. */
+  proxyExpiries: Readonly<Record<string, number>>;
 }
 
 const NO_LABELS: Labels = Object.freeze({});
+const NO_EXPIRIES: Readonly<Record<string, number>> = Object.freeze({});
 
 interface Row {
   id: number;
@@ -55,9 +60,15 @@ interface Row {
   last_exit_code: number | null;
   last_exit_signal: string | null;
   last_exit_at: number | null;
+  expires_at: number | null;
 }
 
-const toRecord = (r: Row, labels: Labels, revision: number): InstanceRecord => ({
+const toRecord = (
+  r: Row,
+  labels: Labels,
+  revision: number,
+  proxyExpiries: Readonly<Record<string, number>>,
+): InstanceRecord => ({
   id: r.id,
   name: r.name,
   bootAtStart: r.boot_at_start === 1,
@@ -74,6 +85,8 @@ const toRecord = (r: Row, labels: Labels, revision: number): InstanceRecord => (
   lastExit: r.last_exit_at === null ? null : { code: r.last_exit_code, signal: r.last_exit_signal, at: r.last_exit_at },
   labels,
   revision,
+  expiresAt: r.expires_at,
+  proxyExpiries,
 });
 
 /** The one answer to a name another instance has: callers check first; the database's own constraint says the same. */
@@ -113,11 +126,27 @@ export class InstanceStore {
         )
         .map((r) => [r.instance_id, r.n]),
     );
+    const expiries = new Map<number, Record<string, number>>();
+    for (const row of db.all<{ instance_id: number; proxy: string; expires_at: number }>(
+      'SELECT * FROM proxy_expiries ORDER BY instance_id, proxy',
+    )) {
+      let of = expiries.get(row.instance_id);
+      if (!of) expiries.set(row.instance_id, (of = {}));
+      of[row.proxy] = row.expires_at;
+    }
     for (const row of db.all<Row>('SELECT * FROM instances ORDER BY id')) {
       const own = labels.get(row.id);
+      const proxyExpiries = expiries.get(row.id);
       this.records.set(
         row.id,
-        Object.freeze(toRecord(row, own ? Object.freeze(own) : NO_LABELS, revisions.get(row.id) ?? 0)),
+        Object.freeze(
+          toRecord(
+            row,
+            own ? Object.freeze(own) : NO_LABELS,
+            revisions.get(row.id) ?? 0,
+            proxyExpiries ? Object.freeze(proxyExpiries) : NO_EXPIRIES,
+          ),
+        ),
       );
     }
   }
@@ -145,6 +174,7 @@ export class InstanceStore {
     now: number;
     configPathOf: (id: number) => string;
     labels?: Labels;
+    expiresAt?: number | null;
   }): InstanceRecord {
     naming(fields.name, () =>
       this.db.run(
@@ -158,6 +188,8 @@ export class InstanceStore {
     this.db.run('UPDATE instances SET config_path = ? WHERE id = ?', [configPath, id]);
     const labels = fields.labels ?? NO_LABELS;
     this.writeLabels(id, labels);
+    const expiresAt = fields.expiresAt ?? null;
+    if (expiresAt !== null) this.db.run('UPDATE instances SET expires_at = ? WHERE id = ?', [expiresAt, id]);
     const record: InstanceRecord = Object.freeze({
       id,
       name: fields.name,
@@ -175,6 +207,8 @@ export class InstanceStore {
       lastExit: null,
       labels,
       revision: 0,
+      expiresAt,
+      proxyExpiries: NO_EXPIRIES,
     });
     this.records.set(id, record);
     return record;
@@ -227,6 +261,31 @@ export class InstanceStore {
   private writeLabels(id: number, labels: Labels): void {
     for (const [key, value] of Object.entries(labels))
       this.db.run('INSERT INTO instance_labels (instance_id, key, value) VALUES (?, ?, ?)', [id, key, value]);
+  }
+
+  /** Sets (or, with null, clears) when the instance is stopped by itself. */
+  setExpiry(id: number, expiresAt: number | null): InstanceRecord | undefined {
+    this.db.run('UPDATE instances SET expires_at = ? WHERE id = ?', [expiresAt, id]);
+    return this.replace(id, { expiresAt });
+  }
+
+  /** Sets (or, with null, clears) when one of the instance's proxies is disabled. */
+  setProxyExpiry(id: number, proxy: string, expiresAt: number | null): InstanceRecord | undefined {
+    const current = this.records.get(id);
+    if (!current) return undefined;
+    const { [proxy]: _, ...rest } = current.proxyExpiries;
+    return this.setProxyExpiries(id, expiresAt === null ? rest : { ...rest, [proxy]: expiresAt });
+  }
+
+  /** Replaces the expiries of the instance's proxies (after a change of its file: see followProxies). */
+  setProxyExpiries(id: number, expiries: Readonly<Record<string, number>>): InstanceRecord | undefined {
+    this.db.transaction(() => {
+      this.db.run('DELETE FROM proxy_expiries WHERE instance_id = ?', [id]);
+      for (const [proxy, at] of Object.entries(expiries))
+        this.db.run('INSERT INTO proxy_expiries (instance_id, proxy, expires_at) VALUES (?, ?, ?)', [id, proxy, at]);
+    });
+    const sorted = Object.fromEntries(Object.entries(expiries).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+    return this.replace(id, { proxyExpiries: Object.keys(sorted).length > 0 ? Object.freeze(sorted) : NO_EXPIRIES });
   }
 
   setDesired(id: number, desired: DesiredState): void {

@@ -126,4 +126,15 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (instance_id, number)
   );
   `,
+  // 10: expiries: when an instance is stopped by itself, and when each of its proxies is disabled (by proxy name:
+  //     proxies live in the config file, which frpc reads, and frpc refuses a key it does not know)
+  `
+  ALTER TABLE instances ADD COLUMN expires_at INTEGER;
+  CREATE TABLE proxy_expiries (
+    instance_id INTEGER NOT NULL REFERENCES instances(id) ON DELETE CASCADE,
+    proxy       TEXT    NOT NULL,
+    expires_at  INTEGER NOT NULL,
+    PRIMARY KEY (instance_id, proxy)
+  );
+  `,
 ];

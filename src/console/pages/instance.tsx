@@ -288,6 +288,16 @@ export function InstancePage({ id }: { id: number }) {
         <Fact name="Proxies" value={proxyCounts(info.proxyStatus)} />
         <Fact name="Last exit" value={lastExit} />
         {info.nextStartAt && <Fact name="Next start" value={dateTime(info.nextStartAt)} />}
+        {info.expiresAt && <Fact name="Expires" value={`${dateTime(info.expiresAt)} (then stopped)`} />}
+        {info.proxyExpiries && (
+          <Fact
+            name="Proxies expire"
+            value={Object.entries(info.proxyExpiries)
+              .map(([proxy, at]) => `${proxy}: ${dateTime(at)}`)
+              .join(', ')}
+            wide
+          />
+        )}
         {info.serverAddr !== undefined && <Fact name="Server" value={`${info.serverAddr}:${info.serverPort ?? ''}`} />}
         <Fact name="Auth" value={info.auth_method || '—'} />
         <Fact name="Service" value={info.serviceName} />

@@ -27,6 +27,7 @@ import { idField, idParam, MAX_IDS } from '../params.js';
 import type { RouteDeps } from '../app.js';
 import { ResourceRouter } from '../resource-router.js';
 import { formatIso } from '../../util/time.js';
+import { EXPIRY_FORMS, expiryFields } from '../../instances/expiry.js';
 
 /** `labels` of a create or an import, each checked: none when left out. */
 const optionalLabels = (labels: Record<string, string> | undefined): Record<string, string> | undefined =>
@@ -159,7 +160,21 @@ const runFields = {
   bootAtStart: z.boolean().optional().describe('start at boot (default false)'),
   runUser: z.string().optional().describe('operating-system user the tunnel runs as (default root)'),
   labels: z.record(z.string(), z.string()).optional().meta(schema('Labels')),
+  expires: z
+    .string()
+    .max(64)
+    .optional()
+    .describe(`when it is stopped by itself (and taken off boot): ${EXPIRY_FORMS}; a time past is refused`),
 };
+
+/** A new expiry, or none (null or never). */
+export const expiresValue = z
+  .string()
+  .max(64)
+  .nullable()
+  .describe(
+    `when it expires: ${EXPIRY_FORMS}; null or never clears it. A time past is refused with nothing changed. At expiry an instance is stopped as an operator's stop does it and taken off boot; a proxy is disabled in the file`,
+  );
 
 export const createInstance = operation({
   method: 'post',
@@ -254,7 +269,7 @@ export const modifyInstance = operation({
   tag: 'instances',
   summary: "Change an instance's config file, record or environment",
   description:
-    'configFile changes top-level frpc keys (a running tunnel is restarted to apply them); systemConfig changes name, bootAtStart and runUser (and the boot service: a failure still succeeds, with bootServiceError); environment sets write-only variables; labels sets (a string) or removes (null) labels.',
+    'configFile changes top-level frpc keys (a running tunnel is restarted to apply them); systemConfig changes name, bootAtStart, runUser (and the boot service: a failure still succeeds, with bootServiceError) and expires; environment sets write-only variables; labels sets (a string) or removes (null) labels.',
   access: 'admin',
   instanceAccess: 'change',
   body: z
@@ -266,6 +281,7 @@ export const modifyInstance = operation({
           name: z.string().optional().meta(schema('InstanceName')),
           bootAtStart: z.boolean().optional(),
           runUser: z.string().optional().describe('operating-system user the tunnel runs as'),
+          expires: expiresValue.optional(),
         }),
       ),
       modification(
@@ -549,6 +565,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
         runUser: fields.runUser || 'root',
         additional: fields.additionalProperties ?? {},
         labels: optionalLabels(fields.labels),
+        expires: fields.expires,
       },
       ctx.state.auth.user,
       authorOf(ctx.state.auth),
@@ -579,6 +596,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
       bootAtStart: fields.bootAtStart ?? false,
       runUser: fields.runUser || 'root',
       labels: optionalLabels(fields.labels),
+      expires: fields.expires,
     };
     if (fields.dryRun) {
       const checked = await supervisor.checkImport(input);
@@ -716,12 +734,22 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
       );
       reply(
         ctx,
-        `instance ${record.name} modified${bootServiceError ? ', but its boot service could not be changed' : ''}`,
+        `instance ${record.name} modified${bootServiceError ? ', but its boot service could not be changed' : ''}${
+          data.expires === undefined
+            ? ''
+            : record.expiresAt === null
+              ? '; it does not expire'
+              : `; it expires at ${formatIso(record.expiresAt)}`
+        }`,
         {
           instanceID: record.id,
           configPath: record.configPath,
           bootAtStart: record.bootAtStart,
           runUser: record.runUser,
+          // Said when asked about: null, it does not expire.
+          ...(data.expires !== undefined
+            ? { expiresAt: record.expiresAt === null ? null : formatIso(record.expiresAt) }
+            : {}),
           ...(bootServiceError ? { bootServiceError, instanceName: record.name } : {}),
         },
       );
@@ -771,6 +799,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
       state: view.state,
       queued: supervisor.queuedOf(view.record.id),
       revision: view.record.revision,
+      ...expiryFields(view.record),
       ...processFields(view),
       ...supervisor.statusFields(view.record.id),
     });
@@ -800,6 +829,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
       bootAtStart: view.record.bootAtStart,
       labels: view.record.labels,
       revision: view.record.revision,
+      ...expiryFields(view.record),
       // What the caller may do to it (see may): what a UI offers.
       access: {
         operate: supervisor.may(view.record.id, ctx.state.auth.user, 'operate'),

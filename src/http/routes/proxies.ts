@@ -8,7 +8,9 @@ import { PROXY_NAME } from '../../config/proxy-edit.js';
 import { badRequest } from '../../errors.js';
 import { reply } from '../envelope.js';
 import { bool, CONFIG_MISSING, documentedBy, NO_INSTANCE, obj, ok, APPLY_FAILED, schema } from '../openapi-schemas.js';
-import { changeData, changeFields, changeHow, changeOptions, instanceQuery } from './instances.js';
+import { changeData, changeFields, changeHow, changeOptions, expiresValue, instanceQuery } from './instances.js';
+import { authorOf } from '../auth.js';
+import { formatIso } from '../../util/time.js';
 import { operation } from '../operation.js';
 import { idField, optionalString, type Fields } from '../params.js';
 import type { RouteDeps } from '../app.js';
@@ -113,6 +115,23 @@ export const setProxyStatus = operation({
   },
 });
 
+export const setProxyExpiry = operation({
+  method: 'post',
+  path: '/tunnelAct/proxyMgr/setExpiry',
+  tag: 'proxies',
+  summary: 'Set (or clear) when a proxy is disabled by itself',
+  description:
+    "The expiry is kept on the instance's record, not in the file (frpc refuses a key it does not know); it follows a rename and goes with a delete. At expiry the proxy is disabled as setStatus disables it (a running tunnel reloads; the others run on), with a proxy.expired event.",
+  access: 'admin',
+  instanceAccess: 'change',
+  body: z.object({ instanceID: idField, proxyName, expires: expiresValue }),
+  ok: ok('Set', schema('ProxyExpirySet')),
+  errors: {
+    400: 'A missing field, or expires neither a duration, a time nor never, or a time past.',
+    404: 'No such instance or proxy.',
+  },
+});
+
 export const listProxies = operation({
   method: 'get',
   path: '/tunnelAct/proxyMgr/list',
@@ -124,7 +143,7 @@ export const listProxies = operation({
   errors: { 400: 'instanceID missing or not a positive integer.', 404: NO_INSTANCE, 409: CONFIG_MISSING },
 });
 
-export const operations = [createProxy, modifyProxy, deleteProxy, setProxyStatus, listProxies];
+export const operations = [createProxy, modifyProxy, deleteProxy, setProxyStatus, setProxyExpiry, listProxies];
 
 /** /tunnelAct/proxyMgr/*: edits the instance's config file; a running tunnel applies it by frpc's reload. */
 export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
@@ -185,8 +204,20 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
     );
   });
 
+  router.route(setProxyExpiry, async (ctx, { body }) => {
+    const { instanceID: id, proxyName: name, expires } = body;
+    const record = await supervisor.setProxyExpiry(id, name, expires, ctx.state.auth.user, authorOf(ctx.state.auth));
+    const at = record.proxyExpiries[name];
+    reply(
+      ctx,
+      `proxy ${name} of instance ${record.name} ${at === undefined ? 'does not expire' : `expires at ${formatIso(at)}`}`,
+      { instanceID: record.id, proxyName: name, expiresAt: at === undefined ? null : formatIso(at) },
+    );
+  });
+
   router.route(listProxies, async (ctx, { query }) => {
     const id = query.instanceID;
+    const expiries = supervisor.record(id).proxyExpiries;
     const live = supervisor.status.of(id);
     const privileged = hasRole(ctx.state.auth.user.type, 'admin');
     // Each proxy with what frpc says of it while the tunnel runs (null otherwise, or before it is known).
@@ -202,6 +233,7 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
         // Where the server offers it names the server, which only an admin is shown (as getInfo shows it).
         ...(privileged ? { remoteAddr: seen?.remoteAddr ?? '' } : {}),
         statusSince: seen ? new Date(seen.since).toISOString() : null,
+        ...(expiries[proxy.name] !== undefined ? { expiresAt: formatIso(expiries[proxy.name]!) } : {}),
       };
     });
     const guest = seesOnlyGuestView(ctx.state.exposure, ctx.state.auth.user.type);
