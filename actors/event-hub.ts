@@ -2,8 +2,12 @@ import { Subject } from '../src/util/rx.js';
 import { crashPoint } from '../src/util/crash-points.js';
 import type { Draft, NotificationEvent } from '../src/events/vocabulary.js';
 
-/** Events after a sequence number: all of them, or `lost` when some are no longer kept. */
-export type Since = { events: NotificationEvent[] } | { lost: true; oldest: number | null };
+/**
+ * Events after a sequence number: all of them, or `lost` when some are no longer kept. `restarted`: the number is
+ * from before the daemon's start, so what followed it then, and while no daemon ran, is not known; the events
+ * are those of this run.
+ */
+export type Since = { events: NotificationEvent[]; restarted?: true } | { lost: true; oldest: number | null };
 
 /** Where the events' numbers come from (storage/meta.ts's PersistentCounter). */
 export interface EventNumbers {
@@ -26,6 +30,8 @@ export class EventHub {
   private readonly history: NotificationEvent[] = [];
   private start = 0;
   private last: number;
+  /** The last number before this run's first: every number of an earlier run is at most this. */
+  private readonly base: number;
   /** Numbered, waiting for their numbers to be saved, oldest first. */
   private held: NotificationEvent[] = [];
 
@@ -36,6 +42,7 @@ export class EventHub {
     private readonly redact: <T>(value: T) => T = (value) => value,
   ) {
     this.last = numbers.current;
+    this.base = numbers.current;
   }
 
   /** The seq of the latest event handed out. */
@@ -70,12 +77,15 @@ export class EventHub {
 
   /** The events after `seq`, in order, if every one of them is still kept. */
   since(seq: number): Since {
-    if (seq === this.last) return { events: [] };
+    // A number of an earlier run: this run's events are what is known after it.
+    const restarted = seq < this.base ? { restarted: true as const } : {};
+    const from = Math.max(seq, this.base);
+    if (from === this.last) return { events: [], ...restarted };
     const oldest = this.history[this.start]?.seq ?? null;
     // Numbers from the future (a database restored from a backup) or from before what is kept: a gap.
-    if (seq > this.last || oldest === null || seq < oldest - 1) return { lost: true, oldest };
+    if (from > this.last || oldest === null || from < oldest - 1) return { lost: true, oldest };
     const ordered = [...this.history.slice(this.start), ...this.history.slice(0, this.start)];
-    return { events: ordered.filter((e) => e.seq > seq) };
+    return { events: ordered.filter((e) => e.seq > from), ...restarted };
   }
 
   close(): void {

@@ -1,4 +1,5 @@
 import { mkdir, rm } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { Subject } from '../src/util/rx.js';
 import type { User } from '../src/accounts/account-service.js';
@@ -161,6 +162,7 @@ export class InstanceCatalogue {
       { serverAddr: input.serverAddr, serverPort: input.serverPort, authMethod: input.authMethod },
       input.additional,
     );
+    config.nameClient(hostname(), input.name);
     const request = {
       name: input.name,
       serverAddr: input.serverAddr,
@@ -192,6 +194,7 @@ export class InstanceCatalogue {
     const { format, tree, notes, text } = await readConfigText(input.content, input.format);
     const included = await readIncludedFiles(input.includedFiles);
     const { config, ...imported } = TunnelConfig.imported(tree, { format, text, notes, included });
+    config.nameClient(hostname(), input.name, imported.notes);
     const request = { name: input.name, format, proxies: imported.proxyCount, visitors: imported.visitorCount };
     const own = config.adminEndpoint()?.port;
     const done = await this.deps.lifecycle.counted(() =>
@@ -221,6 +224,7 @@ export class InstanceCatalogue {
     const { format, tree, notes, text } = await readConfigText(input.content, input.format);
     const included = await readIncludedFiles(input.includedFiles);
     const { config, ...imported } = TunnelConfig.imported(tree, { format, text, notes, included });
+    config.nameClient(hostname(), input.name, imported.notes);
     const own = config.adminEndpoint()?.port;
     if (own !== undefined) imported.notes.push(ownAdminEndpointNote(own, own));
     const reservation = await this.deps.registry.reserve(config);

@@ -7,7 +7,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { promisify } from 'node:util';
 import { map, share, Subject, type Observable } from '../src/util/rx.js';
 import { readLogLine, withoutStatusReads } from '../src/config/proxy-status.js';
-import { parseFrpcLine, type InstanceLogEntry } from '../src/log/log-entries.js';
+import { logSeq, parseFrpcLine, runOfLogSeq, type InstanceLogEntry } from '../src/log/log-entries.js';
 import type { Logger } from '../src/log/logger.js';
 import { stripControls } from '../src/util/terminal-text.js';
 import { LogFileWriter, type LogFault, type RotationPolicy } from '../src/log/log-file-writer.js';
@@ -50,6 +50,8 @@ const QUIET_MS = 5;
 const TAIL_LINES = 5;
 /** A line longer than this is cut: a tunnel cannot make us buffer without bound. */
 const MAX_LINE = 64 * 1024;
+/** Lines of nothing but spaces. */
+const BLANK_LINES = /^[^\S\n]*\n/gm;
 
 /**
  * The output of one instance. The tunnel writes into a named pipe that it holds open for reading and writing
@@ -90,6 +92,8 @@ export class LogChannel {
   private chunks = 0;
   /** The last lines of the current run of the tunnel: what explains its exit, and nothing of an earlier run. */
   private runTail: string[] = [];
+  /** Lines read from the tunnel since the daemon started: the last of them has seq `logSeq(run, written)`. */
+  private written = 0;
   readonly file: LogFileWriter;
 
   constructor(
@@ -105,6 +109,8 @@ export class LogChannel {
     private readonly totals: LogTotals = { lines: 0, bytes: 0 },
     /** Masks known secrets: nothing a tunnel prints leaves in clear, whichever way it is read. */
     private readonly redact: (text: string) => string = (text) => text,
+    /** This run of the daemon (its starts counted), what the seqs of the lines it reads begin with. */
+    private readonly run = 0,
   ) {
     this.file = new LogFileWriter(logPath, policy, log.child({ instanceID: id }), {
       // A disk that cannot keep up slows the reading, and so the tunnel, rather than filling our memory.
@@ -279,18 +285,23 @@ export class LogChannel {
    * and every other control sequence are left out: what the tunnel prints can come from its server.
    */
   private write(text: string): void {
-    const lines = this.redact(withoutStatusReads(stripControls(text)));
+    // Blank lines are left out: each line kept is an entry, so a line's place in the file is its place in the stream.
+    const lines = this.redact(withoutStatusReads(stripControls(text))).replace(BLANK_LINES, '');
     if (lines === '') return;
     this.totals.bytes += Buffer.byteLength(lines);
-    for (let at = lines.indexOf('\n'); at >= 0; at = lines.indexOf('\n', at + 1)) this.totals.lines++;
+    let count = 0;
+    for (let at = lines.indexOf('\n'); at >= 0; at = lines.indexOf('\n', at + 1)) count++;
+    this.totals.lines += count;
+    let line = this.written;
+    this.written += count;
     this.file.append(lines);
     this.keepTail(lines);
     if (!this.entries$.observed && !this.hints) return;
     const now = Date.now();
     const entries: InstanceLogEntry[] = [];
-    for (const line of lines.split('\n')) {
-      const entry = parseFrpcLine(line, now);
-      if (entry) entries.push(entry);
+    for (const text of lines.split('\n')) {
+      const entry = parseFrpcLine(text, now);
+      if (entry) entries.push({ ...entry, seq: logSeq(this.run, ++line) });
     }
     if (entries.length === 0) return;
     this.hints?.(entries);
@@ -311,10 +322,28 @@ export class LogChannel {
     return lines.slice(-count).map(this.redact);
   }
 
-  /** The last `count` entries, for a client that just connected. */
+  /**
+   * The last `count` entries, for a client that just connected; those of the daemon's current run with their seq.
+   * Read once the file has what was read (`file.idle()`): its last `written` lines are then this run's.
+   */
   recentEntries(count: number): InstanceLogEntry[] {
     const now = Date.now();
-    return this.lastLines(count).flatMap((line) => parseFrpcLine(line, now) ?? []);
+    const lines = this.lastLines(count);
+    return lines.flatMap((line, i) => {
+      const entry = parseFrpcLine(line, now);
+      if (!entry) return [];
+      const fromEnd = lines.length - 1 - i;
+      return fromEnd < this.written ? [{ ...entry, seq: logSeq(this.run, this.written - fromEnd) }] : [entry];
+    });
+  }
+
+  /**
+   * The entries after `seq` that the files still hold, at most `max` (the latest), for a client that reconnects. A
+   * seq of another run of the daemon (0: none seen): every line of this run. Read once the file has what was read.
+   */
+  entriesAfter(seq: number, max: number): InstanceLogEntry[] {
+    const seen = runOfLogSeq(seq) === this.run ? seq - logSeq(this.run, 0) : 0;
+    return this.recentEntries(Math.min(Math.max(this.written - seen, 0), max));
   }
 
   /** A new run of the tunnel begins: its exit is explained by its own lines only. */
@@ -418,6 +447,8 @@ export class InstanceLogs {
     private readonly log: Logger,
     private readonly source?: LogSourceFactory,
     private readonly redact?: (text: string) => string,
+    /** This run of the daemon, its starts counted (see `logSeq`). */
+    private readonly run = 0,
   ) {
     this.dir = logsDirOf(dataDir);
     mkdirSync(this.dir, { recursive: true, mode: 0o750 });
@@ -436,6 +467,7 @@ export class InstanceLogs {
         this.source,
         this.totals,
         this.redact,
+        this.run,
       );
       this.channels.set(id, channel);
     }

@@ -128,12 +128,14 @@ export class ApiClient {
     path: string,
     query: Record<string, string | number>,
     onMessage: (message: unknown) => void,
+    onOpen?: () => void,
   ): { ended: Promise<StreamEnd>; stop: () => void } {
     const wsUrl = new URL(this.url.replace(/^http/, 'ws') + path);
     for (const [key, value] of Object.entries(query)) wsUrl.searchParams.set(key, String(value));
     const key = this.token !== undefined && isApiKey(this.token);
     if (this.token && !key) wsUrl.searchParams.set('token', this.token);
     const ws = new WebSocket(wsUrl, { headers: { ...CLIENT_HEADER, ...(key ? this.credentialHeaders() : {}) } });
+    if (onOpen) ws.on('open', onOpen);
     const ended = new Promise<StreamEnd>((resolve, reject) => {
       ws.on('message', (data) => {
         try {

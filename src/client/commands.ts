@@ -4,7 +4,7 @@ import { writeFileAtomic } from '../fs/atomic.js';
 import { AUTH_METHODS } from '../config/frpc-keys.js';
 import { ApiClient, type Reply } from './api.js';
 import type { components } from '../generated/api-types.js';
-import { endOfStream, stopOnSignal } from './streams.js';
+import { followResuming, haltOnSignal } from './streams.js';
 import { flag, has, helpAsked, keyValues, parseArgs } from './args.js';
 import { outcomeLine, print, type Command, type Context, type Io } from './command.js';
 import { configDir, Credentials } from './credentials.js';
@@ -285,39 +285,52 @@ function statusText(connected: boolean | null, proxyStatus: Record<string, numbe
 
 const events: Command = {
   usage: 'events [--since SEQ]',
-  summary: 'follow instance state changes and other events as they happen',
+  summary:
+    'follow instance state changes and other events as they happen (across restarts of the daemon: it reconnects and resumes after the last one shown)',
   flags: [{ name: 'since', value: true }],
   async run(ctx) {
     const client = await ctx.client();
     const since = flag(ctx.args, 'since');
-    const stream = client.stream('/system/events', since === undefined ? {} : { since }, (message) => {
-      const e = message as Record<string, unknown>;
-      if (ctx.json) return ctx.io.out(`${JSON.stringify(e)}\n`);
-      if (e.event === 'events.start') {
-        if (e.lost) ctx.io.err('some events since then are no longer kept: read the list again (tunnelward ls)\n');
-        return;
-      }
-      const who = e.name !== undefined ? `${e.name} (${e.instanceID})` : '';
-      const why = typeof e.err === 'string' && e.err !== '' ? `: ${e.err}` : '';
-      const what =
-        e.event === 'instance.state'
-          ? `${e.from} -> ${e.to}`
-          : e.event === 'instance.status'
-            ? statusText(e.connected as boolean | null, e.proxyStatus as Record<string, number>)
-            : e.event === 'proxy.up' || e.event === 'proxy.down'
-              ? `proxy ${String(e.proxy)}: ${e.from ?? 'new'} -> ${e.to}${why}`
-              : e.event === 'instance.disconnected'
-                ? `not connected${why}`
-                : typeof e.message === 'string'
-                  ? e.message
-                  : '';
-      const at = typeof e.at === 'string' ? e.at : new Date().toISOString();
-      ctx.io.out(`${paint(at, 'grey', ctx.io.colour)} #${e.seq} ${String(e.event)} ${who} ${what}`.trimEnd() + '\n');
+    return followResuming(ctx, client, '/system/events', {
+      what: 'stream',
+      follow: true,
+      halt: haltOnSignal(),
+      start: since === undefined || !/^\d{1,15}$/.test(since) ? undefined : Number(since),
+      // A malformed --since is the server's to refuse, with its message.
+      query: (last): Record<string, string | number> =>
+        last !== undefined ? { since: last } : since !== undefined ? { since } : {},
+      // Where a stream opened without a seq stands: what it resumes from after a drop.
+      position: (e, last) =>
+        e.event === 'events.start' && last === undefined && typeof e.lastSeq === 'number' ? e.lastSeq : undefined,
+      show: (e) => showEvent(ctx, e),
     });
-    stopOnSignal(stream.stop);
-    return endOfStream(ctx, await stream.ended, true);
   },
 };
+
+function showEvent(ctx: Context, e: Record<string, unknown>): void {
+  if (e.event === 'events.start') {
+    if (e.lost) ctx.io.err('some events since then are no longer kept: read the list again (tunnelward ls)\n');
+    if (e.restarted) ctx.io.err('the daemon restarted; events while it was down are not known\n');
+  }
+  if (ctx.json) return ctx.io.out(`${JSON.stringify(e)}\n`);
+  if (e.event === 'events.start') return;
+  const who = e.name !== undefined ? `${e.name} (${e.instanceID})` : '';
+  const why = typeof e.err === 'string' && e.err !== '' ? `: ${e.err}` : '';
+  const what =
+    e.event === 'instance.state'
+      ? `${e.from} -> ${e.to}`
+      : e.event === 'instance.status'
+        ? statusText(e.connected as boolean | null, e.proxyStatus as Record<string, number>)
+        : e.event === 'proxy.up' || e.event === 'proxy.down'
+          ? `proxy ${String(e.proxy)}: ${e.from ?? 'new'} -> ${e.to}${why}`
+          : e.event === 'instance.disconnected'
+            ? `not connected${why}`
+            : typeof e.message === 'string'
+              ? e.message
+              : '';
+  const at = typeof e.at === 'string' ? e.at : new Date().toISOString();
+  ctx.io.out(`${paint(at, 'grey', ctx.io.colour)} #${e.seq} ${String(e.event)} ${who} ${what}`.trimEnd() + '\n');
+}
 
 const proxies: Command = {
   usage: 'proxies <name|#id>',

@@ -1,5 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import type { ApiClient, StreamEnd } from './api.js';
+import type { ApiClient } from './api.js';
 import { countFlag, has } from './args.js';
 import type { Command, Context } from './command.js';
 import { CliError, EXIT, usageError, type ExitCode } from './errors.js';
@@ -13,7 +12,8 @@ import {
   type Target,
 } from './instance-refs.js';
 import { INSTANCE_COLOURS, logLine, paint } from './render.js';
-import { endOfStream, stopOnSignal } from './streams.js';
+import { followResuming, haltOnSignal } from './streams.js';
+import { runOfLogSeq } from '../log/log-entries.js';
 
 interface LogEntry {
   level: string | number;
@@ -64,26 +64,54 @@ const isSelection = (ctx: Context) =>
   ctx.args.flags.has('label') || ctx.args.positional.some((ref) => /[*?[]/.test(ref));
 
 /** One log, its lines as they are (the instance's, or the daemon's). */
-async function followOne(
+function followOne(
   ctx: Context,
   client: ApiClient,
   path: string,
   query: Record<string, number>,
   follow: boolean,
 ): Promise<ExitCode> {
-  const stream = client.stream(path, query, (message) => {
-    const entry = message as LogEntry;
-    if (ctx.json) return ctx.io.out(`${JSON.stringify(entry)}\n`);
-    ctx.io.out(`${logLine(entry, ctx.io.colour)}\n`);
+  return followResuming(ctx, client, path, {
+    ...resumingLog(query, follow, path === INSTANCE_LOG),
+    what: 'stream',
+    halt: haltOnSignal(),
+    show: (entry) =>
+      ctx.io.out(ctx.json ? `${JSON.stringify(entry)}\n` : `${logLine(entry as unknown as LogEntry, ctx.io.colour)}\n`),
   });
-  stopOnSignal(stream.stop);
-  return endOfStream(ctx, await stream.ended, follow);
+}
+
+/**
+ * How a log is followed again after a drop. An instance's lines carry their seq: it goes on after the last one
+ * shown (after a restart of the daemon, with the lines of its new run); a gap is said. The daemon's own log has no
+ * seq: after it restarted, all it kept of its new run; otherwise from then on.
+ */
+function resumingLog(query: Record<string, number>, follow: boolean, seqs: boolean) {
+  let opened = false;
+  return {
+    follow,
+    query(last: number | undefined, stopped: boolean): Record<string, number> {
+      const first = !opened;
+      opened = true;
+      const rest = Object.fromEntries(Object.entries(query).filter(([key]) => key !== 'lines'));
+      if (first) return query;
+      if (last !== undefined) return { ...rest, since: last };
+      if (stopped) return seqs ? { ...rest, since: 0 } : rest;
+      return { ...rest, lines: 0 };
+    },
+    gap(last: number, seq: number): string | undefined {
+      if (runOfLogSeq(seq) !== runOfLogSeq(last))
+        return 'the daemon restarted; lines while it was down are not shown (they are in the log: logs -n N)';
+      if (seq > last + 1) return `${seq - last - 1} lines are no longer kept`;
+      return undefined;
+    },
+  };
 }
 
 /**
  * The logs of several instances, each line prefixed with its instance's name (in a colour of its own on a terminal).
  * Without -f, one after the other; with -f, all at once, each on its own stream (each counts as a request against the
- * token's rate limit: a stream refused for it is opened again when the server says, the others running on meanwhile).
+ * token's rate limit: a stream refused for it is opened again when the server says, the others running on meanwhile),
+ * each reconnected on its own after a drop.
  */
 async function followMany(
   ctx: Context,
@@ -93,42 +121,27 @@ async function followMany(
   follow: boolean,
 ): Promise<ExitCode> {
   const width = Math.max(...targets.map((t) => t.name.length));
-  const stops = new Set<() => void>();
-  const halt = new AbortController();
-  stopOnSignal(() => {
-    halt.abort();
-    for (const stop of stops) stop();
-  });
+  const halt = haltOnSignal();
   const one = async (target: Target, index: number): Promise<ExitCode> => {
     const colour = INSTANCE_COLOURS[index % INSTANCE_COLOURS.length];
     const prefix = `${paint(target.name.padEnd(width), colour, ctx.io.colour)} | `;
-    const onEntry = (message: unknown) => {
-      const entry = message as LogEntry;
+    const show = (message: Record<string, unknown>) => {
       if (ctx.json)
-        return ctx.io.out(`${JSON.stringify({ instanceID: target.id, instance: target.name, ...entry })}\n`);
-      ctx.io.out(`${prefix}${logLine(entry, ctx.io.colour)}\n`);
+        return ctx.io.out(`${JSON.stringify({ instanceID: target.id, instance: target.name, ...message })}\n`);
+      ctx.io.out(`${prefix}${logLine(message as unknown as LogEntry, ctx.io.colour)}\n`);
     };
-    for (;;) {
-      const stream = client.stream(INSTANCE_LOG, { ...query, instanceID: target.id }, onEntry);
-      stops.add(stream.stop);
-      let end: StreamEnd;
-      try {
-        end = await stream.ended;
-      } catch (err) {
-        if (!(err instanceof CliError)) throw err;
-        if (err.status === 429 && follow && !halt.signal.aborted) {
-          const wait = err.retryAfterSecs ?? 5;
-          ctx.io.err(`${target.name}: ${err.message}; following it in ${wait} s\n`);
-          const waited = await sleep(wait * 1000, true, { signal: halt.signal }).catch(() => false);
-          if (waited) continue;
-          return EXIT.ok;
-        }
-        ctx.io.err(`${target.name}: ${err.message}\n`);
-        return err.exitCode;
-      } finally {
-        stops.delete(stream.stop);
-      }
-      return endOfStream(ctx, end, follow, `log of ${target.name}`);
+    try {
+      return await followResuming(ctx, client, INSTANCE_LOG, {
+        ...resumingLog({ ...query, instanceID: target.id }, follow, true),
+        what: `log of ${target.name}`,
+        name: target.name,
+        halt,
+        show,
+      });
+    } catch (err) {
+      if (!(err instanceof CliError)) throw err;
+      ctx.io.err(`${target.name}: ${err.message}\n`);
+      return err.exitCode;
     }
   };
   if (!follow) {

@@ -196,6 +196,17 @@ export class TunnelConfig {
     notes.push('loginFailExit = false was added: a server that cannot be reached at start is tried again, not fatal');
   }
 
+  /**
+   * frpc's `clientID`, unless the file sets it: `<host>-<instance name>` (see `defaultClientID`), so that a server's
+   * list of clients says which host and instance each connection is. `notes` says it was added.
+   */
+  nameClient(host: string, instance: string, notes?: string[]): void {
+    if (this.doc.clientID !== undefined) return;
+    const id = defaultClientID(host, instance);
+    this.doc.clientID = id;
+    notes?.push(`clientID = "${id}" was added: the server's list of clients names this host and instance`);
+  }
+
   private fillDefaults(): void {
     this.doc.serverPort ??= 7000;
     if (getPath(this.doc, ['log', 'disablePrintColor']) === undefined)
@@ -900,3 +911,11 @@ function commonMapKeyOf(key: string): string | undefined {
 function currentCommonName(key: string): string {
   return Object.hasOwn(LEGACY_COMMON_KEYS, key) ? LEGACY_COMMON_KEYS[key]! : key;
 }
+
+/**
+ * The clientID tunnelward gives a file it creates: the host's name (letters, digits, `.`, `_` and `-` kept, any
+ * other character made `-`) and the instance's name. frps refuses a second client with the same clientID (and
+ * user) while one is online: instance names are one per daemon, host names one per network.
+ */
+export const defaultClientID = (host: string, instance: string): string =>
+  `${host.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 63) || 'host'}-${instance}`;

@@ -34,7 +34,7 @@ import { SECRET_KEYS, type Settings } from '../settings/table.js';
 import { SettingsStore } from '../settings/settings-store.js';
 import { secretSettingValues } from '../settings/schema.js';
 import { Database } from '../storage/database.js';
-import { PersistentCounter } from '../storage/meta.js';
+import { countStart, PersistentCounter } from '../storage/meta.js';
 import { hostBootId } from '../system/proc.js';
 import { checkTunnelClient } from '../system/tunnel-client.js';
 import { loadSoftwareInfo } from '../system/software-info.js';
@@ -148,6 +148,7 @@ async function startLocked(
     log.child({ component: 'instance-logs' }),
     source,
     secrets.redact,
+    await countStart(db, 'log_run'),
   );
   const supervisor = new InstanceSupervisor(
     db,

@@ -1032,7 +1032,7 @@ export interface paths {
         };
         /**
          * An instance's output
-         * @description The last lines of the instance's log first (from the rotated file too when the live one is shorter), then each new line as the tunnel writes it, across restarts and rotations.
+         * @description The last lines of the instance's log first (from the rotated file too when the live one is shorter), then each new line as the tunnel writes it, across restarts and rotations. Each line the daemon read in its current run carries its seq; with since=<the last seq seen>, the lines after it come first instead (those the files still hold, at most 1000), or, for a seq of an earlier run of the daemon, every line of this run.
          *
          *     A WebSocket: connect with an Upgrade request (a plain GET is a 426, another method a 405). Instead of ?token=, an API key may be sent as Authorization: Bearer <key> on the upgrade request (never in the query string). Every check happens before the upgrade; a refusal is an ordinary HTTP response in the envelope. Close codes:
          *     - 4401: the session ended (token expired, logged out, session removed, user removed, password changed), or the API key was revoked or expired
@@ -3053,6 +3053,8 @@ export interface components {
         InstanceLogEntry: components["schemas"]["LogEntry"] & {
             /** @enum {string} */
             level: "DEBUG" | "INFO" | "WARN" | "ERROR";
+            /** @description the line's place in the log, for a line the daemon read in its current run: the run (the daemon's starts counted) times 1000000000 plus the line's number in that run */
+            seq?: number;
         };
         Event: {
             /** @enum {string} */
@@ -3100,6 +3102,11 @@ export interface components {
              * @constant
              */
             lost?: true;
+            /**
+             * @description with since: the seq is from before the daemon last started; the events replayed are those since, and what happened while it was down is not known
+             * @constant
+             */
+            restarted?: true;
             oldestKept?: number | null;
             message?: string;
         };
@@ -5188,6 +5195,8 @@ export interface operations {
                 lines?: string;
                 /** @description 0 or false: send the earlier entries, then close with 1000 "end of log"; default 1. */
                 follow?: "0" | "1" | "true" | "false";
+                /** @description The last seq the client saw (lines is then not used). */
+                since?: string;
             };
             header?: never;
             path?: never;
@@ -5202,7 +5211,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description instanceID is required; invalid instanceID format; lines or follow malformed. */
+            /** @description instanceID is required; invalid instanceID format; lines or follow malformed; since must be a log seq (an integer). */
             400: components["responses"]["BadRequest"];
             /** @description Token is required; Invalid token: the reason; User not found. */
             401: components["responses"]["Unauthorized"];

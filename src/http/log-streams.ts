@@ -20,7 +20,7 @@ import type { RateLimiter } from './rate-limiter.js';
 /** Earlier lines of an instance log a client may ask for (`?lines=`): read from the files at connect. */
 const MAX_REPLAY_LINES = 1000;
 
-/** An event seq in `?since=`: 0 (nothing seen yet) or more (the check and the document's pattern). */
+/** An event or log seq in `?since=`: 0 (nothing seen yet) or more (the check and the document's pattern). */
 export const SEQ_PATTERN = '^[0-9]{1,15}$';
 const SEQ = new RegExp(SEQ_PATTERN);
 
@@ -299,8 +299,11 @@ export class LogStreams {
             ? {}
             : lost
               ? { lost: true, oldestKept: since.oldest }
-              : { replayed: since.events.length }),
+              : { replayed: since.events.length, ...(since.restarted ? { restarted: true } : {}) }),
           ...(lost ? { message: `events after ${rawSince} are no longer all kept: read the list again` } : {}),
+          ...(since && !lost && since.restarted
+            ? { message: `tunnelward restarted after event ${rawSince}: the events while it was down are not known` }
+            : {}),
         }),
       );
       if (since && !lost) for (const event of since.events) client.send(toBuffer(event));
@@ -323,14 +326,23 @@ export class LogStreams {
     if (!mayFollow(auth.user, record.ownerId)) throw new AppError(403, "You don't have access to this instance");
     const channel = this.deps.supervisor.logs.channel(id);
     const { lines, follow } = replayParams(url, this.options.replayLines, MAX_REPLAY_LINES);
+    const rawSince = url.searchParams.get('since');
+    if (rawSince !== null && !SEQ.test(rawSince)) throw new AppError(400, 'since must be a log seq (an integer)');
     this.accept(req, socket, head, auth, { id, ownerId: record.ownerId }, (client) => {
-      for (const entry of channel.recentEntries(lines)) client.send(toBuffer(entry));
-      if (!follow) return client.close(1000, 'end of log');
-      client.followBatches(channel.serialized$);
       const deleted = this.deps.supervisor.deleted$.subscribe((gone) => {
         if (gone === id) client.close(CLOSE.instanceDeleted, 'instance deleted');
       });
       client.ws.once('close', () => deleted.unsubscribe());
+      // Once the file holds every line read so far, the lines replayed from it and those followed from then on
+      // meet with nothing missed or repeated (nothing is read between the two).
+      void channel.file.idle().then(() => {
+        if (client.ws.readyState !== client.ws.OPEN) return;
+        const replay =
+          rawSince === null ? channel.recentEntries(lines) : channel.entriesAfter(Number(rawSince), MAX_REPLAY_LINES);
+        for (const entry of replay) client.send(toBuffer(entry));
+        if (!follow) return client.close(1000, 'end of log');
+        client.followBatches(channel.serialized$);
+      });
     });
   }
 

@@ -717,7 +717,15 @@ export function componentSchemas(): Record<string, Json> {
       ],
     },
     InstanceLogEntry: {
-      allOf: [schema('LogEntry'), obj({ level: str(undefined, { enum: ['DEBUG', 'INFO', 'WARN', 'ERROR'] }) })],
+      allOf: [
+        schema('LogEntry'),
+        obj({
+          level: str(undefined, { enum: ['DEBUG', 'INFO', 'WARN', 'ERROR'] }),
+          'seq?': int(
+            "the line's place in the log, for a line the daemon read in its current run: the run (the daemon's starts counted) times 1000000000 plus the line's number in that run",
+          ),
+        }),
+      ],
     },
     Event: obj({
       event: str(undefined, {
@@ -774,6 +782,11 @@ export function componentSchemas(): Record<string, Json> {
         lastSeq: int('the seq of the latest event'),
         'replayed?': int('with since: how many missed events follow'),
         'lost?': { const: true, description: 'with since: some missed events are no longer kept; read the list again' },
+        'restarted?': {
+          const: true,
+          description:
+            'with since: the seq is from before the daemon last started; the events replayed are those since, and what happened while it was down is not known',
+        },
         'oldestKept?': int(undefined, { type: ['integer', 'null'] }),
         'message?': str(),
       },

@@ -224,7 +224,7 @@ const STREAMS: Array<[string, Stream]> = [
     {
       summary: "An instance's output",
       description:
-        "The last lines of the instance's log first (from the rotated file too when the live one is shorter), then each new line as the tunnel writes it, across restarts and rotations.",
+        "The last lines of the instance's log first (from the rotated file too when the live one is shorter), then each new line as the tunnel writes it, across restarts and rotations. Each line the daemon read in its current run carries its seq; with since=<the last seq seen>, the lines after it come first instead (those the files still hold, at most 1000), or, for a seq of an earlier run of the daemon, every line of this run.",
       access: 'visitor',
       who: 'a logged-in user, with the token in ?token=',
       instanceAccess: 'logs',
@@ -237,10 +237,17 @@ const STREAMS: Array<[string, Stream]> = [
           schema: str(undefined, { pattern: ID_STRING_PATTERN }),
         },
         ...replayQuery(String(DEFAULTS.streamReplayLines), 1000),
+        {
+          name: 'since',
+          in: 'query',
+          required: false,
+          description: 'The last seq the client saw (lines is then not used).',
+          schema: str(undefined, { pattern: SEQ_PATTERN }),
+        },
       ],
       messages: schema('InstanceLogEntry'),
       refusals: {
-        400: 'instanceID is required; invalid instanceID format; lines or follow malformed.',
+        400: 'instanceID is required; invalid instanceID format; lines or follow malformed; since must be a log seq (an integer).',
         401: 'Token is required; Invalid token: the reason; User not found.',
         403: `You don't have access to this instance: only ${ACCESS_RULES.logs} may follow its log.`,
         404: 'Instance not found.',

@@ -16,7 +16,22 @@ export interface InstanceLogEntry {
   level: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
   content: string;
   timestamp: string;
+  /** The line's place in the instance's log, for a line the daemon read in its current run (see `logSeq`). */
+  seq?: number;
 }
+
+/**
+ * Lines of one instance's log numbered within one run of the daemon: a line's seq is `run * LINES_PER_RUN + n`, n
+ * counting from 1 the lines the daemon read from the tunnel since it started, `run` counting the daemon's starts
+ * (persisted). Lines keep their order within a run, and a later run's seqs are all above an earlier one's, so a
+ * client that reconnects with the last seq it saw gets the lines after it, and can tell a restart by the run.
+ */
+export const LINES_PER_RUN = 1_000_000_000;
+
+export const logSeq = (run: number, line: number): number => run * LINES_PER_RUN + line;
+
+/** The run of the daemon a log seq is from. */
+export const runOfLogSeq = (seq: number): number => Math.floor(seq / LINES_PER_RUN);
 
 const FRPC_LEVELS: Record<string, InstanceLogEntry['level']> = {
   T: 'DEBUG',

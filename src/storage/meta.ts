@@ -12,6 +12,14 @@ export function setMeta(db: Database, key: string, value: string): void {
   ]);
 }
 
+/** Counts the daemon's starts under `key`: returns this start's number, once it is on disk. */
+export async function countStart(db: Database, key: string): Promise<number> {
+  const n = Number(getMeta(db, key) ?? 0) + 1;
+  setMeta(db, key, String(n));
+  await db.persist();
+  return n;
+}
+
 /** Numbers a counter sets aside at a time: the database is written once per this many, not once per number. */
 const COUNTER_BLOCK = 1000;
 /** When fewer than this many are left of what is set aside, the next block is set aside (and saved) ahead of use. */

@@ -86,3 +86,16 @@ test('with the persistent counter, no event leaves the hub before its seq is on 
   t.is(checks, 2200);
   await db.close();
 });
+
+test('a seq from before the start (an earlier run of the daemon): the events of this run, said restarted', (t) => {
+  const hub = new EventHub(numbersAfter(1000), 3);
+  t.deepEqual(hub.since(990), { events: [], restarted: true }, 'nothing yet in this run');
+  hub.publish(draft('a'));
+  hub.publish(draft('b'));
+  const after = hub.since(990);
+  t.deepEqual('events' in after ? [after.events.map((e) => e.seq), after.restarted] : after, [[1001, 1002], true]);
+  const inRun = hub.since(1001);
+  t.deepEqual('events' in inRun ? [inRun.events.map((e) => e.seq), inRun.restarted] : inRun, [[1002], undefined]);
+  for (const name of ['c', 'd']) hub.publish(draft(name));
+  t.deepEqual(hub.since(990), { lost: true, oldest: 1002 }, "this run's first is no longer kept");
+});
