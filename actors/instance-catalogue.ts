@@ -54,6 +54,8 @@ export interface SystemConfigChange {
   name?: string;
   bootAtStart?: boolean;
   runUser?: string;
+  /** End-to-end probes of its proxies on or off (see actors/probes.ts). */
+  probes?: boolean;
 }
 
 export interface CatalogueChange {
@@ -428,7 +430,7 @@ export class InstanceCatalogue {
           renamed,
           change.bootAtStart ?? record.bootAtStart,
         );
-        const updated = store.update(id, { bootAtStart }) ?? renamed;
+        const updated = store.update(id, { bootAtStart, probes: change.probes }) ?? renamed;
         await db.persist();
         this.version++;
         return bootServiceError ? { record: updated, bootServiceError } : { record: updated };

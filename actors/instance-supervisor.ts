@@ -36,6 +36,7 @@ import type { InstanceLogs } from './instance-logs.js';
 import { InstanceRegistry } from './instance-registry.js';
 import type { TunnelRunner } from './process-runner.js';
 import { TunnelStatus } from './tunnel-status.js';
+import type { ProbeFacts } from './probes.js';
 
 /** frpc verify's verdicts kept. */
 const VERDICTS_KEPT = 256;
@@ -141,6 +142,8 @@ export class InstanceSupervisor {
   private readonly statusSub: { unsubscribe(): void };
   /** What frpc says of each running tunnel: its connection and its proxies. */
   readonly status: TunnelStatus;
+  /** The end-to-end probes of the tunnels that have them on, once the daemon has started them (actors/probes.ts). */
+  probes: ProbeFacts | undefined;
   private readonly registry: InstanceRegistry;
   private readonly log: Logger;
   /** frpc's last verdicts, by program, text and variables (see verify). */
@@ -474,7 +477,14 @@ export class InstanceSupervisor {
   healthOf(id: number): Health {
     const { stateSince, lastError } = this.lifecycle.runOf(id);
     const live = this.status.of(id);
-    return tunnelHealth({ state: this.lifecycle.stateOf(id), stateSince, lastError, ...(live ? { live } : {}) });
+    const probes = this.probes?.failuresOf(id);
+    return tunnelHealth({
+      state: this.lifecycle.stateOf(id),
+      stateSince,
+      lastError,
+      ...(live ? { live } : {}),
+      ...(probes ? { probes } : {}),
+    });
   }
 
   /**
@@ -514,7 +524,7 @@ export class InstanceSupervisor {
     // are put in again, at most once a second, so a list polled every second makes one string, not a thousand
     // objects and their JSON.
     const now = Date.now();
-    const version = `${this.lifecycle.stateVersion}.${this.catalogue.catalogueVersion}.${this.status.version}`;
+    const version = `${this.lifecycle.stateVersion}.${this.catalogue.catalogueVersion}.${this.status.version}.${this.probes?.version ?? 0}`;
     if (this.entries?.version !== version) {
       this.entries = {
         version,

@@ -194,6 +194,24 @@ const boot: Command = {
   },
 };
 
+const probes: Command = {
+  usage: 'probes <name|#id> on|off',
+  summary: "probe the instance's proxies end to end (through its server and directly) while it runs, or not",
+  flags: [ID_FLAG],
+  async run(ctx) {
+    const client = await ctx.client();
+    const { target, rest } = await oneInstance(client, ctx.args);
+    if (rest.length !== 1 || (rest[0] !== 'on' && rest[0] !== 'off')) throw usageError('probes needs on or off');
+    return change(ctx, target, () =>
+      client.post(MODIFY, {
+        instanceID: String(target.id),
+        type: 'systemConfig',
+        modifiedData: { probes: rest[0] === 'on' },
+      }),
+    );
+  },
+};
+
 const readForEdit = async (client: ApiClient, id: number) =>
   (await client.get('/tunnelAct/instanceMgr/export', { instanceID: id })).data;
 
@@ -319,4 +337,4 @@ const edit: Command = {
   },
 };
 
-export const EDIT_COMMANDS: Record<string, Command> = { edit, set, proxy, env, boot };
+export const EDIT_COMMANDS: Record<string, Command> = { edit, set, proxy, env, boot, probes };

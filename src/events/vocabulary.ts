@@ -44,6 +44,13 @@ export type NotificationKind =
   | 'proxy.down'
   | 'instance.connected'
   | 'instance.disconnected'
+  /**
+   * What the end-to-end probes say of a proxy frpc says runs (debounced like the alerts above): `proxy.unreachable`
+   * with `to` = `unreachable from outside` or `local service down` and `err` the health's reason; `proxy.reachable`
+   * when it is carried again. Kinds of their own, not proxy.down/up: frpc's word and the probe's are told apart.
+   */
+  | 'proxy.unreachable'
+  | 'proxy.reachable'
   /** The live status as frpc reports it changed (first sights included, not debounced): for UIs to re-read. */
   | 'instance.status';
 
@@ -63,6 +70,8 @@ const WEBHOOK_KINDS: ReadonlySet<NotificationKind> = new Set<NotificationKind>([
   'proxy.down',
   'instance.connected',
   'instance.disconnected',
+  'proxy.unreachable',
+  'proxy.reachable',
 ]);
 
 export const isWebhookEvent = (event: { event: NotificationKind }): boolean => WEBHOOK_KINDS.has(event.event);
@@ -86,7 +95,7 @@ export interface NotificationEvent {
   /** For instance.status: logged in to its server (null: not known), and how many proxies in each status. */
   connected?: boolean | null;
   proxyStatus?: Record<string, number>;
-  /** For proxy.up and proxy.down: which proxy, and frpc's error. */
+  /** For proxy.up and proxy.down: which proxy, and frpc's error; for proxy.unreachable: the probe's reason. */
   proxy?: string;
   err?: string;
   at: string;

@@ -566,7 +566,7 @@ export interface paths {
         put?: never;
         /**
          * Change an instance's config file, record or environment
-         * @description configFile changes top-level frpc keys (a running tunnel is restarted to apply them); systemConfig changes name, bootAtStart and runUser (and the boot service: a failure still succeeds, with bootServiceError); environment sets write-only variables; labels sets (a string) or removes (null) labels.
+         * @description configFile changes top-level frpc keys (a running tunnel is restarted to apply them); systemConfig changes name, bootAtStart, runUser and probes (and the boot service: a failure still succeeds, with bootServiceError); environment sets write-only variables; labels sets (a string) or removes (null) labels.
          *
          *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp); on the instance: the instance's owner (the admin who created it) or a superuser (403 otherwise).
          */
@@ -1246,6 +1246,14 @@ export interface components {
             "Alerts.DebounceSecs": number;
             /** @description how often a running tunnel's proxy status is read when its log says nothing new (seconds): a safety net, since frpc logs every login, lost connection, proxy start and failure, and those are read at once */
             "Status.PollSecs": number;
+            /** @description how often each proxy of a tunnel whose probes are on is probed end to end, through its server and directly (seconds); each tunnel's probes fall at their own point of the period */
+            "Probe.IntervalSecs": number;
+            /** @description a probe connection or request that has not answered after this long fails (seconds) */
+            "Probe.TimeoutSecs": number;
+            /** @description probes of a proxy that must fail in a row before its health says so (one success clears it) */
+            "Probe.Failures": number;
+            /** @description proxies probed at the same time at most, over every tunnel (each probe opens two connections) */
+            "Probe.Concurrency": number;
             /** @description an instance's log file is rotated (renamed to .1, .2, ...) before it grows past this many bytes */
             "Log.MaxBytes": number;
             /** @description rotated log files kept per instance */
@@ -1356,6 +1364,14 @@ export interface components {
             "Alerts.DebounceSecs"?: number;
             /** @description how often a running tunnel's proxy status is read when its log says nothing new (seconds): a safety net, since frpc logs every login, lost connection, proxy start and failure, and those are read at once */
             "Status.PollSecs"?: number;
+            /** @description how often each proxy of a tunnel whose probes are on is probed end to end, through its server and directly (seconds); each tunnel's probes fall at their own point of the period */
+            "Probe.IntervalSecs"?: number;
+            /** @description a probe connection or request that has not answered after this long fails (seconds) */
+            "Probe.TimeoutSecs"?: number;
+            /** @description probes of a proxy that must fail in a row before its health says so (one success clears it) */
+            "Probe.Failures"?: number;
+            /** @description proxies probed at the same time at most, over every tunnel (each probe opens two connections) */
+            "Probe.Concurrency"?: number;
             /** @description an instance's log file is rotated (renamed to .1, .2, ...) before it grows past this many bytes */
             "Log.MaxBytes"?: number;
             /** @description rotated log files kept per instance */
@@ -1516,6 +1532,8 @@ export interface components {
             /** @description auth.method of the config file */
             auth_method: string;
             bootAtStart: boolean;
+            /** @description its proxies are probed end to end while it runs (systemConfig probes) */
+            probes: boolean;
             labels: components["schemas"]["Labels"];
             /** @description the revision of its config file it stands at; changes take it as baseRevision */
             revision: number;
@@ -1573,6 +1591,7 @@ export interface components {
             configPath: string;
             bootAtStart: boolean;
             runUser: string;
+            probes: boolean;
         } & components["schemas"]["BootServiceFailure"]) | {
             instanceID: number;
             /** @description its variables, each value shown as ******** */
@@ -2974,12 +2993,12 @@ export interface components {
         };
         Event: {
             /** @enum {string} */
-            event: "instance.state" | "instance.started" | "instance.stopped" | "instance.crashed" | "instance.restarting" | "instance.failed" | "instance.created" | "instance.modified" | "instance.deleted" | "instance.bootServiceError" | "instance.logFailed" | "instance.logRecovered" | "instance.connected" | "instance.disconnected" | "instance.status" | "proxy.up" | "proxy.down" | "service.started" | "service.stopping";
+            event: "instance.state" | "instance.started" | "instance.stopped" | "instance.crashed" | "instance.restarting" | "instance.failed" | "instance.created" | "instance.modified" | "instance.deleted" | "instance.bootServiceError" | "instance.logFailed" | "instance.logRecovered" | "instance.connected" | "instance.disconnected" | "instance.status" | "proxy.up" | "proxy.down" | "proxy.unreachable" | "proxy.reachable" | "service.started" | "service.stopping";
             instanceID: number | null;
             name: string;
             /** @description state before */
             from: string | null;
-            /** @description state after (for proxy.up/down: the proxy status) */
+            /** @description state after (for proxy.up/down: the proxy status; proxy.unreachable: unreachable from outside or local service down; proxy.reachable: reachable) */
             to: string | null;
             exitCode: number | null;
             signal: string | null;
@@ -2989,9 +3008,9 @@ export interface components {
             delayMs?: number;
             /** @description what happened (bootServiceError, logFailed, logRecovered, modified) */
             message?: string;
-            /** @description proxy.up, proxy.down: which proxy */
+            /** @description proxy.up, proxy.down, proxy.unreachable, proxy.reachable: which proxy */
             proxy?: string;
-            /** @description proxy.down: frpc's error */
+            /** @description proxy.down: frpc's error; proxy.unreachable: the probe's reason; instance.disconnected: why */
             err?: string;
             /** @description instance.status: logged in to its server (null: not running or not known) */
             connected?: boolean | null;
@@ -3904,7 +3923,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description one setting to read; every setting when omitted (also accepted as an X-key header) */
-                key?: "ListenAddr" | "ListenPort" | "TunnelPath" | "InstancePath" | "Debug" | "Watchdog.Enabled" | "Watchdog.Port" | "Watchdog.BackoffSecs" | "Watchdog.BackoffMaxSecs" | "Watchdog.StartLimit" | "Watchdog.StableSecs" | "Watchdog.NoRetryExitCodes" | "Instance.StartSecs" | "Instance.StopTimeoutSecs" | "Notification.Enabled" | "Notification.Method" | "Webhook.Method" | "Webhook.URL" | "Webhook.Headers" | "Webhook.Body" | "Webhook.TimeoutSecs" | "Webhook.Retries" | "Alerts.DebounceSecs" | "Status.PollSecs" | "Log.MaxBytes" | "Log.Files" | "InitSystem" | "Systemd.UnitDir" | "Systemd.Systemctl" | "Systemd.Journalctl" | "InitD.ScriptDir" | "InitD.UpdateRcD" | "InitD.PidDir" | "InitD.LogDir" | "Windows.Schtasks" | "RateLimit.Login" | "RateLimit.PerToken" | "RateLimit.Register" | "Register.Enabled" | "SystemLog.RequireToken" | "Visitor.ShowDetails" | "TLS.CertFile" | "TLS.KeyFile" | "TrustedProxies" | "Audit.RetentionDays" | "Audit.MaxEntries" | "Revisions.Keep";
+                key?: "ListenAddr" | "ListenPort" | "TunnelPath" | "InstancePath" | "Debug" | "Watchdog.Enabled" | "Watchdog.Port" | "Watchdog.BackoffSecs" | "Watchdog.BackoffMaxSecs" | "Watchdog.StartLimit" | "Watchdog.StableSecs" | "Watchdog.NoRetryExitCodes" | "Instance.StartSecs" | "Instance.StopTimeoutSecs" | "Notification.Enabled" | "Notification.Method" | "Webhook.Method" | "Webhook.URL" | "Webhook.Headers" | "Webhook.Body" | "Webhook.TimeoutSecs" | "Webhook.Retries" | "Alerts.DebounceSecs" | "Status.PollSecs" | "Probe.IntervalSecs" | "Probe.TimeoutSecs" | "Probe.Failures" | "Probe.Concurrency" | "Log.MaxBytes" | "Log.Files" | "InitSystem" | "Systemd.UnitDir" | "Systemd.Systemctl" | "Systemd.Journalctl" | "InitD.ScriptDir" | "InitD.UpdateRcD" | "InitD.PidDir" | "InitD.LogDir" | "Windows.Schtasks" | "RateLimit.Login" | "RateLimit.PerToken" | "RateLimit.Register" | "Register.Enabled" | "SystemLog.RequireToken" | "Visitor.ShowDetails" | "TLS.CertFile" | "TLS.KeyFile" | "TrustedProxies" | "Audit.RetentionDays" | "Audit.MaxEntries" | "Revisions.Keep";
             };
             header?: never;
             path?: never;
@@ -4173,6 +4192,8 @@ export interface operations {
                         bootAtStart?: boolean;
                         /** @description operating-system user the tunnel runs as */
                         runUser?: string;
+                        /** @description probe its proxies end to end while it runs (through its server and directly, every Probe.IntervalSecs; off by default) */
+                        probes?: boolean;
                     };
                 } | {
                     /** @description an id: an integer, or a string holding one */

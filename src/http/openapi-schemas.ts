@@ -322,6 +322,7 @@ export function componentSchemas(): Record<string, Json> {
           isRunning: bool(),
           auth_method: str('auth.method of the config file'),
           bootAtStart: bool(),
+          probes: bool('its proxies are probed end to end while it runs (systemConfig probes)'),
           labels: schema('Labels'),
           revision: int('the revision of its config file it stands at; changes take it as baseRevision', {
             minimum: 0,
@@ -374,7 +375,7 @@ export function componentSchemas(): Record<string, Json> {
         {
           title: 'systemConfig',
           allOf: [
-            obj({ instanceID: int(), configPath: str(), bootAtStart: bool(), runUser: str() }),
+            obj({ instanceID: int(), configPath: str(), bootAtStart: bool(), runUser: str(), probes: bool() }),
             schema('BootServiceFailure'),
           ],
         },
@@ -707,6 +708,8 @@ export function componentSchemas(): Record<string, Json> {
           'instance.status',
           'proxy.up',
           'proxy.down',
+          'proxy.unreachable',
+          'proxy.reachable',
           'service.started',
           'service.stopping',
         ],
@@ -714,14 +717,17 @@ export function componentSchemas(): Record<string, Json> {
       instanceID: int(undefined, { type: ['integer', 'null'] }),
       name: str(),
       from: str('state before', { type: ['string', 'null'] }),
-      to: str('state after (for proxy.up/down: the proxy status)', { type: ['string', 'null'] }),
+      to: str(
+        'state after (for proxy.up/down: the proxy status; proxy.unreachable: unreachable from outside or local service down; proxy.reachable: reachable)',
+        { type: ['string', 'null'] },
+      ),
       exitCode: int(undefined, { type: ['integer', 'null'] }),
       signal: str(undefined, { type: ['string', 'null'] }),
       'attempt?': int('instance.restarting: crashes in a row'),
       'delayMs?': int('instance.restarting: delay before the next start'),
       'message?': str('what happened (bootServiceError, logFailed, logRecovered, modified)'),
-      'proxy?': str('proxy.up, proxy.down: which proxy'),
-      'err?': str("proxy.down: frpc's error"),
+      'proxy?': str('proxy.up, proxy.down, proxy.unreachable, proxy.reachable: which proxy'),
+      'err?': str("proxy.down: frpc's error; proxy.unreachable: the probe's reason; instance.disconnected: why"),
       'connected?': {
         type: ['boolean', 'null'],
         description: 'instance.status: logged in to its server (null: not running or not known)',

@@ -34,6 +34,8 @@ export interface InstanceRecord {
   labels: Labels;
   /** The committed revision of its config file it stands at (0 before the first: see the change pipeline). */
   revision: number;
+  /** Its proxies are probed end to end while it runs (see actors/probes.ts). */
+  probes: boolean;
 }
 
 const NO_LABELS: Labels = Object.freeze({});
@@ -55,6 +57,7 @@ interface Row {
   last_exit_code: number | null;
   last_exit_signal: string | null;
   last_exit_at: number | null;
+  probes: number;
 }
 
 const toRecord = (r: Row, labels: Labels, revision: number): InstanceRecord => ({
@@ -74,6 +77,7 @@ const toRecord = (r: Row, labels: Labels, revision: number): InstanceRecord => (
   lastExit: r.last_exit_at === null ? null : { code: r.last_exit_code, signal: r.last_exit_signal, at: r.last_exit_at },
   labels,
   revision,
+  probes: r.probes === 1,
 });
 
 /** The one answer to a name another instance has: callers check first; the database's own constraint says the same. */
@@ -175,6 +179,7 @@ export class InstanceStore {
       lastExit: null,
       labels,
       revision: 0,
+      probes: false,
     });
     this.records.set(id, record);
     return record;
@@ -201,7 +206,10 @@ export class InstanceStore {
     return next;
   }
 
-  update(id: number, fields: { name?: string; bootAtStart?: boolean; runUser?: string }): InstanceRecord | undefined {
+  update(
+    id: number,
+    fields: { name?: string; bootAtStart?: boolean; runUser?: string; probes?: boolean },
+  ): InstanceRecord | undefined {
     const name = fields.name;
     if (name !== undefined) naming(name, () => this.db.run('UPDATE instances SET name = ? WHERE id = ?', [name, id]));
     if (fields.bootAtStart !== undefined) {
@@ -209,6 +217,8 @@ export class InstanceStore {
     }
     if (fields.runUser !== undefined)
       this.db.run('UPDATE instances SET run_user = ? WHERE id = ?', [fields.runUser, id]);
+    if (fields.probes !== undefined)
+      this.db.run('UPDATE instances SET probes = ? WHERE id = ?', [fields.probes ? 1 : 0, id]);
     const defined = Object.fromEntries(
       Object.entries(fields).filter(([, v]) => v !== undefined),
     ) as Partial<InstanceRecord>;

@@ -254,7 +254,7 @@ export const modifyInstance = operation({
   tag: 'instances',
   summary: "Change an instance's config file, record or environment",
   description:
-    'configFile changes top-level frpc keys (a running tunnel is restarted to apply them); systemConfig changes name, bootAtStart and runUser (and the boot service: a failure still succeeds, with bootServiceError); environment sets write-only variables; labels sets (a string) or removes (null) labels.',
+    'configFile changes top-level frpc keys (a running tunnel is restarted to apply them); systemConfig changes name, bootAtStart, runUser and probes (and the boot service: a failure still succeeds, with bootServiceError); environment sets write-only variables; labels sets (a string) or removes (null) labels.',
   access: 'admin',
   instanceAccess: 'change',
   body: z
@@ -266,6 +266,12 @@ export const modifyInstance = operation({
           name: z.string().optional().meta(schema('InstanceName')),
           bootAtStart: z.boolean().optional(),
           runUser: z.string().optional().describe('operating-system user the tunnel runs as'),
+          probes: z
+            .boolean()
+            .optional()
+            .describe(
+              'probe its proxies end to end while it runs (through its server and directly, every Probe.IntervalSecs; off by default)',
+            ),
         }),
       ),
       modification(
@@ -722,6 +728,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
           configPath: record.configPath,
           bootAtStart: record.bootAtStart,
           runUser: record.runUser,
+          probes: record.probes,
           ...(bootServiceError ? { bootServiceError, instanceName: record.name } : {}),
         },
       );
@@ -798,6 +805,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
       isRunning: isRunning(view),
       auth_method: config.authMethod,
       bootAtStart: view.record.bootAtStart,
+      probes: view.record.probes,
       labels: view.record.labels,
       revision: view.record.revision,
       // What the caller may do to it (see may): what a UI offers.
