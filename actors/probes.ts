@@ -357,12 +357,13 @@ export class Prober implements ProbeFacts {
 export async function probe(target: ProbeTarget, timeoutSecs: number): Promise<ProbeResult> {
   const timeoutMs = timeoutSecs * 1000;
   if (target.kind === 'tcp') {
-    // The service first: a service down needs no connection through the server, and one that speaks first (a
-    // banner) is given the whole timeout to be heard through it too.
-    const local = await tcpOutcome(target.local.host, target.local.port, timeoutMs, timeoutSecs, HOLD_MS);
-    if (!local.ok) return judgeTcp(local, local);
-    const holdMs = local.behaviour === 'data' ? timeoutMs : HOLD_MS;
-    return judgeTcp(local, await tcpOutcome(target.remote.host, target.remote.port, timeoutMs, timeoutSecs, holdMs));
+    // Both at once; the connection through the server is watched as long as the service's: a service that speaks
+    // first (a banner) is given the whole timeout to be heard through the server too, and one that does not answer
+    // ends it at once (its verdict is the service's).
+    const local = tcpOutcome(target.local.host, target.local.port, timeoutMs, timeoutSecs, Promise.resolve(HOLD_MS));
+    const holdMs = local.then((l) => (!l.ok ? 0 : l.behaviour === 'data' ? timeoutMs : HOLD_MS));
+    const remote = tcpOutcome(target.remote.host, target.remote.port, timeoutMs, timeoutSecs, holdMs);
+    return judgeTcp(await local, await remote);
   }
   const [local, remote] = await Promise.all([
     httpOutcome(target, 'local', timeoutMs, timeoutSecs),
@@ -372,21 +373,25 @@ export async function probe(target: ProbeTarget, timeoutSecs: number): Promise<P
 }
 
 /**
- * A tcp connection, watched for `holdMs` once made: it stays open, the other side sends bytes first, or it is
- * closed (a reset counts as closed); or it cannot be made within the timeout.
+ * A tcp connection, watched once made until `holdMs` (from its start) have passed: it stays open, the other side sends
+ * bytes first, or it is closed (a reset counts as closed); or it cannot be made within the timeout.
  */
 export function tcpOutcome(
   host: string,
   port: number,
   timeoutMs: number,
   timeoutSecs: number,
-  holdMs: number,
+  holdMs: Promise<number>,
 ): Promise<TcpOutcome> {
   return new Promise((resolve) => {
     let connected = false;
+    let done = false;
     let hold: NodeJS.Timeout | undefined;
+    const startedAt = Date.now();
     const socket: Socket = connect({ host, port });
     const finish = (outcome: TcpOutcome) => {
+      if (done) return;
+      done = true;
       clearTimeout(timer);
       clearTimeout(hold);
       socket.removeAllListeners();
@@ -401,7 +406,11 @@ export function tcpOutcome(
     socket.once('connect', () => {
       connected = true;
       clearTimeout(timer);
-      hold = setTimeout(() => finish({ ok: true, behaviour: 'open' }), Math.min(holdMs, timeoutMs));
+      void holdMs.then((ms) => {
+        if (done) return;
+        const left = Math.min(ms, timeoutMs) - (Date.now() - startedAt);
+        hold = setTimeout(() => finish({ ok: true, behaviour: 'open' }), Math.max(0, left));
+      });
     });
     socket.once('data', () => finish({ ok: true, behaviour: 'data' }));
     socket.once('end', () => finish({ ok: true, behaviour: 'closed' }));

@@ -1252,7 +1252,7 @@ export interface components {
             "Probe.TimeoutSecs": number;
             /** @description probes of a proxy that must fail in a row before its health says so (one success clears it) */
             "Probe.Failures": number;
-            /** @description proxies probed at the same time at most, over every tunnel (each probe opens two connections) */
+            /** @description proxies probed at the same time at most, over every tunnel (each probe holds two connections for about a second) */
             "Probe.Concurrency": number;
             /** @description an instance's log file is rotated (renamed to .1, .2, ...) before it grows past this many bytes */
             "Log.MaxBytes": number;
@@ -1370,7 +1370,7 @@ export interface components {
             "Probe.TimeoutSecs"?: number;
             /** @description probes of a proxy that must fail in a row before its health says so (one success clears it) */
             "Probe.Failures"?: number;
-            /** @description proxies probed at the same time at most, over every tunnel (each probe opens two connections) */
+            /** @description proxies probed at the same time at most, over every tunnel (each probe holds two connections for about a second) */
             "Probe.Concurrency"?: number;
             /** @description an instance's log file is rotated (renamed to .1, .2, ...) before it grows past this many bytes */
             "Log.MaxBytes"?: number;

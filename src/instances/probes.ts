@@ -141,8 +141,7 @@ export function splitHostPort(addr: string, defaultPort?: number): { host: strin
  * frps does when frpc cannot carry it to the service. A service that speaks first (ssh, smtp: bytes within the hold)
  * must be heard through the server too, within the timeout: a server that accepts and then says nothing (hung, or a
  * middlebox holding the connection) is caught so. The bytes themselves are not compared: many banners differ per
- * connection; only how each connection behaves is. (`remote` is `local` when the service did not answer: no
- * connection is made through the server then.)
+ * connection; only how each connection behaves is.
  */
 export function judgeTcp(local: TcpOutcome, remote: TcpOutcome): ProbeResult {
   if (!local.ok) return { ok: false, where: 'local', error: local.error };

@@ -145,8 +145,8 @@ export const SETTINGS_TABLE = {
     doc: 'probes of a proxy that must fail in a row before its health says so (one success clears it)',
   }),
   'Probe.Concurrency': setting(intRange(1, 1000), {
-    default: 16,
-    doc: 'proxies probed at the same time at most, over every tunnel (each probe opens two connections)',
+    default: 64,
+    doc: 'proxies probed at the same time at most, over every tunnel (each probe holds two connections for about a second)',
   }),
   'Log.MaxBytes': setting(intRange(256, 1024 * 1024 * 1024), {
     default: 10 * 1024 * 1024,

@@ -100,7 +100,9 @@ export async function alertsOf(t: ExecutionContext, daemon: Daemon, token: strin
   t.teardown(() => events.ws.close());
   const alerts = (id: string) =>
     events.messages.filter(
-      (e) => e.instanceID === Number(id) && /^(proxy|instance)\.(up|down|connected|disconnected)$/.test(e.event),
+      (e) =>
+        e.instanceID === Number(id) &&
+        /^(proxy|instance)\.(up|down|connected|disconnected|unreachable|reachable)$/.test(e.event),
     );
   return {
     events,
