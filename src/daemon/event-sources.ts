@@ -2,7 +2,8 @@ import type { Subscription } from '../util/rx.js';
 import type { EventHub } from '../../actors/event-hub.js';
 import type { InstanceLogs } from '../../actors/instance-logs.js';
 import type { InstanceSupervisor } from '../../actors/instance-supervisor.js';
-import type { Prober } from '../../actors/probes.js';
+import type { ProbeAlert, Prober } from '../../actors/probes.js';
+import type { StatusAlert } from '../../actors/tunnel-status.js';
 import { eventsOf } from '../events/vocabulary.js';
 
 const NO_PROCESS = { from: null, to: null, exitCode: null, signal: null } as const;
@@ -37,21 +38,19 @@ export function publishEvents(
       hub.publish({ event, instanceID, name, ...NO_PROCESS, ...(what ? { message: what } : {}) }),
     ),
   );
-  subscription.add(
-    supervisor.status.alerts$.subscribe(({ event, instanceID, proxy, from, to, err }) =>
-      hub.publish({
-        event,
-        instanceID,
-        name: supervisor.nameOf(instanceID),
-        from,
-        to,
-        exitCode: null,
-        signal: null,
-        ...(proxy !== undefined ? { proxy } : {}),
-        ...(err !== undefined ? { err } : {}),
-      }),
-    ),
-  );
+  const alert = ({ event, instanceID, proxy, from, to, err }: StatusAlert | ProbeAlert) =>
+    hub.publish({
+      event,
+      instanceID,
+      name: supervisor.nameOf(instanceID),
+      from,
+      to,
+      exitCode: null,
+      signal: null,
+      ...(proxy !== undefined ? { proxy } : {}),
+      ...(err !== undefined ? { err } : {}),
+    });
+  subscription.add(supervisor.status.alerts$.subscribe(alert));
   const statusChanged = (instanceID: number) => {
     const name = supervisor.nameOf(instanceID);
     // Gone meanwhile: its deletion says enough.
@@ -68,21 +67,7 @@ export function publishEvents(
   if (probes) {
     // A probe's verdict changes the health: UIs re-read it, and a verdict that held is news.
     subscription.add(probes.changed$.subscribe(statusChanged));
-    subscription.add(
-      probes.alerts$.subscribe(({ event, instanceID, proxy, from, to, err }) =>
-        hub.publish({
-          event,
-          instanceID,
-          name: supervisor.nameOf(instanceID),
-          from,
-          to,
-          exitCode: null,
-          signal: null,
-          proxy,
-          ...(err !== undefined ? { err } : {}),
-        }),
-      ),
-    );
+    subscription.add(probes.alerts$.subscribe(alert));
   }
   subscription.add(
     supervisor.boot.errors$.subscribe(({ instanceID, name, message }) =>

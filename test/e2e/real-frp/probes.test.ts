@@ -4,6 +4,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { createServer as createHttpServer } from 'node:http';
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { cli, loggedIn } from '../../helpers/cli.js';
 import { disposeWithTunnels, startWithRoot, type Daemon } from '../../helpers/daemon.js';
 import { freePort } from '../../helpers/frp.js';
 import {
@@ -11,6 +12,7 @@ import {
   alertsOf,
   createTunnel,
   frpsFor,
+  healthUntil,
   httpTo,
   realFrpSettings,
   start,
@@ -38,15 +40,6 @@ async function probesOn(daemon: Daemon, root: string, id: string) {
   if (!res.body.success) throw new Error(`probes on failed: ${res.body.message}`);
   return res.body.data as { probes: boolean };
 }
-
-const healthUntil = (daemon: Daemon, root: string, id: string, state: string, reason?: RegExp) =>
-  statusUntil(
-    daemon,
-    root,
-    id,
-    (s) => s.health.state === state && (reason === undefined || reason.test(s.health.reason ?? '')),
-    30_000,
-  );
 
 /** The proxies' own health, as `proxyMgr/list` gives it. */
 async function proxyHealth(daemon: Daemon, root: string, id: string): Promise<Map<string, Health>> {
@@ -261,7 +254,9 @@ test("an http proxy is probed through frps's vhost port with its domain as Host"
   );
   const { id } = await createTunnel(daemon, root, frps, 'pr_http');
   await addProxy(daemon, root, id, httpTo('web', port, 'probe.example.test'));
-  await probesOn(daemon, root, id);
+  // Turned on as an operator types it.
+  const on = await cli(['probes', 'pr_http', 'on'], await loggedIn(daemon, t));
+  t.is(on.code, 0, on.stderr);
   await start(daemon, root, id);
   await healthUntil(daemon, root, id, 'up');
   await metricUntil(daemon, root, /^tunnelward_proxy_probes\{result="reachable"\}/, 1);
