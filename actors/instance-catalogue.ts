@@ -61,6 +61,8 @@ export interface SystemConfigChange {
   runUser?: string;
   /** A new expiry (see src/instances/expiry.ts); null or `never` clears it. */
   expires?: string | null;
+  /** End-to-end probes of its proxies on or off (see actors/probes.ts). */
+  probes?: boolean;
 }
 
 export interface CatalogueChange {
@@ -443,7 +445,7 @@ export class InstanceCatalogue {
           renamed,
           change.bootAtStart ?? record.bootAtStart,
         );
-        store.update(id, { bootAtStart });
+        store.update(id, { bootAtStart, probes: change.probes });
         const updated = (change.expires !== undefined ? store.setExpiry(id, expiresAt) : store.get(id)) ?? renamed;
         await db.persist();
         this.version++;

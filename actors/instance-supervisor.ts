@@ -39,6 +39,7 @@ import { InstanceRegistry } from './instance-registry.js';
 import type { TunnelRunner } from './process-runner.js';
 import { TunnelStatus } from './tunnel-status.js';
 import { HealthPolicy } from './health-policy.js';
+import type { ProbeFacts } from './probes.js';
 
 /** frpc verify's verdicts kept. */
 const VERDICTS_KEPT = 256;
@@ -149,6 +150,8 @@ export class InstanceSupervisor {
   private readonly healthSub: { unsubscribe(): void };
   /** Stops instances and disables proxies at their expiry. */
   readonly expiry: InstanceExpiry;
+  /** The end-to-end probes of the tunnels that have them on, once the daemon has started them (actors/probes.ts). */
+  probes: ProbeFacts | undefined;
   private readonly registry: InstanceRegistry;
   private readonly log: Logger;
   /** frpc's last verdicts, by program, text and variables (see verify). */
@@ -527,7 +530,14 @@ export class InstanceSupervisor {
   healthOf(id: number): Health {
     const { stateSince, lastError } = this.lifecycle.runOf(id);
     const live = this.status.of(id);
-    return tunnelHealth({ state: this.lifecycle.stateOf(id), stateSince, lastError, ...(live ? { live } : {}) });
+    const probes = this.probes?.failuresOf(id);
+    return tunnelHealth({
+      state: this.lifecycle.stateOf(id),
+      stateSince,
+      lastError,
+      ...(live ? { live } : {}),
+      ...(probes ? { probes } : {}),
+    });
   }
 
   /**
@@ -568,7 +578,7 @@ export class InstanceSupervisor {
     // are put in again, at most once a second, so a list polled every second makes one string, not a thousand
     // objects and their JSON.
     const now = Date.now();
-    const version = `${this.lifecycle.stateVersion}.${this.catalogue.catalogueVersion}.${this.status.version}`;
+    const version = `${this.lifecycle.stateVersion}.${this.catalogue.catalogueVersion}.${this.status.version}.${this.probes?.version ?? 0}`;
     if (this.entries?.version !== version) {
       this.entries = {
         version,

@@ -323,11 +323,13 @@ function showEvent(ctx: Context, e: Record<string, unknown>): void {
         ? statusText(e.connected as boolean | null, e.proxyStatus as Record<string, number>)
         : e.event === 'proxy.up' || e.event === 'proxy.down'
           ? `proxy ${String(e.proxy)}: ${e.from ?? 'new'} -> ${e.to}${why}`
-          : e.event === 'instance.disconnected'
-            ? `not connected${why}`
-            : typeof e.message === 'string'
-              ? e.message
-              : '';
+          : e.event === 'proxy.unreachable' || e.event === 'proxy.reachable'
+            ? `proxy ${String(e.proxy)}: ${e.to}${typeof e.err === 'string' ? ` (${e.err})` : ''}`
+            : e.event === 'instance.disconnected'
+              ? `not connected${why}`
+              : typeof e.message === 'string'
+                ? e.message
+                : '';
   const at = typeof e.at === 'string' ? e.at : new Date().toISOString();
   ctx.io.out(`${paint(at, 'grey', ctx.io.colour)} #${e.seq} ${String(e.event)} ${who} ${what}`.trimEnd() + '\n');
 }

@@ -176,23 +176,31 @@ const env: Command = {
   },
 };
 
-const boot: Command = {
-  usage: 'boot <name|#id> on|off',
-  summary: 'start the instance at boot, or not',
+/** `NAME on|off`: one boolean of the instance's record (a `systemConfig` modify). */
+const onOff = (word: string, summary: string, field: 'bootAtStart' | 'probes'): Command => ({
+  usage: `${word} <name|#id> on|off`,
+  summary,
   flags: [ID_FLAG],
   async run(ctx) {
     const client = await ctx.client();
     const { target, rest } = await oneInstance(client, ctx.args);
-    if (rest.length !== 1 || (rest[0] !== 'on' && rest[0] !== 'off')) throw usageError('boot needs on or off');
+    if (rest.length !== 1 || (rest[0] !== 'on' && rest[0] !== 'off')) throw usageError(`${word} needs on or off`);
     return change(ctx, target, () =>
       client.post(MODIFY, {
         instanceID: String(target.id),
         type: 'systemConfig',
-        modifiedData: { bootAtStart: rest[0] === 'on' },
+        modifiedData: { [field]: rest[0] === 'on' },
       }),
     );
   },
-};
+});
+
+const boot = onOff('boot', 'start the instance at boot, or not', 'bootAtStart');
+const probes = onOff(
+  'probes',
+  "probe the instance's proxies end to end (through its server and directly) while it runs, or not",
+  'probes',
+);
 
 const readForEdit = async (client: ApiClient, id: number) =>
   (await client.get('/tunnelAct/instanceMgr/export', { instanceID: id })).data;
@@ -319,4 +327,4 @@ const edit: Command = {
   },
 };
 
-export const EDIT_COMMANDS: Record<string, Command> = { edit, set, proxy, env, boot };
+export const EDIT_COMMANDS: Record<string, Command> = { edit, set, proxy, env, boot, probes };

@@ -4,6 +4,7 @@ import { rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { InstanceSupervisor } from '../../actors/instance-supervisor.js';
+import { Prober } from '../../actors/probes.js';
 import { bootServiceFor, InitdBootService, SystemdBootService } from '../../actors/boot-services.js';
 import { InstanceLogs, logsDirOf } from '../../actors/instance-logs.js';
 import { fileSource } from '../../actors/log-sources.js';
@@ -170,9 +171,13 @@ async function startLocked(
     (e) => notifier.publish(e),
   );
   const notifications = events.events$.subscribe((e) => isWebhookEvent(e) && digest.offer(e));
-  notifications.add(publishEvents(events, supervisor, logs));
+  // End-to-end probes of the tunnels that have them on: their verdicts go into the health answer.
+  const probes = new Prober(() => settings.get(), supervisor, log);
+  supervisor.probes = probes;
+  notifications.add(publishEvents(events, supervisor, logs, probes));
   await supervisor.start(hostBootId(env));
   cleanups.push(() => supervisor.close());
+  cleanups.push(() => probes.close());
   cleanups.push(() => notifications.unsubscribe());
 
   const window = options.rateWindowMs;

@@ -47,6 +47,13 @@ export type NotificationKind =
   | 'instance.disconnected'
   /** The health policy restarted a tunnel that ran but carried nothing (with why, in `message`). */
   | 'instance.healthRestart'
+  /**
+   * What the end-to-end probes say of a proxy frpc says runs (debounced like the alerts above): `proxy.unreachable`
+   * with `to` = `unreachable from outside` or `local service down` and `err` the health's reason; `proxy.reachable`
+   * when it is carried again. Kinds of their own, not proxy.down/up: frpc's word and the probe's are told apart.
+   */
+  | 'proxy.unreachable'
+  | 'proxy.reachable'
   /** The live status as frpc reports it changed (first sights included, not debounced): for UIs to re-read. */
   | 'instance.status'
   /** An expiry came: the instance was stopped, or one of its proxies disabled. */
@@ -77,6 +84,8 @@ const WEBHOOK_KINDS: ReadonlySet<NotificationKind> = new Set<NotificationKind>([
   'instance.healthRestart',
   'instance.expired',
   'proxy.expired',
+  'proxy.unreachable',
+  'proxy.reachable',
 ]);
 
 export const isWebhookEvent = (event: { event: NotificationKind }): boolean => WEBHOOK_KINDS.has(event.event);
@@ -100,7 +109,7 @@ export interface NotificationEvent {
   /** For instance.status: logged in to its server (null: not known), and how many proxies in each status. */
   connected?: boolean | null;
   proxyStatus?: Record<string, number>;
-  /** For proxy.up, proxy.down and proxy.expired: which proxy; for the first two, frpc's error. */
+  /** For proxy.up, proxy.down and proxy.expired: which proxy; for the first two, frpc's error; for proxy.unreachable: the probe's reason. */
   proxy?: string;
   err?: string;
   /** For alerts.digest: the tunnels and proxies it tells of. */

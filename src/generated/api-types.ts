@@ -566,7 +566,7 @@ export interface paths {
         put?: never;
         /**
          * Change an instance's config file, record or environment
-         * @description configFile changes top-level frpc keys (a running tunnel is restarted to apply them); systemConfig changes name, bootAtStart, runUser (and the boot service: a failure still succeeds, with bootServiceError) and expires; environment sets write-only variables; labels sets (a string) or removes (null) labels.
+         * @description configFile changes top-level frpc keys (a running tunnel is restarted to apply them); systemConfig changes name, bootAtStart, runUser, probes (and the boot service: a failure still succeeds, with bootServiceError) and expires; environment sets write-only variables; labels sets (a string) or removes (null) labels.
          *
          *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp); on the instance: the instance's owner (the admin who created it) or a superuser (403 otherwise).
          */
@@ -1274,6 +1274,14 @@ export interface components {
             "Health.DisconnectedSecs": number;
             /** @description how often a running tunnel's proxy status is read when its log says nothing new (seconds): a safety net, since frpc logs every login, lost connection, proxy start and failure, and those are read at once */
             "Status.PollSecs": number;
+            /** @description how often each proxy of a tunnel whose probes are on is probed end to end, through its server and directly (seconds); each tunnel's probes fall at their own point of the period */
+            "Probe.IntervalSecs": number;
+            /** @description a probe connection or request that has not answered after this long fails (seconds) */
+            "Probe.TimeoutSecs": number;
+            /** @description probes of a proxy that must fail in a row before its health says so (one success clears it) */
+            "Probe.Failures": number;
+            /** @description proxies probed at the same time at most, over every tunnel (each probe holds two connections for about a second) */
+            "Probe.Concurrency": number;
             /** @description an instance's log file is rotated (renamed to .1, .2, ...) before it grows past this many bytes */
             "Log.MaxBytes": number;
             /** @description rotated log files kept per instance */
@@ -1390,6 +1398,14 @@ export interface components {
             "Health.DisconnectedSecs"?: number;
             /** @description how often a running tunnel's proxy status is read when its log says nothing new (seconds): a safety net, since frpc logs every login, lost connection, proxy start and failure, and those are read at once */
             "Status.PollSecs"?: number;
+            /** @description how often each proxy of a tunnel whose probes are on is probed end to end, through its server and directly (seconds); each tunnel's probes fall at their own point of the period */
+            "Probe.IntervalSecs"?: number;
+            /** @description a probe connection or request that has not answered after this long fails (seconds) */
+            "Probe.TimeoutSecs"?: number;
+            /** @description probes of a proxy that must fail in a row before its health says so (one success clears it) */
+            "Probe.Failures"?: number;
+            /** @description proxies probed at the same time at most, over every tunnel (each probe holds two connections for about a second) */
+            "Probe.Concurrency"?: number;
             /** @description an instance's log file is rotated (renamed to .1, .2, ...) before it grows past this many bytes */
             "Log.MaxBytes"?: number;
             /** @description rotated log files kept per instance */
@@ -1570,6 +1586,8 @@ export interface components {
             /** @description auth.method of the config file */
             auth_method: string;
             bootAtStart: boolean;
+            /** @description its proxies are probed end to end while it runs (systemConfig probes) */
+            probes: boolean;
             labels: components["schemas"]["Labels"];
             /** @description the revision of its config file it stands at; changes take it as baseRevision */
             revision: number;
@@ -1636,6 +1654,7 @@ export interface components {
             configPath: string;
             bootAtStart: boolean;
             runUser: string;
+            probes: boolean;
             /**
              * Format: date-time
              * @description when the request set expires: when it expires now (null: it does not)
@@ -3058,12 +3077,12 @@ export interface components {
         };
         Event: {
             /** @enum {string} */
-            event: "instance.state" | "instance.started" | "instance.stopped" | "instance.crashed" | "instance.restarting" | "instance.failed" | "instance.created" | "instance.modified" | "instance.deleted" | "instance.bootServiceError" | "instance.logFailed" | "instance.logRecovered" | "instance.connected" | "instance.disconnected" | "instance.healthRestart" | "instance.status" | "proxy.up" | "proxy.down" | "instance.expired" | "proxy.expired" | "service.started" | "service.stopping";
+            event: "instance.state" | "instance.started" | "instance.stopped" | "instance.crashed" | "instance.restarting" | "instance.failed" | "instance.created" | "instance.modified" | "instance.deleted" | "instance.bootServiceError" | "instance.logFailed" | "instance.logRecovered" | "instance.connected" | "instance.disconnected" | "instance.healthRestart" | "instance.status" | "proxy.up" | "proxy.down" | "instance.expired" | "proxy.expired" | "proxy.unreachable" | "proxy.reachable" | "service.started" | "service.stopping";
             instanceID: number | null;
             name: string;
             /** @description state before */
             from: string | null;
-            /** @description state after (for proxy.up/down: the proxy status) */
+            /** @description state after (for proxy.up/down: the proxy status; proxy.unreachable: unreachable from outside or local service down; proxy.reachable: reachable) */
             to: string | null;
             exitCode: number | null;
             signal: string | null;
@@ -3073,9 +3092,9 @@ export interface components {
             delayMs?: number;
             /** @description what happened (bootServiceError, logFailed, logRecovered, modified, expired, healthRestart: why) */
             message?: string;
-            /** @description proxy.up, proxy.down, proxy.expired: which proxy */
+            /** @description proxy.up, proxy.down, proxy.unreachable, proxy.reachable, proxy.expired: which proxy */
             proxy?: string;
-            /** @description proxy.down: frpc's error */
+            /** @description proxy.down: frpc's error; proxy.unreachable: the probe's reason; instance.disconnected: why */
             err?: string;
             /** @description instance.status: logged in to its server (null: not running or not known) */
             connected?: boolean | null;
@@ -3993,7 +4012,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description one setting to read; every setting when omitted (also accepted as an X-key header) */
-                key?: "ListenAddr" | "ListenPort" | "TunnelPath" | "InstancePath" | "Debug" | "Watchdog.Enabled" | "Watchdog.Port" | "Watchdog.BackoffSecs" | "Watchdog.BackoffMaxSecs" | "Watchdog.StartLimit" | "Watchdog.StableSecs" | "Watchdog.NoRetryExitCodes" | "Instance.StartSecs" | "Instance.MemoryMaxMB" | "Instance.StopTimeoutSecs" | "Notification.Enabled" | "Notification.Method" | "Webhook.Method" | "Webhook.URL" | "Webhook.Headers" | "Webhook.Body" | "Webhook.TimeoutSecs" | "Webhook.Retries" | "Webhook.DigestSecs" | "Alerts.DebounceSecs" | "Health.DisconnectedSecs" | "Status.PollSecs" | "Log.MaxBytes" | "Log.Files" | "InitSystem" | "Systemd.UnitDir" | "Systemd.Systemctl" | "Systemd.Journalctl" | "InitD.ScriptDir" | "InitD.UpdateRcD" | "InitD.PidDir" | "InitD.LogDir" | "Windows.Schtasks" | "RateLimit.Login" | "RateLimit.PerToken" | "RateLimit.Register" | "Register.Enabled" | "SystemLog.RequireToken" | "Visitor.ShowDetails" | "TLS.CertFile" | "TLS.KeyFile" | "TrustedProxies" | "Audit.RetentionDays" | "Audit.MaxEntries" | "Revisions.Keep";
+                key?: "ListenAddr" | "ListenPort" | "TunnelPath" | "InstancePath" | "Debug" | "Watchdog.Enabled" | "Watchdog.Port" | "Watchdog.BackoffSecs" | "Watchdog.BackoffMaxSecs" | "Watchdog.StartLimit" | "Watchdog.StableSecs" | "Watchdog.NoRetryExitCodes" | "Instance.StartSecs" | "Instance.MemoryMaxMB" | "Instance.StopTimeoutSecs" | "Notification.Enabled" | "Notification.Method" | "Webhook.Method" | "Webhook.URL" | "Webhook.Headers" | "Webhook.Body" | "Webhook.TimeoutSecs" | "Webhook.Retries" | "Webhook.DigestSecs" | "Alerts.DebounceSecs" | "Health.DisconnectedSecs" | "Status.PollSecs" | "Probe.IntervalSecs" | "Probe.TimeoutSecs" | "Probe.Failures" | "Probe.Concurrency" | "Log.MaxBytes" | "Log.Files" | "InitSystem" | "Systemd.UnitDir" | "Systemd.Systemctl" | "Systemd.Journalctl" | "InitD.ScriptDir" | "InitD.UpdateRcD" | "InitD.PidDir" | "InitD.LogDir" | "Windows.Schtasks" | "RateLimit.Login" | "RateLimit.PerToken" | "RateLimit.Register" | "Register.Enabled" | "SystemLog.RequireToken" | "Visitor.ShowDetails" | "TLS.CertFile" | "TLS.KeyFile" | "TrustedProxies" | "Audit.RetentionDays" | "Audit.MaxEntries" | "Revisions.Keep";
             };
             header?: never;
             path?: never;
@@ -4268,6 +4287,8 @@ export interface operations {
                         runUser?: string;
                         /** @description when it expires: a duration from now (30m, 2h, 7d, 1h30m), an ISO 8601 time (2030-06-01T18:00:00Z; without an offset, the host's local time) or never; null or never clears it. A time past is refused with nothing changed. At expiry an instance is stopped as an operator's stop does it and taken off boot; a proxy is disabled in the file */
                         expires?: string | null;
+                        /** @description probe its proxies end to end while it runs (through its server and directly, every Probe.IntervalSecs; off by default) */
+                        probes?: boolean;
                     };
                 } | {
                     /** @description an id: an integer, or a string holding one */

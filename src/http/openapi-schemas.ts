@@ -337,6 +337,7 @@ export function componentSchemas(): Record<string, Json> {
           isRunning: bool(),
           auth_method: str('auth.method of the config file'),
           bootAtStart: bool(),
+          probes: bool('its proxies are probed end to end while it runs (systemConfig probes)'),
           labels: schema('Labels'),
           revision: int('the revision of its config file it stands at; changes take it as baseRevision', {
             minimum: 0,
@@ -395,6 +396,7 @@ export function componentSchemas(): Record<string, Json> {
               configPath: str(),
               bootAtStart: bool(),
               runUser: str(),
+              probes: bool(),
               'expiresAt?': {
                 type: ['string', 'null'],
                 format: 'date-time',
@@ -750,6 +752,8 @@ export function componentSchemas(): Record<string, Json> {
           'proxy.down',
           'instance.expired',
           'proxy.expired',
+          'proxy.unreachable',
+          'proxy.reachable',
           'service.started',
           'service.stopping',
         ],
@@ -757,7 +761,10 @@ export function componentSchemas(): Record<string, Json> {
       instanceID: int(undefined, { type: ['integer', 'null'] }),
       name: str(),
       from: str('state before', { type: ['string', 'null'] }),
-      to: str('state after (for proxy.up/down: the proxy status)', { type: ['string', 'null'] }),
+      to: str(
+        'state after (for proxy.up/down: the proxy status; proxy.unreachable: unreachable from outside or local service down; proxy.reachable: reachable)',
+        { type: ['string', 'null'] },
+      ),
       exitCode: int(undefined, { type: ['integer', 'null'] }),
       signal: str(undefined, { type: ['string', 'null'] }),
       'attempt?': int('instance.restarting: crashes in a row'),
@@ -765,8 +772,8 @@ export function componentSchemas(): Record<string, Json> {
       'message?': str(
         'what happened (bootServiceError, logFailed, logRecovered, modified, expired, healthRestart: why)',
       ),
-      'proxy?': str('proxy.up, proxy.down, proxy.expired: which proxy'),
-      'err?': str("proxy.down: frpc's error"),
+      'proxy?': str('proxy.up, proxy.down, proxy.unreachable, proxy.reachable, proxy.expired: which proxy'),
+      'err?': str("proxy.down: frpc's error; proxy.unreachable: the probe's reason; instance.disconnected: why"),
       'connected?': {
         type: ['boolean', 'null'],
         description: 'instance.status: logged in to its server (null: not running or not known)',

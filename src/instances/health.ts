@@ -5,6 +5,7 @@
 import type { InstanceState } from '../../machines/instance.machine.js';
 import { isUp, type ProxyStatus } from '../config/proxy-status.js';
 import { formatIso } from '../util/time.js';
+import { probeReason, type ProbeFailure } from './probes.js';
 
 /**
  * - `up`: running, logged in to its server, every proxy running.
@@ -51,24 +52,40 @@ export interface TunnelFacts {
     disconnectReason: string | null;
     proxies: ReadonlyMap<string, ProxyStatus>;
   };
+  /**
+   * The proxies whose end-to-end probes failed `Probe.Failures` times in a row (see src/instances/probes.ts): a proxy
+   * frpc says runs is down when its probe says the tunnel does not carry (`unreachable from outside: ...`) or its
+   * local service does not answer (`local service down: ...`). Absent when the tunnel is not probed.
+   */
+  probes?: ReadonlyMap<string, ProbeFailure>;
 }
 
 /**
  * The health of one proxy of a tunnel whose health is `tunnel`: a disabled one is stopped; while the tunnel is not
- * up or degraded, the proxy shares its answer; else frpc's status of it (`seen`), or down until frpc reports it.
+ * up or degraded, the proxy shares its answer; else frpc's status of it (`seen`) and its failed probe (`probe`), or down
+ * until frpc reports it.
  */
-export function proxyHealthIn(tunnel: Health, enabled: boolean, seen: ProxyStatus | undefined): Health {
+export function proxyHealthIn(
+  tunnel: Health,
+  enabled: boolean,
+  seen: ProxyStatus | undefined,
+  probe?: ProbeFailure,
+): Health {
   if (!enabled) return { state: 'stopped', reason: 'disabled', since: null };
-  if (seen !== undefined) return proxyHealth(seen);
+  if (seen !== undefined) return proxyHealth(seen, probe);
   if (tunnel.state === 'up' || tunnel.state === 'degraded')
     return { state: 'down', reason: 'not reported by frpc (yet)', since: null };
   return tunnel;
 }
 
-/** The health of one proxy of a running, connected tunnel: frpc's status and error in words. */
-export function proxyHealth(proxy: ProxyStatus): Health {
-  if (isUp(proxy.status)) return { state: 'up', reason: null, since: proxy.since };
-  return { state: 'down', reason: proxyReason(proxy), since: proxy.since };
+/**
+ * The health of one proxy of a running, connected tunnel: frpc's status and error in words; one that frpc says runs
+ * is still down when its probe failed (`probe`).
+ */
+export function proxyHealth(proxy: ProxyStatus, probe?: ProbeFailure): Health {
+  if (!isUp(proxy.status)) return { state: 'down', reason: proxyReason(proxy), since: proxy.since };
+  if (probe) return { state: 'down', reason: probeReason(probe), since: Math.max(probe.since, proxy.since) };
+  return { state: 'up', reason: null, since: proxy.since };
 }
 
 /** frpc's status of a proxy that does not run, with its error (`start error: port already used`). */
@@ -79,7 +96,7 @@ function proxyReason({ status, err }: ProxyStatus): string {
 }
 
 export function tunnelHealth(facts: TunnelFacts): Health {
-  const { state, stateSince, lastError, live } = facts;
+  const { state, stateSince, lastError, live, probes } = facts;
   switch (state) {
     case 'stopped':
       return { state: 'stopped', reason: null, since: stateSince };
@@ -96,11 +113,11 @@ export function tunnelHealth(facts: TunnelFacts): Health {
     case 'stopping':
       return { state: 'down', reason: 'stopping', since: stateSince };
     case 'running':
-      return runningHealth(live, stateSince);
+      return runningHealth(live, stateSince, probes);
   }
 }
 
-function runningHealth(live: TunnelFacts['live'], stateSince: number | null): Health {
+function runningHealth(live: TunnelFacts['live'], stateSince: number | null, probes: TunnelFacts['probes']): Health {
   // Without an admin endpoint nothing more is known than that the process runs.
   if (live === undefined) return { state: 'up', reason: null, since: stateSince };
   if (live.connected === null) return { state: 'down', reason: 'logging in to the server', since: stateSince };
@@ -110,14 +127,19 @@ function runningHealth(live: TunnelFacts['live'], stateSince: number | null): He
       reason: `not connected to the server: ${live.disconnectReason ?? 'connection lost, trying again'}`,
       since: live.connectedSince,
     };
-  const down = [...live.proxies].filter(([, proxy]) => !isUp(proxy.status));
+  const down = [...live.proxies].flatMap(([name, proxy]) => {
+    const health = proxyHealth(proxy, probes?.get(name));
+    return health.state === 'down' ? [{ name, health, probed: isUp(proxy.status) }] : [];
+  });
   if (down.length === 0) return { state: 'up', reason: null, since: latest(live.connectedSince, live.proxies) };
-  const [name, first] = down[0]!;
+  const { name, health: first } = down[0]!;
   const more = down.length > 1 ? ` (and ${down.length - 1} more)` : '';
-  const reason = `proxy ${name}: ${proxyReason(first)}${more}`;
-  const since = Math.min(...down.map(([, proxy]) => proxy.since));
+  const reason = `proxy ${name}: ${first.reason}${more}`;
+  const since = Math.min(...down.map(({ health }) => health.since!));
   const all = down.length === live.proxies.size;
-  return { state: all ? 'down' : 'degraded', reason: all ? `no proxy running: ${reason}` : reason, since };
+  // Every one down: none running as frpc says, or (some running as frpc says, their probes failing) none working.
+  const none = down.some(({ probed }) => probed) ? 'no proxy working' : 'no proxy running';
+  return { state: all ? 'down' : 'degraded', reason: all ? `${none}: ${reason}` : reason, since };
 }
 
 /** When the last of the proxies came up (or the login, if later): since when a tunnel is all up. */

@@ -38,6 +38,8 @@ export interface InstanceRecord {
   expiresAt: number | null;
   /** When each of its proxies is disabled, by proxy name (not in the file: frpc refuses a key it does not know); frozen. */
   proxyExpiries: Readonly<Record<string, number>>;
+  /** Its proxies are probed end to end while it runs (see actors/probes.ts). */
+  probes: boolean;
 }
 
 const NO_LABELS: Labels = Object.freeze({});
@@ -61,6 +63,7 @@ interface Row {
   last_exit_signal: string | null;
   last_exit_at: number | null;
   expires_at: number | null;
+  probes: number;
 }
 
 const toRecord = (
@@ -87,6 +90,7 @@ const toRecord = (
   revision,
   expiresAt: r.expires_at,
   proxyExpiries,
+  probes: r.probes === 1,
 });
 
 /** The one answer to a name another instance has: callers check first; the database's own constraint says the same. */
@@ -209,6 +213,7 @@ export class InstanceStore {
       revision: 0,
       expiresAt,
       proxyExpiries: NO_EXPIRIES,
+      probes: false,
     });
     this.records.set(id, record);
     return record;
@@ -235,7 +240,10 @@ export class InstanceStore {
     return next;
   }
 
-  update(id: number, fields: { name?: string; bootAtStart?: boolean; runUser?: string }): InstanceRecord | undefined {
+  update(
+    id: number,
+    fields: { name?: string; bootAtStart?: boolean; runUser?: string; probes?: boolean },
+  ): InstanceRecord | undefined {
     const name = fields.name;
     if (name !== undefined) naming(name, () => this.db.run('UPDATE instances SET name = ? WHERE id = ?', [name, id]));
     if (fields.bootAtStart !== undefined) {
@@ -243,6 +251,8 @@ export class InstanceStore {
     }
     if (fields.runUser !== undefined)
       this.db.run('UPDATE instances SET run_user = ? WHERE id = ?', [fields.runUser, id]);
+    if (fields.probes !== undefined)
+      this.db.run('UPDATE instances SET probes = ? WHERE id = ?', [fields.probes ? 1 : 0, id]);
     const defined = Object.fromEntries(
       Object.entries(fields).filter(([, v]) => v !== undefined),
     ) as Partial<InstanceRecord>;

@@ -144,6 +144,22 @@ export const SETTINGS_TABLE = {
     default: 300,
     doc: "how often a running tunnel's proxy status is read when its log says nothing new (seconds): a safety net, since frpc logs every login, lost connection, proxy start and failure, and those are read at once",
   }),
+  'Probe.IntervalSecs': setting(seconds(1, 86400), {
+    default: 60,
+    doc: "how often each proxy of a tunnel whose probes are on is probed end to end, through its server and directly (seconds); each tunnel's probes fall at their own point of the period",
+  }),
+  'Probe.TimeoutSecs': setting(seconds(0.1, 120), {
+    default: 5,
+    doc: 'a probe connection or request that has not answered after this long fails (seconds)',
+  }),
+  'Probe.Failures': setting(intRange(1, 100), {
+    default: 3,
+    doc: 'probes of a proxy that must fail in a row before its health says so (one success clears it)',
+  }),
+  'Probe.Concurrency': setting(intRange(1, 1000), {
+    default: 64,
+    doc: 'proxies probed at the same time at most, over every tunnel (each probe holds two connections for about a second)',
+  }),
   'Log.MaxBytes': setting(intRange(256, 1024 * 1024 * 1024), {
     default: 10 * 1024 * 1024,
     doc: "an instance's log file is rotated (renamed to .1, .2, ...) before it grows past this many bytes",

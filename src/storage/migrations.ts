@@ -137,4 +137,8 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (instance_id, proxy)
   );
   `,
+  // 11: end-to-end probes of an instance's proxies, on or off per instance (off by default: see actors/probes.ts)
+  `
+  ALTER TABLE instances ADD COLUMN probes INTEGER NOT NULL DEFAULT 0;
+  `,
 ];

@@ -97,13 +97,25 @@ export const statusUntil = (
   timeoutMs = 10_000,
 ) => waitFor(() => statusOf(daemon, token, id), until, timeoutMs);
 
+/** Waits (30 s at most) until the instance's health is `state`, its reason matching `reason` when given. */
+export const healthUntil = (daemon: Daemon, token: string, id: string, state: string, reason?: RegExp) =>
+  statusUntil(
+    daemon,
+    token,
+    id,
+    (s) => s.health.state === state && (reason === undefined || reason.test(s.health.reason ?? '')),
+    30_000,
+  );
+
 /** The event stream, and the alerts about one instance in it. */
 export async function alertsOf(t: ExecutionContext, daemon: Daemon, token: string) {
   const events: Stream = await openStream(wsUrl(daemon.url, `/system/events?token=${token}`));
   t.teardown(() => events.ws.close());
   const alerts = (id: string) =>
     events.messages.filter(
-      (e) => e.instanceID === Number(id) && /^(proxy|instance)\.(up|down|connected|disconnected)$/.test(e.event),
+      (e) =>
+        e.instanceID === Number(id) &&
+        /^(proxy|instance)\.(up|down|connected|disconnected|unreachable|reachable)$/.test(e.event),
     );
   return {
     events,

@@ -269,7 +269,7 @@ export const modifyInstance = operation({
   tag: 'instances',
   summary: "Change an instance's config file, record or environment",
   description:
-    'configFile changes top-level frpc keys (a running tunnel is restarted to apply them); systemConfig changes name, bootAtStart, runUser (and the boot service: a failure still succeeds, with bootServiceError) and expires; environment sets write-only variables; labels sets (a string) or removes (null) labels.',
+    'configFile changes top-level frpc keys (a running tunnel is restarted to apply them); systemConfig changes name, bootAtStart, runUser, probes (and the boot service: a failure still succeeds, with bootServiceError) and expires; environment sets write-only variables; labels sets (a string) or removes (null) labels.',
   access: 'admin',
   instanceAccess: 'change',
   body: z
@@ -282,6 +282,12 @@ export const modifyInstance = operation({
           bootAtStart: z.boolean().optional(),
           runUser: z.string().optional().describe('operating-system user the tunnel runs as'),
           expires: expiresValue.optional(),
+          probes: z
+            .boolean()
+            .optional()
+            .describe(
+              'probe its proxies end to end while it runs (through its server and directly, every Probe.IntervalSecs; off by default)',
+            ),
         }),
       ),
       modification(
@@ -750,6 +756,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
           ...(data.expires !== undefined
             ? { expiresAt: record.expiresAt === null ? null : formatIso(record.expiresAt) }
             : {}),
+          probes: record.probes,
           ...(bootServiceError ? { bootServiceError, instanceName: record.name } : {}),
         },
       );
@@ -827,6 +834,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
       isRunning: isRunning(view),
       auth_method: config.authMethod,
       bootAtStart: view.record.bootAtStart,
+      probes: view.record.probes,
       labels: view.record.labels,
       revision: view.record.revision,
       ...expiryFields(view.record),

@@ -106,6 +106,23 @@ async function buildRegistry({
         counts.set(status, (counts.get(status) ?? 0) + n);
     for (const [status, n] of counts) g.set({ status }, n);
   });
+  gauge(
+    'tunnelward_proxy_probes',
+    'Proxies probed end to end, by their verdict (reachable, unreachable from outside, local service down, pending).',
+    ['result'],
+    (g) => {
+      const { proxies } = supervisor.probes?.stats() ?? { proxies: undefined };
+      g.set({ result: 'reachable' }, proxies?.reachable ?? 0);
+      g.set({ result: 'unreachable' }, proxies?.unreachable ?? 0);
+      g.set({ result: 'local_down' }, proxies?.localDown ?? 0);
+      g.set({ result: 'pending' }, proxies?.pending ?? 0);
+    },
+  );
+  counter('tunnelward_probes_total', 'End-to-end probes made, by outcome.', ['outcome'], (c) => {
+    const { probes } = supervisor.probes?.stats() ?? { probes: { ok: 0, failed: 0 } };
+    c.inc({ outcome: 'ok' }, probes.ok);
+    c.inc({ outcome: 'failed' }, probes.failed);
+  });
   counter('tunnelward_instance_log_lines_total', 'Lines of output read from the tunnels.', [], (c) =>
     c.inc(logTotals().lines),
   );

@@ -223,11 +223,12 @@ export function proxyRoutes({ supervisor, guards }: RouteDeps): ResourceRouter {
     // Each proxy with what frpc says of it while the tunnel runs (null otherwise, or before it is known).
     const config = await supervisor.readConfig(id);
     const tunnel = supervisor.healthOf(id);
+    const failing = supervisor.probes?.failuresOf(id);
     const proxies = config.proxies().map((proxy) => {
       const seen = live?.proxies.get(proxy.name);
       return {
         ...proxy,
-        health: healthView(proxyHealthIn(tunnel, proxy.enabled !== false, seen)),
+        health: healthView(proxyHealthIn(tunnel, proxy.enabled !== false, seen, failing?.get(proxy.name))),
         status: seen?.status ?? null,
         err: seen?.err ?? '',
         // Where the server offers it names the server, which only an admin is shown (as getInfo shows it).

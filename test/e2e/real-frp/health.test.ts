@@ -14,9 +14,9 @@ import {
   alertsOf,
   createTunnel,
   frpsFor,
+  healthUntil,
   realFrpDaemon,
   start,
-  statusUntil,
   tcpTo,
 } from '../../helpers/real-frp.js';
 
@@ -38,15 +38,6 @@ async function healthEverywhere(t: ExecutionContext, daemon: Daemon, root: strin
   t.deepEqual(listed?.health, status.body.data.health, 'the list says what status says');
   return status.body.data.health as Health;
 }
-
-const healthUntil = (daemon: Daemon, root: string, id: string, state: string, reason?: RegExp) =>
-  statusUntil(
-    daemon,
-    root,
-    id,
-    (s) => s.health.state === state && (reason === undefined || reason.test(s.health.reason ?? '')),
-    30_000,
-  );
 
 test('a wrong token: down, "login refused" with frps\'s words, in every view and in ls', async (t) => {
   const frps = await frpsFor(t);
