@@ -1,4 +1,5 @@
 import { healthView, tunnelHealth, type Health, type HealthView } from '../src/instances/health.js';
+import { proxyHealthCounts, type HealthCounts } from '../src/instances/health-counts.js';
 import { createHash } from 'node:crypto';
 import type { User } from '../src/accounts/account-service.js';
 import { TunnelConfig } from '../src/config/tunnel-config.js';
@@ -37,8 +38,8 @@ import { InstanceRegistry } from './instance-registry.js';
 import type { TunnelRunner } from './process-runner.js';
 import { TunnelStatus } from './tunnel-status.js';
 
-/** frpc verify's verdicts kept. */
-const VERDICTS_KEPT = 256;
+/** frpc verify's verdicts kept: enough for the self-check's verify of every file to ask frpc once per text. */
+const VERDICTS_KEPT = 4096;
 
 /** How often the list reads the running tunnels' CPU and memory from /proc. */
 const USAGE_EVERY_MS = 5000;
@@ -145,6 +146,8 @@ export class InstanceSupervisor {
   private readonly log: Logger;
   /** frpc's last verdicts, by program, text and variables (see verify). */
   private readonly verdicts = new Map<string, Verdict>();
+  /** Where verify writes the copies frpc reads. */
+  private readonly scratch: string;
 
   constructor(
     db: Database,
@@ -158,6 +161,7 @@ export class InstanceSupervisor {
     redactor?: SecretRedactor,
   ) {
     this.log = log.child({ component: 'supervisor' });
+    this.scratch = dirs.scratch;
     const store = new InstanceStore(db);
     const env = new InstanceEnvStore(db, redactor);
     this.revisions = new RevisionStore(db, dirs.revisions, () => settings.value('Revisions.Keep'));
@@ -267,6 +271,17 @@ export class InstanceSupervisor {
       if (this.verdicts.size > VERDICTS_KEPT) this.verdicts.delete(this.verdicts.keys().next().value!);
     }
     return verdict;
+  }
+
+  /**
+   * `frpc verify` of the instance's file as it is now (`config`, else read), with its variables and the TunnelPath
+   * frpc: what the self-check asks of every file, so that a key the installed frpc does not know is found before a
+   * start meets it.
+   */
+  async verifyFile(id: number, config?: TunnelConfig): Promise<Verdict> {
+    const record = this.catalogue.record(id);
+    const file = config ?? (await this.catalogue.readConfig(id));
+    return this.verify(file, this.boot.targetOf(record).env, this.scratch);
   }
 
   /** An operator's command, in the instance's queue: see the lifecycle. */
@@ -463,11 +478,19 @@ export class InstanceSupervisor {
    * What frpc says of the tunnel, beside its state: `connected` (logged in to its server; null while not running or
    * not yet known) and how many of its proxies are in each status (`{"running": 2, "start error": 1}`).
    */
-  statusFields(id: number): { connected: boolean | null; proxyStatus: Record<string, number>; health: HealthView } {
+  statusFields(id: number): {
+    connected: boolean | null;
+    proxyStatus: Record<string, number>;
+    health: HealthView;
+    proxyHealth: HealthCounts;
+  } {
     const live = this.status.of(id);
     const proxyStatus: Record<string, number> = {};
     for (const { status } of live?.proxies.values() ?? []) proxyStatus[status] = (proxyStatus[status] ?? 0) + 1;
-    return { connected: live?.connected ?? null, proxyStatus, health: healthView(this.healthOf(id)) };
+    const health = this.healthOf(id);
+    // Its enabled proxies by their health: a tunnel down makes each of them down, reported by frpc or not.
+    const proxyHealth = proxyHealthCounts(health, this.registry.enabledProxies(id), live?.proxies);
+    return { connected: live?.connected ?? null, proxyStatus, health: healthView(health), proxyHealth };
   }
 
   /** The tunnel's health: the one answer every view shows (see src/instances/health.ts). */
@@ -483,6 +506,8 @@ export class InstanceSupervisor {
    */
   async start(bootId: string): Promise<void> {
     const reapply = await this.housekeeping.settle();
+    // What each file holds, for the proxies' health in every view (read once, then kept by the changes).
+    void this.registry.load().catch((err: Error) => this.log.warn({ err }, 'cannot read the config files'));
     await this.lifecycle.restore(bootId);
     for (const { id, plan } of reapply) {
       if (this.lifecycle.stateOf(id) !== 'running') continue;
@@ -514,7 +539,7 @@ export class InstanceSupervisor {
     // are put in again, at most once a second, so a list polled every second makes one string, not a thousand
     // objects and their JSON.
     const now = Date.now();
-    const version = `${this.lifecycle.stateVersion}.${this.catalogue.catalogueVersion}.${this.status.version}`;
+    const version = `${this.lifecycle.stateVersion}.${this.catalogue.catalogueVersion}.${this.status.version}.${this.registry.version}`;
     if (this.entries?.version !== version) {
       this.entries = {
         version,

@@ -16,8 +16,9 @@ test("doctor shows the daemon's self-check, a line per check, and exits 1 only o
   t.regex(lines[0]!, /^\s+check\s+found$/);
   t.regex(healthy.stdout, /^ok\s+tunnelVersion\s+0\.71\.0$/m);
   t.regex(healthy.stdout, /^ok\s+tunnelPath\s+\S+frpc\.mjs is executable$/m);
-  t.is(lines.length, 1 + 10 + 1, 'a header, ten checks, a verdict');
-  t.is(lines.at(-1), `ok: 0 failed, 0 warned, 10 ok (at ${daemon.url})`);
+  t.is(lines.length, 1 + 14 + 2, "a header, fourteen checks (ten of the daemon, four of the tunnels'), the counts, a verdict");
+  t.is(lines.at(-2), 'tunnels: none; proxies: none');
+  t.is(lines.at(-1), `ok: 0 failed, 0 warned, 14 ok (at ${daemon.url})`);
 
   // A tunnel client that goes away after it was set.
   const programs = await programDir();
@@ -32,7 +33,7 @@ test("doctor shows the daemon's self-check, a line per check, and exits 1 only o
   t.true(broken.stdout.includes(`${frpc} is missing or not an executable file`), broken.stdout);
   t.regex(broken.stdout, /^fail\s+tunnelPath\s/m);
   t.regex(broken.stdout, /^fail\s+tunnelVersion\s+no tunnel client to ask$/m);
-  t.regex(broken.stdout, /^fail: 2 failed, 0 warned, 8 ok/m);
+  t.regex(broken.stdout, /^fail: 2 failed, 0 warned, 12 ok/m);
 
   const json = await cli(['doctor', '--json'], env);
   t.is(json.code, 1);
@@ -55,5 +56,5 @@ test('doctor passes with warnings: plain HTTP beyond loopback warns, and the exi
   const run = await cli(['doctor'], env);
   t.regex(run.stdout, /^warn\s+exposure\s+open to whoever reaches the port: plain HTTP on a non-loopback address/m);
   t.is(run.code, 0, run.stdout);
-  t.regex(run.stdout, /^ok: 0 failed, 1 warned, 9 ok/m);
+  t.regex(run.stdout, /^ok: 0 failed, 1 warned, 13 ok/m);
 });
