@@ -110,15 +110,17 @@ const reasoned = (tunnels: readonly TunnelFinding[]) =>
 export function tunnelsCheck(tunnels: readonly TunnelFinding[]): CheckResult {
   const down = tunnels.filter((t) => t.health.state === 'down');
   const degraded = tunnels.filter((t) => t.health.state === 'degraded');
-  const up = tunnels.filter((t) => t.health.state === 'up').length;
   const parts = [
     down.length > 0 ? summarise(reasoned(down), `${plural(down.length, 'tunnel')} down`) : '',
     degraded.length > 0 ? summarise(reasoned(degraded), `${plural(degraded.length, 'tunnel')} degraded`) : '',
   ].filter(Boolean);
   if (parts.length > 0) return result('tunnels', down.length > 0 ? 'fail' : 'warn', parts.join('. '));
-  const stopped = tunnels.filter((t) => t.health.state === 'stopped').length;
-  if (up === 0) return result('tunnels', 'ok', stopped > 0 ? `no tunnel runs (${stopped} stopped)` : 'no tunnels');
-  return result('tunnels', 'ok', `${plural(up, 'tunnel')} up${stopped > 0 ? `, ${stopped} stopped` : ''}`);
+  if (tunnels.length === 0) return result('tunnels', 'ok', 'no tunnels');
+  const states = (['up', 'stopped', 'failed'] as const)
+    .map((state) => [state, tunnels.filter((t) => t.health.state === state).length] as const)
+    .filter(([, n]) => n > 0)
+    .map(([state, n]) => `${n} ${state}`);
+  return result('tunnels', 'ok', `none down or degraded (${states.join(', ')})`);
 }
 
 /** Tunnels the watchdog gave up on fail the check, each with the cause of its last exit. */

@@ -52,7 +52,7 @@ test('tunnels down fail the check, degraded ones warn, none: ok with the count u
   t.like(tunnelsCheck([tunnel('a', 'up'), tunnel('b', 'stopped')]), {
     severity: 'ok',
     ok: true,
-    message: '1 tunnel up, 1 stopped',
+    message: 'none down or degraded (1 up, 1 stopped)',
   });
   t.like(tunnelsCheck([]), { severity: 'ok', message: 'no tunnels' });
   t.like(tunnelsCheck([tunnel('a', 'degraded', 'proxy web: start error')]), {
