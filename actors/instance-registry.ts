@@ -31,6 +31,8 @@ export class InstanceRegistry {
   private endpoints: Map<number, AdminEndpoint> | undefined;
   private endpointsLoad: Promise<Map<number, AdminEndpoint>> | undefined;
   private readonly held = new Set<Reservation>();
+  /** Goes up whenever what the files are known to hold changes (see enabledProxies). */
+  private changes = 0;
 
   constructor(
     private readonly records: () => InstanceRecord[],
@@ -91,6 +93,7 @@ export class InstanceRegistry {
   commit(reservation: Reservation, id: number, endpoint: AdminEndpoint | undefined): void {
     this.held.delete(reservation);
     this.claims?.set(id, reservation.claims);
+    this.changes++;
     if (endpoint) this.endpoints?.set(id, endpoint);
     else this.endpoints?.delete(id);
   }
@@ -102,12 +105,14 @@ export class InstanceRegistry {
   /** The instance's file was put back to `config` (a change undone): what it holds is as that says. */
   restored(id: number, config: TunnelConfig): void {
     this.claims?.set(id, config.serverClaims());
+    this.changes++;
     const endpoint = config.adminEndpoint();
     if (endpoint) this.endpoints?.set(id, endpoint);
   }
 
   forget(id: number): void {
     this.claims?.delete(id);
+    this.changes++;
     this.endpoints?.delete(id);
   }
 
@@ -119,6 +124,26 @@ export class InstanceRegistry {
   /** Where tunnelward reaches the tunnel's admin API, as its file says. */
   async adminEndpoint(id: number): Promise<AdminEndpoint | undefined> {
     return (await this.allEndpoints()).get(id);
+  }
+
+  /** Reads what every file holds, once (start-up): enabledProxies knows every instance from then on. */
+  async load(): Promise<void> {
+    await this.allClaims();
+    this.changes++;
+  }
+
+  /** A count that changes whenever enabledProxies may answer otherwise. */
+  get version(): number {
+    return this.changes;
+  }
+
+  /**
+   * The names of the instance's enabled proxies as its file says (each one holds its name on its server); undefined
+   * while the files have not been read, or when the instance's file could not be.
+   */
+  enabledProxies(id: number): ReadonlySet<string> | undefined {
+    const held = this.claims?.get(id);
+    return held && new Set(held.claims.values());
   }
 
   private async allClaims(): Promise<Map<number, ServerClaims>> {

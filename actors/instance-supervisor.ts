@@ -1,4 +1,5 @@
 import { healthView, tunnelHealth, type Health, type HealthView } from '../src/instances/health.js';
+import { proxyHealthCounts, type HealthCounts } from '../src/instances/health-counts.js';
 import { createHash } from 'node:crypto';
 import type { User } from '../src/accounts/account-service.js';
 import { TunnelConfig } from '../src/config/tunnel-config.js';
@@ -41,8 +42,8 @@ import { TunnelStatus } from './tunnel-status.js';
 import { HealthPolicy } from './health-policy.js';
 import type { ProbeFacts } from './probes.js';
 
-/** frpc verify's verdicts kept. */
-const VERDICTS_KEPT = 256;
+/** frpc verify's verdicts kept: enough for the self-check's verify of every file to ask frpc once per text. */
+const VERDICTS_KEPT = 4096;
 
 /** How often the list reads the running tunnels' CPU and memory from /proc. */
 const USAGE_EVERY_MS = 5000;
@@ -156,6 +157,8 @@ export class InstanceSupervisor {
   private readonly log: Logger;
   /** frpc's last verdicts, by program, text and variables (see verify). */
   private readonly verdicts = new Map<string, Verdict>();
+  /** Where verify writes the copies frpc reads. */
+  private readonly scratch: string;
 
   constructor(
     db: Database,
@@ -169,6 +172,7 @@ export class InstanceSupervisor {
     redactor?: SecretRedactor,
   ) {
     this.log = log.child({ component: 'supervisor' });
+    this.scratch = dirs.scratch;
     const store = new InstanceStore(db);
     const env = new InstanceEnvStore(db, redactor);
     this.revisions = new RevisionStore(db, dirs.revisions, () => settings.value('Revisions.Keep'));
@@ -309,6 +313,17 @@ export class InstanceSupervisor {
       if (this.verdicts.size > VERDICTS_KEPT) this.verdicts.delete(this.verdicts.keys().next().value!);
     }
     return verdict;
+  }
+
+  /**
+   * `frpc verify` of the instance's file as it is now (`config`, else read), with its variables and the TunnelPath
+   * frpc: what the self-check asks of every file, so that a key the installed frpc does not know is found before a
+   * start meets it.
+   */
+  async verifyFile(id: number, config?: TunnelConfig): Promise<Verdict> {
+    const record = this.catalogue.record(id);
+    const file = config ?? (await this.catalogue.readConfig(id));
+    return this.verify(file, this.boot.targetOf(record).env, this.scratch);
   }
 
   /** An operator's command, in the instance's queue: see the lifecycle. */
@@ -514,14 +529,19 @@ export class InstanceSupervisor {
     proxyStatus: Record<string, number>;
     health: HealthView;
     healthRestarts: number;
+    proxyHealth: HealthCounts;
   } {
     const live = this.status.of(id);
     const proxyStatus: Record<string, number> = {};
     for (const { status } of live?.proxies.values() ?? []) proxyStatus[status] = (proxyStatus[status] ?? 0) + 1;
+    const health = this.healthOf(id);
+    // Its enabled proxies by their health: a tunnel down makes each of them down, reported by frpc or not.
+    const proxyHealth = proxyHealthCounts(health, this.registry.enabledProxies(id), live?.proxies);
     return {
       connected: live?.connected ?? null,
       proxyStatus,
-      health: healthView(this.healthOf(id)),
+      health: healthView(health),
+      proxyHealth,
       healthRestarts: this.healthPolicy.restartsOf(id),
     };
   }
@@ -546,6 +566,8 @@ export class InstanceSupervisor {
    */
   async start(bootId: string): Promise<void> {
     const reapply = await this.housekeeping.settle();
+    // What each file holds, for the proxies' health in every view (read once, then kept by the changes).
+    void this.registry.load().catch((err: Error) => this.log.warn({ err }, 'cannot read the config files'));
     await this.lifecycle.restore(bootId);
     this.expiry.start();
     for (const { id, plan } of reapply) {
@@ -578,7 +600,7 @@ export class InstanceSupervisor {
     // are put in again, at most once a second, so a list polled every second makes one string, not a thousand
     // objects and their JSON.
     const now = Date.now();
-    const version = `${this.lifecycle.stateVersion}.${this.catalogue.catalogueVersion}.${this.status.version}.${this.probes?.version ?? 0}`;
+    const version = `${this.lifecycle.stateVersion}.${this.catalogue.catalogueVersion}.${this.status.version}.${this.probes?.version ?? 0}.${this.registry.version}`;
     if (this.entries?.version !== version) {
       this.entries = {
         version,

@@ -11,10 +11,25 @@ interface Check {
 
 const SEVERITY_COLOURS: Record<string, Colour> = { ok: 'green', warn: 'yellow', fail: 'red' };
 
-/** `tunnelward doctor`: the daemon's self-check, a line per check; exit 1 when a check failed (warnings pass). */
+type Counts = Record<string, number>;
+
+/** `tunnels: 3 up, 37 down, 2 failed; proxies: 10 up, 40 down`: the states that have any. */
+export function healthLine(counts: { tunnels: Counts; proxies: Counts }): string {
+  const some = (c: Counts) =>
+    Object.entries(c)
+      .filter(([, n]) => n > 0)
+      .map(([state, n]) => `${n} ${state}`)
+      .join(', ') || 'none';
+  return `tunnels: ${some(counts.tunnels)}; proxies: ${some(counts.proxies)}`;
+}
+
+/**
+ * `tunnelward doctor`: the daemon's self-check (the tunnels' included), a line per check; exit 1 when a check failed
+ * (a tunnel down or failed is one: warnings pass).
+ */
 export const doctor: Command = {
   usage: 'doctor',
-  summary: "the daemon's self-check: ok, warn or fail for each check; exit 1 on a failure",
+  summary: "the daemon's and the tunnels' self-check: ok, warn or fail for each check; exit 1 on a failure",
   async run(ctx) {
     const client = await ctx.client();
     const { data } = await client.get('/system/selfCheck');
@@ -33,6 +48,8 @@ export const doctor: Command = {
           ctx.io.colour,
         ),
       );
+      // The tunnels and their proxies by health, beside the checks (a daemon older than that has none).
+      if (data.counts) ctx.io.out(`${healthLine(data.counts)}\n`);
       const counts = [`${failures} failed`, `${warnings} warned`, `${data.checks.length - failures - warnings} ok`];
       const verdict = failures > 0 ? paint('fail', 'red', ctx.io.colour) : paint('ok', 'green', ctx.io.colour);
       ctx.io.out(`${verdict}: ${counts.join(', ')} (at ${ctx.url})\n`);

@@ -1,8 +1,5 @@
 import type { InstanceState, InstanceSummary } from './api';
 
-/** frpc's proxy statuses on the way up or up; any other one (start error, check failed, closed, ...) is down. */
-const NOT_DOWN = new Set(['running', 'new', 'wait start']);
-
 /** A condition the summary bar counts and filters by, beside the state. */
 export type Condition = 'any' | 'disconnected' | 'proxiesDown';
 
@@ -43,12 +40,11 @@ export const labelText = (key: string, value: string): string => `${key}=${value
 /** Running, but frpc is not logged in to its server. */
 export const isDisconnected = (i: InstanceSummary): boolean => i.state === 'running' && i.connected === false;
 
-/** How many of its proxies frpc reports down. */
-export function proxiesDown(i: InstanceSummary): number {
-  let down = 0;
-  for (const [status, n] of Object.entries(i.proxyStatus ?? {})) if (!NOT_DOWN.has(status)) down += n;
-  return down;
-}
+/**
+ * How many of its proxies are down by their health (the daemon's one answer): frpc's own status of each, and every
+ * enabled one of a tunnel that is down (not logged in, restarting), which frpc no longer reports.
+ */
+export const proxiesDown = (i: InstanceSummary): number => i.proxyHealth?.down ?? 0;
 
 export interface Summary {
   total: number;

@@ -11,6 +11,7 @@ import { DEFAULTS } from '../settings/defaults.js';
 import { SettingsStore } from '../settings/settings-store.js';
 import { lookupOsUser, USER_NAME } from '../system/os-users.js';
 import { daemonFilesWarning, exposedDaemonFiles } from '../system/own-files.js';
+import type { OwnServiceState } from '../system/tunnel-checks.js';
 import { parsePort, resolveDataDir, resolveOptions } from './options.js';
 import { tlsPaths } from './tls.js';
 
@@ -209,5 +210,26 @@ async function waitUntilAnswering(url: string, systemctl: string, journalctl: st
       throw new Error(`${UNIT} is installed and enabled, but ${why}; its last lines:\n${journal}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+/**
+ * Whether tunnelward's own service starts it at boot: its unit in `unitDir` (as `service install` writes it), and
+ * what `systemctl is-enabled` says of it (exit 0 and `enabled`: it does; any other answer is said as it came).
+ */
+export async function ownServiceState(unitDir: string, systemctl: string): Promise<OwnServiceState> {
+  const unit = join(unitDir, UNIT);
+  if (!existsSync(unit)) return { unit, installed: false, enabled: undefined };
+  try {
+    const said = (await runProgram([systemctl, 'is-enabled', UNIT], 10_000)).stdout.trim();
+    return said === 'enabled'
+      ? { unit, installed: true, enabled: true }
+      : { unit, installed: true, enabled: false, said };
+  } catch (err) {
+    // `disabled` exits 1; systemctl that cannot be run (no systemd here) says nothing of the unit.
+    const message = (err as Error).message;
+    return /exit code 1$/.test(message)
+      ? { unit, installed: true, enabled: false, said: 'disabled' }
+      : { unit, installed: true, enabled: undefined, said: message };
   }
 }

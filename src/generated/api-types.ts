@@ -71,8 +71,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Check the settings, the data and instance dirs, and the frpc binary
-         * @description Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp).
+         * Check the daemon (settings, dirs, frpc) and the tunnels
+         * @description The daemon's checks, then the tunnels': down (fail) or degraded (warn) with their reasons, failed (fail) with the cause of the last exit, start at boot set while tunnelward itself does not start at boot (warn), and each config file as the TunnelPath frpc's `verify` reads it (warn when refused). Many tunnels make one line per check: grouped by reason, a few names each. `counts` has the instances and their proxies by health.
+         *
+         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp).
          */
         get: operations["system.selfCheck"];
         put?: never;
@@ -1109,6 +1111,11 @@ export interface components {
             /** @description true when every check passed */
             ok: boolean;
             checks: components["schemas"]["CheckResult"][];
+            /** @description the instances and every proxy of their files, by health (a disabled proxy's is stopped) */
+            counts: {
+                tunnels: components["schemas"]["HealthCounts"];
+                proxies: components["schemas"]["HealthCounts"];
+            };
         };
         /**
          * @description Roles, highest first: superuser > admin > visitor.
@@ -1504,6 +1511,15 @@ export interface components {
             health: components["schemas"]["Health"];
             /** @description restarts the health policy made (Health.DisconnectedSecs) since tunnelward started, counted apart from `restarts` */
             healthRestarts: number;
+            proxyHealth: components["schemas"]["HealthCounts"];
+        };
+        /** @description How many are in each health state (each proxy's health: a tunnel down makes every enabled proxy of it down; in an instance's view, its enabled proxies) */
+        HealthCounts: {
+            up: number;
+            degraded: number;
+            down: number;
+            stopped: number;
+            failed: number;
         };
         /** @description Is the tunnel up, and if not, why: the one answer every view shows. */
         Health: {
@@ -3103,6 +3119,7 @@ export interface components {
                 [key: string]: number;
             };
             health?: components["schemas"]["Health"];
+            proxyHealth?: components["schemas"]["HealthCounts"];
             /** Format: date-time */
             at: string;
             /** @description one counter, persisted, shared with the webhooks; only goes up */

@@ -142,7 +142,14 @@ export function componentSchemas(): Record<string, Json> {
       }),
       message: str('what was found'),
     }),
-    SelfCheck: obj({ ok: bool('true when every check passed'), checks: arrayOf(schema('CheckResult')) }),
+    SelfCheck: obj({
+      ok: bool('true when every check passed'),
+      checks: arrayOf(schema('CheckResult')),
+      counts: obj(
+        { tunnels: schema('HealthCounts'), proxies: schema('HealthCounts') },
+        { description: "the instances and every proxy of their files, by health (a disabled proxy's is stopped)" },
+      ),
+    }),
 
     // Accounts, users, sessions
     UserType: str('Roles, highest first: superuser > admin > visitor.', { enum: USER_TYPES }),
@@ -263,9 +270,14 @@ export function componentSchemas(): Record<string, Json> {
           'restarts the health policy made (Health.DisconnectedSecs) since tunnelward started, counted apart from `restarts`',
           { minimum: 0 },
         ),
+        proxyHealth: schema('HealthCounts'),
       },
       { description: 'What every view of an instance shows of its process, beside its record.' },
     ),
+    HealthCounts: obj(Object.fromEntries(HEALTH_STATES.map((state) => [state, int(undefined, { minimum: 0 })])), {
+      description:
+        "How many are in each health state (each proxy's health: a tunnel down makes every enabled proxy of it down; in an instance's view, its enabled proxies)",
+    }),
     Health: obj(
       {
         state: {
@@ -780,6 +792,7 @@ export function componentSchemas(): Record<string, Json> {
       },
       'proxyStatus?': mapOf('instance.status: how many of its proxies are in each status', int()),
       'health?': schema('Health'),
+      'proxyHealth?': schema('HealthCounts'),
       at: dateTime(),
       seq: int('one counter, persisted, shared with the webhooks; only goes up'),
     }),

@@ -4,6 +4,14 @@ import { SettingsStore } from '../settings/settings-store.js';
 import { tunnelClientVersion } from './tunnel-client.js';
 import { daemonFiles, daemonFilesWarning, exposedDaemonFiles } from './own-files.js';
 import { ownersText, trustedOwners, trustedProgram } from './trusted-program.js';
+import {
+  bootCheck,
+  failedCheck,
+  filesCheck,
+  tunnelsCheck,
+  type OwnServiceState,
+  type TunnelFinding,
+} from './tunnel-checks.js';
 
 /** What a check found: `warn` is a problem the daemon works on with (an open door, a stale certificate). */
 export type Severity = 'ok' | 'warn' | 'fail';
@@ -48,14 +56,24 @@ export interface RuntimeFaults {
   openDoors(): string[];
 }
 
+/** What the self-check knows of the tunnels (gathered by actors/tunnel-survey.ts and the own-service probe). */
+export interface TunnelsToCheck {
+  tunnels: readonly TunnelFinding[];
+  ownService: OwnServiceState;
+  initSystem: string;
+}
+
 /**
  * The self-check: settings file valid, data and instance dirs writable, the database saved, every instance log
- * writable, the daemon's own files out of others' reach, the tunnel client present and its version.
+ * writable, the daemon's own files out of others' reach, the tunnel client present and its version; then, with
+ * `tunnels`, the tunnels down, degraded or failed, start at boot that cannot happen, and the files the tunnel client
+ * refuses.
  */
 export async function selfCheck(
   dataDir: string,
   settings: SettingsStore,
   faults: RuntimeFaults,
+  tunnels?: TunnelsToCheck,
 ): Promise<CheckResult[]> {
   const tunnelPath = settings.value('TunnelPath');
   /** The path checked is the path asked for its version. */
@@ -111,11 +129,18 @@ export async function selfCheck(
     ),
   ]);
   const binary = results[3]!.ok ? program : undefined;
-  results.push(
-    await check('tunnelVersion', async () => {
-      if (!binary) throw new Error('no tunnel client to ask');
-      return tunnelClientVersion(binary);
-    }),
-  );
+  const version = await check('tunnelVersion', async () => {
+    if (!binary) throw new Error('no tunnel client to ask');
+    return tunnelClientVersion(binary);
+  });
+  results.push(version);
+  if (tunnels) {
+    results.push(
+      tunnelsCheck(tunnels.tunnels),
+      failedCheck(tunnels.tunnels),
+      bootCheck(tunnels.tunnels, tunnels.ownService, tunnels.initSystem),
+      filesCheck(tunnels.tunnels, version.ok ? version.message : undefined),
+    );
+  }
   return results;
 }

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import type { Severity } from '../api';
+import type { SelfCheck, Severity } from '../api';
 import { count, dateTime } from '../format';
 import { tally, type HealthMonitor, type HealthState } from '../health';
 import { ErrorText, useSession, useTitle } from '../ui';
@@ -49,6 +49,31 @@ export function HealthIndicator({ monitor }: { monitor: HealthMonitor }) {
   );
 }
 
+/**
+ * The tunnels and their proxies by health as the self-check counted them (the daemon's one answer for each): a
+ * card each for what needs a look, a link to the instances.
+ */
+function HealthCards({ counts }: { counts: SelfCheck['counts'] }) {
+  const card = (key: string, label: string, value: number, tone: string, detail?: string) => (
+    <a key={key} href="#/instances" class={`chip chip-${tone} ${value > 0 ? '' : 'chip-zero'}`} data-count={key}>
+      <span class="chip-value">{value}</span>
+      <span class="chip-label">{label}</span>
+      {detail && <span class="chip-detail">{detail}</span>}
+    </a>
+  );
+  const { tunnels, proxies } = counts;
+  const total = (c: Record<string, number>) => Object.values(c).reduce((a, b) => a + b, 0);
+  return (
+    <div class="summary health-cards" role="group" aria-label="Tunnels and proxies by health">
+      {card('tunnelsUp', 'tunnels up', tunnels.up, 'ok', `of ${total(tunnels)}`)}
+      {card('tunnelsDown', 'tunnels down', tunnels.down, 'bad')}
+      {card('tunnelsDegraded', 'degraded', tunnels.degraded, 'warn')}
+      {card('tunnelsFailed', 'failed', tunnels.failed, 'bad')}
+      {card('proxiesDown', 'proxies down', proxies.down, 'bad', `of ${total(proxies)}`)}
+    </div>
+  );
+}
+
 /** The daemon's self-check (admin): each check's result and what it found, run again on demand. */
 export function HealthPage({ monitor }: { monitor: HealthMonitor }) {
   useTitle('Health');
@@ -69,7 +94,7 @@ export function HealthPage({ monitor }: { monitor: HealthMonitor }) {
     <section class="page" aria-labelledby="health-title">
       <div class="page-head">
         <h1 id="health-title">Health</h1>
-        <span class="muted">the daemon's self-check</span>
+        <span class="muted">the daemon's and the tunnels' self-check</span>
         <span class="spacer" />
         <button type="button" onClick={rerun} disabled={running}>
           {running ? 'Checking…' : 'Run the self-check again'}
@@ -83,6 +108,7 @@ export function HealthPage({ monitor }: { monitor: HealthMonitor }) {
             {problems(counts) ? `${problems(counts)}, ${counts.ok} ok` : `All ${count(checks.length, 'check')} passed`}
             <span class="muted"> (checked {dateTime(new Date(checkedAt ?? Date.now()).toISOString())})</span>
           </p>
+          {report.counts && <HealthCards counts={report.counts} />}
           <div class="table-wrap">
             <table class="grid checks" aria-busy={running}>
               <thead>
@@ -110,8 +136,9 @@ export function HealthPage({ monitor }: { monitor: HealthMonitor }) {
             </table>
           </div>
           <p class="hint">
-            A warning is a problem the daemon works on with (such as a door left open beyond loopback); a failure needs
-            fixing. <code>tunnelward doctor</code> runs the same checks.
+            A warning is a problem the daemon works on with (such as a door left open beyond loopback, or a tunnel with
+            some proxies down); a failure needs fixing (a tunnel down or failed is one). <code>tunnelward doctor</code>{' '}
+            runs the same checks.
           </p>
         </>
       )}

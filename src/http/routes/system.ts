@@ -7,6 +7,8 @@ import { ID_STRING_PATTERN } from '../params.js';
 import type { RouteDeps } from '../app.js';
 import { ResourceRouter } from '../resource-router.js';
 import { selfCheck } from '../../system/self-check.js';
+import { ownServiceState } from '../../daemon/own-service.js';
+import { surveyTunnels } from '../../../actors/tunnel-survey.js';
 
 /** A time filter: Unix ms, or an ISO 8601 date (and time, and zone); empty is no filter. */
 const TIME =
@@ -102,7 +104,9 @@ export const selfCheckOperation = operation({
   method: 'get',
   path: '/system/selfCheck',
   tag: 'system',
-  summary: 'Check the settings, the data and instance dirs, and the frpc binary',
+  summary: 'Check the daemon (settings, dirs, frpc) and the tunnels',
+  description:
+    "The daemon's checks, then the tunnels': down (fail) or degraded (warn) with their reasons, failed (fail) with the cause of the last exit, start at boot set while tunnelward itself does not start at boot (warn), and each config file as the TunnelPath frpc's `verify` reads it (warn when refused). Many tunnels make one line per check: grouped by reason, a few names each. `counts` has the instances and their proxies by health.",
   access: 'admin',
   ok: ok('Each check and its outcome; the message counts the problems', schema('SelfCheck')),
 });
@@ -145,11 +149,21 @@ export function systemRoutes(deps: RouteDeps): ResourceRouter {
   });
 
   router.route(selfCheckOperation, async (ctx) => {
-    const checks = await selfCheck(dataDir, settings, deps.faults);
+    const [survey, ownService] = await Promise.all([
+      surveyTunnels(deps.supervisor),
+      ownServiceState(settings.value('Systemd.UnitDir'), settings.value('Systemd.Systemctl')),
+    ]);
+    const { tunnels } = survey;
+    const checks = await selfCheck(dataDir, settings, deps.faults, {
+      tunnels,
+      ownService,
+      initSystem: deps.supervisor.initSystem,
+    });
     const problems = checks.filter((c) => !c.ok).length;
     reply(ctx, problems === 0 ? 'all checks passed' : `${problems} checks found a problem`, {
       ok: problems === 0,
       checks,
+      counts: survey.counts,
     });
   });
 

@@ -15,17 +15,22 @@ test('selfCheck reports each check; admins only', async (t) => {
   t.true(res.body.data.ok, JSON.stringify(res.body.data));
   const byName = Object.fromEntries(res.body.data.checks.map((c: any) => [c.name, c]));
   t.deepEqual(Object.keys(byName).sort(), [
+    'bootAtStart',
     'daemonFiles',
     'dataDir',
     'database',
     'exposure',
+    'failedTunnels',
     'instanceLogs',
     'instancePath',
     'settings',
     'tls',
+    'tunnelFiles',
     'tunnelPath',
     'tunnelVersion',
+    'tunnels',
   ]);
+  t.like(res.body.data.counts, { tunnels: { up: 0, down: 0, failed: 0 }, proxies: { down: 0 } });
   t.is(byName.tunnelVersion.message, '0.71.0');
   t.regex(byName.tunnelPath.message, /frpc\.mjs is executable/);
 
