@@ -1,5 +1,8 @@
 import { Subject, type Subscription } from '../src/util/rx.js';
-import { restartDueAt, restartReason, type Policy } from '../src/instances/health-policy.js';
+import { restartDueAt, restartReason, type Policy, type PolicyFacts } from '../src/instances/health-policy.js';
+import { isUp } from '../src/config/proxy-status.js';
+import type { Observable } from '../src/util/rx.js';
+import type { ProbeFacts } from './probes.js';
 import { mib, overCap } from '../src/instances/memory-cap.js';
 import { ProcessUsage } from '../src/system/process-usage.js';
 import type { Logger } from '../src/log/logger.js';
@@ -63,8 +66,37 @@ export class HealthPolicy {
     );
   }
 
+  private probes: ProbeFacts | undefined;
+
   private policy(): Policy {
-    return { disconnectedSecs: this.settings()['Health.DisconnectedSecs'] };
+    const s = this.settings();
+    return { disconnectedSecs: s['Health.DisconnectedSecs'], unreachableSecs: s['Health.UnreachableSecs'] };
+  }
+
+  /** Reads the end-to-end probes too, once they run: a proxy unreachable from outside for Health.UnreachableSecs. */
+  watchProbes(probes: ProbeFacts & { changed$: Observable<number> }): void {
+    this.probes = probes;
+    this.subs.add(probes.changed$.subscribe((id) => this.review(id)));
+  }
+
+  /** What the policy reads of a running tunnel, or undefined when it is not followed. */
+  private factsOf(id: number): PolicyFacts | undefined {
+    const live = this.status.of(id);
+    if (!live) return undefined;
+    const facts: PolicyFacts = {
+      connected: live.connected,
+      connectedSince: live.connectedSince,
+      disconnectReason: live.disconnectReason,
+    };
+    // A proxy frpc says runs, that its probes find unreachable from outside (not a local service down: a restart of
+    // frpc does not bring a service back), the one failing longest.
+    for (const [proxy, failure] of this.probes?.failuresOf(id) ?? []) {
+      const seen = live.proxies.get(proxy);
+      if (failure.where !== 'outside' || !seen || !isUp(seen.status)) continue;
+      if (!facts.unreachable || failure.since < facts.unreachable.since)
+        facts.unreachable = { proxy, since: failure.since, error: failure.error };
+    }
+    return facts;
   }
 
   /** Restarts made by the policy: of one instance, or of all, since tunnelward started. */
@@ -113,8 +145,8 @@ export class HealthPolicy {
 
   /** Works out when a tunnel is due a restart, after any change of its status or state. */
   private review(id: number): void {
-    const facts = this.status.of(id);
-    if (facts?.connected === true) this.streaks.delete(id);
+    const facts = this.factsOf(id);
+    if (facts?.connected === true && !facts.unreachable) this.streaks.delete(id);
     const at =
       facts && this.lifecycle.stateOf(id) === 'running'
         ? restartDueAt(facts, this.policy(), this.streaks.get(id) ?? 0)
@@ -148,9 +180,9 @@ export class HealthPolicy {
     if (next < Infinity) this.arm(next);
   }
 
-  /** Not logged in for the policy's time, as seen in the tunnel's slot: why to restart it, or undefined. */
-  private disconnectedTooLong(id: number): string | undefined {
-    const facts = this.status.of(id);
+  /** Not carrying for the policy's time, as seen in the tunnel's slot: why to restart it, or undefined. */
+  private notCarrying(id: number): string | undefined {
+    const facts = this.factsOf(id);
     const streak = this.streaks.get(id) ?? 0;
     const policy = this.policy();
     const at = facts && restartDueAt(facts, policy, streak);
@@ -161,7 +193,7 @@ export class HealthPolicy {
   }
 
   /** In the tunnel's queue: if `why` (asked there) still gives a reason, restart it. */
-  private async restart(id: number, why: () => string | undefined = () => this.disconnectedTooLong(id)): Promise<void> {
+  private async restart(id: number, why: () => string | undefined = () => this.notCarrying(id)): Promise<void> {
     try {
       await this.lifecycle.inSlot(id, async (slot) => {
         const reason = why();

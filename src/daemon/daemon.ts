@@ -174,6 +174,7 @@ async function startLocked(
   // End-to-end probes of the tunnels that have them on: their verdicts go into the health answer.
   const probes = new Prober(() => settings.get(), supervisor, log);
   supervisor.probes = probes;
+  supervisor.healthPolicy.watchProbes(probes);
   notifications.add(publishEvents(events, supervisor, logs, probes));
   await supervisor.start(hostBootId(env));
   cleanups.push(() => supervisor.close());

@@ -140,6 +140,10 @@ export const SETTINGS_TABLE = {
     default: 300,
     doc: 'a running tunnel not logged in to its server for this long is restarted by the health policy, counted apart from crashes and never failed by it (0: never); each restart that does not bring the login back doubles the wait before the next, up to an hour',
   }),
+  'Health.UnreachableSecs': setting(seconds(0, 86400), {
+    default: 180,
+    doc: 'a running tunnel logged in to its server with a proxy frpc says runs but whose end-to-end probes fail from outside for this long (probes on for the instance) is restarted by the health policy (0: never); the wait doubles as for Health.DisconnectedSecs',
+  }),
   'Status.PollSecs': setting(seconds(1, 86400), {
     default: 300,
     doc: "how often a running tunnel's proxy status is read when its log says nothing new (seconds): a safety net, since frpc logs every login, lost connection, proxy start and failure, and those are read at once",

@@ -119,7 +119,7 @@ test('the health policy restarts a tunnel not logged in for Health.DisconnectedS
   await events.waitFor(() => restarts().length >= 1, 30_000);
   t.regex(
     restarts()[0].message,
-    /^not connected to its server for [2-9] s \(server (unreachable|lost)[^)]*\): restarted by the health policy \(Health\.DisconnectedSecs 2\); the first of this outage, the next after 4 s more without a login$/,
+    /^not connected to its server for [2-9] s \(server (unreachable|lost)[^)]*\): restarted by the health policy \(Health\.DisconnectedSecs 2\); the first of this outage, the next after 4 s more without a change$/,
   );
   const after = await statusUntil(
     daemon,

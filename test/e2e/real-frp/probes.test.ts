@@ -6,7 +6,7 @@ import { createServer as createHttpServer } from 'node:http';
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { cli, loggedIn } from '../../helpers/cli.js';
 import { disposeWithTunnels, startWithRoot, type Daemon } from '../../helpers/daemon.js';
-import { freePort } from '../../helpers/frp.js';
+import { freePort, roundTrip } from '../../helpers/frp.js';
 import {
   addProxy,
   alertsOf,
@@ -23,9 +23,9 @@ import {
 type Health = { state: string; reason: string | null };
 
 /** Probes every second, two failures in a row, alerts after 1 s. */
-async function probingDaemon(t: ExecutionContext) {
+async function probingDaemon(t: ExecutionContext, more: Record<string, number> = {}) {
   const { daemon, root } = await startWithRoot({
-    settingsToml: realFrpSettings({ 'Probe.IntervalSecs': 1, 'Probe.TimeoutSecs': 2, 'Probe.Failures': 2 }),
+    settingsToml: realFrpSettings({ 'Probe.IntervalSecs': 1, 'Probe.TimeoutSecs': 2, 'Probe.Failures': 2, ...more }),
   });
   t.teardown(() => disposeWithTunnels(daemon, root));
   return { daemon, root };
@@ -230,6 +230,53 @@ test('unreachable from outside: frps restarted without the proxy while frpc stil
   relay.release();
   await healthUntil(daemon, root, id, 'up');
   await metricUntil(daemon, root, /^tunnelward_proxy_probes\{result="reachable"\}/, 2);
+});
+
+test("half-open: the health policy restarts a tunnel whose connection is held open unseen, and it carries again within the policy's time plus one restart", async (t) => {
+  t.timeout(90_000);
+  const frps = await frpsFor(t);
+  const relay = await controlRelay(t, frps.bindPort);
+  const { daemon, root } = await probingDaemon(t, { 'Health.UnreachableSecs': 3 });
+  const echo = await echoOn(t);
+  // frpc's own keepalive would notice in 10 minutes: the policy must act first.
+  const { id } = await createTunnel(
+    daemon,
+    root,
+    frps,
+    'pr_half',
+    { 'transport.tcpMuxKeepaliveInterval': 600 },
+    { serverPort: String(relay.port) },
+  );
+  const remotePort = await freePort();
+  await addProxy(daemon, root, id, tcpTo('echo', echo.port, remotePort));
+  await probesOn(daemon, root, id);
+  const { events } = await alertsOf(t, daemon, root);
+  await start(daemon, root, id);
+  const before = await healthUntil(daemon, root, id, 'up');
+  await roundTrip(remotePort, 'before');
+
+  // The server's side goes (and comes back empty) while frpc's connection is held: no FIN, no reset.
+  const cutAt = Date.now();
+  relay.cut();
+  await frps.down();
+  await frps.up();
+  const restarted = await events.waitFor(
+    (m) => m.some((e) => e.event === 'instance.healthRestart' && e.instanceID === Number(id)),
+    60_000,
+  );
+  t.regex(
+    restarted.find((e) => e.event === 'instance.healthRestart').message,
+    /^proxy echo unreachable from outside for [3-9] s \(connection refused\) while frpc says it runs: restarted by the health policy \(Health\.UnreachableSecs 3\)/,
+  );
+  // The new frpc logs in through the relay to the new frps: carried again.
+  const after = await healthUntil(daemon, root, id, 'up');
+  t.not(after.pid, before.pid);
+  await roundTrip(remotePort, 'after');
+  const recoveredMs = Date.now() - cutAt;
+  t.log(`carried again ${recoveredMs} ms after the cut (probes: 1 s x 2 failures, policy 3 s, a restart)`);
+  t.true(recoveredMs < 30_000, `recovered in ${recoveredMs} ms`);
+  t.is(after.restarts, 0, 'not a crash');
+  t.true(after.healthRestarts >= 1);
 });
 
 test("an http proxy is probed through frps's vhost port with its domain as Host", async (t) => {
