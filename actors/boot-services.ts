@@ -21,6 +21,8 @@ export interface BootTarget {
   configPath: string;
   /** The instance's environment variables: an init system that runs the tunnel reads them from a file of its own. */
   env: Record<string, string>;
+  /** Its own memory cap (MiB), over Instance.MemoryMaxMB. */
+  memoryMaxMB?: number;
 }
 
 /** The boot target of a tunnel about to be started (what a runner that starts it through the init system prepares). */
@@ -30,9 +32,10 @@ export function targetOfRequest(request: {
   runUser: string;
   configPath: string;
   env?: Record<string, string>;
+  memoryMaxMB?: number;
 }): BootTarget {
-  const { instanceId: id, name, runUser, configPath, env } = request;
-  return { id, name, runUser, configPath, env: env ?? {} };
+  const { instanceId: id, name, runUser, configPath, env, memoryMaxMB } = request;
+  return { id, name, runUser, configPath, env: env ?? {}, ...(memoryMaxMB !== undefined ? { memoryMaxMB } : {}) };
 }
 
 /**
@@ -137,7 +140,7 @@ export class SystemdBootService implements BootService {
       configPath: t.configPath,
       restart: await this.restartPolicy(),
       environmentFile: await writeEnvironmentFile(this.envDir, t),
-      memoryMaxMB: s['Instance.MemoryMaxMB'],
+      memoryMaxMB: t.memoryMaxMB ?? s['Instance.MemoryMaxMB'],
     });
     const path = this.unitPath(t.id);
     if ((await readFile(path, 'utf8').catch(() => undefined)) === unit) return;

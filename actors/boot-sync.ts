@@ -32,7 +32,14 @@ export class BootSync {
 
   /** What the boot service of an instance is made from: the instance as it is now, its environment included. */
   targetOf(r: InstanceRecord): BootTarget {
-    return { id: r.id, name: r.name, runUser: r.runUser, configPath: r.configPath, env: this.env.of(r.id) };
+    return {
+      id: r.id,
+      name: r.name,
+      runUser: r.runUser,
+      configPath: r.configPath,
+      env: this.env.of(r.id),
+      ...(r.policy.memoryMaxMB !== undefined ? { memoryMaxMB: r.policy.memoryMaxMB } : {}),
+    };
   }
 
   /** A new instance's boot service (or the unit an init system runs it by); the failure's message, if any. */

@@ -1,5 +1,12 @@
 import { Subject, type Subscription } from '../src/util/rx.js';
-import { restartDueAt, restartReason, type Policy, type PolicyFacts } from '../src/instances/health-policy.js';
+import {
+  effectivePolicy,
+  restartDueAt,
+  restartReason,
+  type InstancePolicy,
+  type Policy,
+  type PolicyFacts,
+} from '../src/instances/health-policy.js';
 import { isUp } from '../src/config/proxy-status.js';
 import type { Observable } from '../src/util/rx.js';
 import type { ProbeFacts } from './probes.js';
@@ -51,6 +58,8 @@ export class HealthPolicy {
     private readonly status: TunnelStatus,
     private readonly lifecycle: InstanceLifecycle,
     log: Logger,
+    /** An instance's own figures over the settings. */
+    private readonly ownPolicy: (id: number) => Readonly<InstancePolicy>,
     /** The running tunnels' processes, for the memory cap in process mode (systemd's MemoryMax= does it there). */
     private readonly processes: (() => Array<{ id: number; pid: number }>) | undefined,
   ) {
@@ -68,9 +77,9 @@ export class HealthPolicy {
 
   private probes: ProbeFacts | undefined;
 
-  private policy(): Policy {
-    const s = this.settings();
-    return { disconnectedSecs: s['Health.DisconnectedSecs'], unreachableSecs: s['Health.UnreachableSecs'] };
+  /** The figures that apply to a tunnel: its own, else the settings'. */
+  private policy(id: number): Policy & { memoryMaxMB: number } {
+    return effectivePolicy(this.settings(), this.ownPolicy(id));
   }
 
   /** Reads the end-to-end probes too, once they run: a proxy unreachable from outside for Health.UnreachableSecs. */
@@ -104,22 +113,21 @@ export class HealthPolicy {
     return id === undefined ? this.total : (this.counts.get(id) ?? 0);
   }
 
-  /** The settings changed: every tunnel's due time again, and the memory watch on or off. */
+  /** The settings changed: every tunnel's due time again. */
   reviewAll(): void {
     for (const id of [...this.due.keys()]) this.review(id);
-    this.watchMemory();
   }
 
+  /** An instance's own figures changed: its due time again. */
+  policyChanged(id: number): void {
+    this.review(id);
+  }
+
+  /** In process mode, the tunnels' memory is looked at every 5 s (a look costs nothing while no tunnel has a cap). */
   private watchMemory(): void {
-    const on = this.processes !== undefined && this.settings()['Instance.MemoryMaxMB'] > 0;
-    if (on && !this.memoryTimer) {
-      this.memoryTimer = setInterval(() => this.lookAtMemory(), MEMORY_LOOK_MS);
-      this.memoryTimer.unref();
-    } else if (!on && this.memoryTimer) {
-      clearInterval(this.memoryTimer);
-      this.memoryTimer = undefined;
-      this.overCap.clear();
-    }
+    if (this.processes === undefined) return;
+    this.memoryTimer = setInterval(() => this.lookAtMemory(), MEMORY_LOOK_MS);
+    this.memoryTimer.unref();
   }
 
   /**
@@ -127,11 +135,13 @@ export class HealthPolicy {
    * GOMEMLIMIT and Go's collector) is restarted.
    */
   private lookAtMemory(): void {
-    const capMB = this.settings()['Instance.MemoryMaxMB'];
-    const running = this.processes?.() ?? [];
-    const usage = this.usage.of(running.map((p) => p.pid));
+    const capped = (this.processes?.() ?? []).flatMap((p) => {
+      const capMB = this.policy(p.id).memoryMaxMB;
+      return capMB > 0 ? [{ ...p, capMB }] : [];
+    });
+    const usage = this.usage.of(capped.map((p) => p.pid));
     const over = new Set<number>();
-    for (const { id, pid } of running) {
+    for (const { id, pid, capMB } of capped) {
       const rss = usage.get(pid)?.rssBytes;
       if (!overCap(rss, capMB)) continue;
       over.add(id);
@@ -149,7 +159,7 @@ export class HealthPolicy {
     if (facts?.connected === true && !facts.unreachable) this.streaks.delete(id);
     const at =
       facts && this.lifecycle.stateOf(id) === 'running'
-        ? restartDueAt(facts, this.policy(), this.streaks.get(id) ?? 0)
+        ? restartDueAt(facts, this.policy(id), this.streaks.get(id) ?? 0)
         : undefined;
     if (at === undefined) {
       this.due.delete(id);
@@ -184,7 +194,7 @@ export class HealthPolicy {
   private notCarrying(id: number): string | undefined {
     const facts = this.factsOf(id);
     const streak = this.streaks.get(id) ?? 0;
-    const policy = this.policy();
+    const policy = this.policy(id);
     const at = facts && restartDueAt(facts, policy, streak);
     const now = Date.now();
     if (!facts || at === undefined || at > now || this.lifecycle.stateOf(id) !== 'running') return undefined;

@@ -1,3 +1,4 @@
+import type { InstancePolicy } from '../src/instances/health-policy.js';
 import { mkdir, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -63,6 +64,8 @@ export interface SystemConfigChange {
   expires?: string | null;
   /** End-to-end probes of its proxies on or off (see actors/probes.ts). */
   probes?: boolean;
+  /** Its own supervision figures: a number sets one, null goes back to the setting (see src/instances/health-policy.ts). */
+  policy?: { [K in keyof InstancePolicy]?: number | null };
 }
 
 export interface CatalogueChange {
@@ -445,7 +448,11 @@ export class InstanceCatalogue {
           renamed,
           change.bootAtStart ?? record.bootAtStart,
         );
-        store.update(id, { bootAtStart, probes: change.probes });
+        store.update(id, {
+          bootAtStart,
+          probes: change.probes,
+          ...(change.policy ? { policy: withOverrides(record.policy, change.policy) } : {}),
+        });
         const updated = (change.expires !== undefined ? store.setExpiry(id, expiresAt) : store.get(id)) ?? renamed;
         await db.persist();
         this.version++;
@@ -597,4 +604,17 @@ async function readIncludedFiles(
     read.push({ path: file.path, tree });
   }
   return read;
+}
+
+/** An instance's policy with a change's figures: a number sets one, null removes it (back to the setting). */
+function withOverrides(
+  own: Readonly<InstancePolicy>,
+  change: NonNullable<SystemConfigChange['policy']>,
+): InstancePolicy {
+  const next: InstancePolicy = { ...own };
+  for (const [key, value] of Object.entries(change) as Array<[keyof InstancePolicy, number | null | undefined]>) {
+    if (value === null) delete next[key];
+    else if (value !== undefined) next[key] = value;
+  }
+  return next;
 }

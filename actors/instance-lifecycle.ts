@@ -35,6 +35,7 @@ import type { InitSystemEvent, SpawnRequest, TunnelRunner } from './process-runn
 import type { InstanceStateChange } from '../src/events/vocabulary.js';
 
 import { withMemoryLimit } from '../src/instances/memory-cap.js';
+import { effectivePolicy } from '../src/instances/health-policy.js';
 export type { InstanceState } from '../machines/instance.machine.js';
 
 export type { InstanceStateChange } from '../src/events/vocabulary.js';
@@ -367,13 +368,15 @@ export class InstanceLifecycle {
   }
 
   private requestFor(record: InstanceRecord): SpawnRequest {
+    const { memoryMaxMB } = effectivePolicy(this.settings.get(), record.policy);
     return {
       instanceId: record.id,
       name: record.name,
       tunnelPath: this.settings.value('TunnelPath'),
       configPath: record.configPath,
       runUser: record.runUser,
-      env: withMemoryLimit(this.env.of(record.id), this.settings.value('Instance.MemoryMaxMB')),
+      env: withMemoryLimit(this.env.of(record.id), memoryMaxMB),
+      memoryMaxMB,
     };
   }
 

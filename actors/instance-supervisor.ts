@@ -238,6 +238,7 @@ export class InstanceSupervisor {
       this.status,
       this.lifecycle,
       log,
+      (id) => store.get(id)?.policy ?? {},
       this.lifecycle.initSystem === 'systemd' ? undefined : () => this.runningProcesses(),
     );
     this.healthSub = this.catalogue.deleted$.subscribe((id) => this.healthPolicy.forget(id));
@@ -348,8 +349,10 @@ export class InstanceSupervisor {
     return this.catalogue.remove(id, as, options);
   }
 
-  modifySystem(id: number, change: SystemConfigChange, as: Accessor, by: Author) {
-    return this.catalogue.modifySystem(id, change, as, by);
+  async modifySystem(id: number, change: SystemConfigChange, as: Accessor, by: Author) {
+    const done = await this.catalogue.modifySystem(id, change, as, by);
+    if (change.policy) this.healthPolicy.policyChanged(id);
+    return done;
   }
 
   modifyEnvironment(id: number, changes: Record<string, unknown>, as: Accessor, by: Author, dryRun = false) {

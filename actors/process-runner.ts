@@ -36,6 +36,8 @@ export interface SpawnRequest {
   output?: string;
   /** The instance's own environment variables, on top of the small one every tunnel gets. */
   env?: Record<string, string>;
+  /** Its memory cap in MiB (0: none), for an init system that enforces one. */
+  memoryMaxMB?: number;
 }
 
 /** An instance as a runner looks for its process. */

@@ -1279,6 +1279,8 @@ export interface components {
             "Alerts.DebounceSecs": number;
             /** @description a running tunnel not logged in to its server for this long is restarted by the health policy, counted apart from crashes and never failed by it (0: never); each restart that does not bring the login back doubles the wait before the next, up to an hour */
             "Health.DisconnectedSecs": number;
+            /** @description a running tunnel logged in to its server with a proxy frpc says runs but whose end-to-end probes fail from outside for this long (probes on for the instance) is restarted by the health policy (0: never); the wait doubles as for Health.DisconnectedSecs */
+            "Health.UnreachableSecs": number;
             /** @description how often a running tunnel's proxy status is read when its log says nothing new (seconds): a safety net, since frpc logs every login, lost connection, proxy start and failure, and those are read at once */
             "Status.PollSecs": number;
             /** @description how often each proxy of a tunnel whose probes are on is probed end to end, through its server and directly (seconds); each tunnel's probes fall at their own point of the period */
@@ -1403,6 +1405,8 @@ export interface components {
             "Alerts.DebounceSecs"?: number;
             /** @description a running tunnel not logged in to its server for this long is restarted by the health policy, counted apart from crashes and never failed by it (0: never); each restart that does not bring the login back doubles the wait before the next, up to an hour */
             "Health.DisconnectedSecs"?: number;
+            /** @description a running tunnel logged in to its server with a proxy frpc says runs but whose end-to-end probes fail from outside for this long (probes on for the instance) is restarted by the health policy (0: never); the wait doubles as for Health.DisconnectedSecs */
+            "Health.UnreachableSecs"?: number;
             /** @description how often a running tunnel's proxy status is read when its log says nothing new (seconds): a safety net, since frpc logs every login, lost connection, proxy start and failure, and those are read at once */
             "Status.PollSecs"?: number;
             /** @description how often each proxy of a tunnel whose probes are on is probed end to end, through its server and directly (seconds); each tunnel's probes fall at their own point of the period */
@@ -1521,6 +1525,15 @@ export interface components {
             stopped: number;
             failed: number;
         };
+        /** @description An instance's own supervision figures over the settings (systemConfig policy); each absent follows its setting. */
+        InstancePolicy: {
+            /** @description its own Health.DisconnectedSecs */
+            disconnectedSecs?: number;
+            /** @description its own Health.UnreachableSecs */
+            unreachableSecs?: number;
+            /** @description its own Instance.MemoryMaxMB */
+            memoryMaxMB?: number;
+        };
         /** @description Is the tunnel up, and if not, why: the one answer every view shows. */
         Health: {
             /**
@@ -1604,6 +1617,7 @@ export interface components {
             bootAtStart: boolean;
             /** @description its proxies are probed end to end while it runs (systemConfig probes) */
             probes: boolean;
+            policy: components["schemas"]["InstancePolicy"];
             labels: components["schemas"]["Labels"];
             /** @description the revision of its config file it stands at; changes take it as baseRevision */
             revision: number;
@@ -1671,6 +1685,7 @@ export interface components {
             bootAtStart: boolean;
             runUser: string;
             probes: boolean;
+            policy: components["schemas"]["InstancePolicy"];
             /**
              * Format: date-time
              * @description when the request set expires: when it expires now (null: it does not)
@@ -4029,7 +4044,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description one setting to read; every setting when omitted (also accepted as an X-key header) */
-                key?: "ListenAddr" | "ListenPort" | "TunnelPath" | "InstancePath" | "Debug" | "Watchdog.Enabled" | "Watchdog.Port" | "Watchdog.BackoffSecs" | "Watchdog.BackoffMaxSecs" | "Watchdog.StartLimit" | "Watchdog.StableSecs" | "Watchdog.NoRetryExitCodes" | "Instance.StartSecs" | "Instance.MemoryMaxMB" | "Instance.StopTimeoutSecs" | "Notification.Enabled" | "Notification.Method" | "Webhook.Method" | "Webhook.URL" | "Webhook.Headers" | "Webhook.Body" | "Webhook.TimeoutSecs" | "Webhook.Retries" | "Webhook.DigestSecs" | "Alerts.DebounceSecs" | "Health.DisconnectedSecs" | "Status.PollSecs" | "Probe.IntervalSecs" | "Probe.TimeoutSecs" | "Probe.Failures" | "Probe.Concurrency" | "Log.MaxBytes" | "Log.Files" | "InitSystem" | "Systemd.UnitDir" | "Systemd.Systemctl" | "Systemd.Journalctl" | "InitD.ScriptDir" | "InitD.UpdateRcD" | "InitD.PidDir" | "InitD.LogDir" | "Windows.Schtasks" | "RateLimit.Login" | "RateLimit.PerToken" | "RateLimit.Register" | "Register.Enabled" | "SystemLog.RequireToken" | "Visitor.ShowDetails" | "TLS.CertFile" | "TLS.KeyFile" | "TrustedProxies" | "Audit.RetentionDays" | "Audit.MaxEntries" | "Revisions.Keep";
+                key?: "ListenAddr" | "ListenPort" | "TunnelPath" | "InstancePath" | "Debug" | "Watchdog.Enabled" | "Watchdog.Port" | "Watchdog.BackoffSecs" | "Watchdog.BackoffMaxSecs" | "Watchdog.StartLimit" | "Watchdog.StableSecs" | "Watchdog.NoRetryExitCodes" | "Instance.StartSecs" | "Instance.MemoryMaxMB" | "Instance.StopTimeoutSecs" | "Notification.Enabled" | "Notification.Method" | "Webhook.Method" | "Webhook.URL" | "Webhook.Headers" | "Webhook.Body" | "Webhook.TimeoutSecs" | "Webhook.Retries" | "Webhook.DigestSecs" | "Alerts.DebounceSecs" | "Health.DisconnectedSecs" | "Health.UnreachableSecs" | "Status.PollSecs" | "Probe.IntervalSecs" | "Probe.TimeoutSecs" | "Probe.Failures" | "Probe.Concurrency" | "Log.MaxBytes" | "Log.Files" | "InitSystem" | "Systemd.UnitDir" | "Systemd.Systemctl" | "Systemd.Journalctl" | "InitD.ScriptDir" | "InitD.UpdateRcD" | "InitD.PidDir" | "InitD.LogDir" | "Windows.Schtasks" | "RateLimit.Login" | "RateLimit.PerToken" | "RateLimit.Register" | "Register.Enabled" | "SystemLog.RequireToken" | "Visitor.ShowDetails" | "TLS.CertFile" | "TLS.KeyFile" | "TrustedProxies" | "Audit.RetentionDays" | "Audit.MaxEntries" | "Revisions.Keep";
             };
             header?: never;
             path?: never;
@@ -4306,6 +4321,15 @@ export interface operations {
                         expires?: string | null;
                         /** @description probe its proxies end to end while it runs (through its server and directly, every Probe.IntervalSecs; off by default) */
                         probes?: boolean;
+                        /** @description its own health policy and memory cap over the settings (Health.DisconnectedSecs, Health.UnreachableSecs, Instance.MemoryMaxMB); a number sets one, null goes back to the setting's */
+                        policy?: {
+                            /** @description its own Health.DisconnectedSecs; null: the setting's */
+                            disconnectedSecs?: number | null;
+                            /** @description its own Health.UnreachableSecs; null: the setting's */
+                            unreachableSecs?: number | null;
+                            /** @description its own Instance.MemoryMaxMB; null: the setting's */
+                            memoryMaxMB?: number | null;
+                        };
                     };
                 } | {
                     /** @description an id: an integer, or a string holding one */

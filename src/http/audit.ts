@@ -155,6 +155,13 @@ export const AUDITED: Readonly<Record<string, Audited>> = {
       detail: { instanceID: scalar(b, 'instanceID'), enabled: b?.enabled },
     }),
   },
+  'POST /tunnelAct/proxyMgr/setExpiry': {
+    action: 'proxy.setExpiry',
+    describe: (b, d) => ({
+      ...proxyAction('').describe!(b, d),
+      detail: { instanceID: scalar(b, 'instanceID'), expires: scalar(b, 'expires') },
+    }),
+  },
 };
 
 /** Refusals that changed nothing and name nobody: anonymous noise that must not fill the trail or the disk. */

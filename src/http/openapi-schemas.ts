@@ -278,6 +278,18 @@ export function componentSchemas(): Record<string, Json> {
       description:
         "How many are in each health state (each proxy's health: a tunnel down makes every enabled proxy of it down; in an instance's view, its enabled proxies)",
     }),
+    InstancePolicy: obj(
+      {
+        'disconnectedSecs?': num('its own Health.DisconnectedSecs'),
+        'unreachableSecs?': num('its own Health.UnreachableSecs'),
+        'memoryMaxMB?': int('its own Instance.MemoryMaxMB'),
+      },
+      {
+        description:
+          "An instance's own supervision figures over the settings (systemConfig policy); each absent follows its setting.",
+        additionalProperties: false,
+      },
+    ),
     Health: obj(
       {
         state: {
@@ -350,6 +362,7 @@ export function componentSchemas(): Record<string, Json> {
           auth_method: str('auth.method of the config file'),
           bootAtStart: bool(),
           probes: bool('its proxies are probed end to end while it runs (systemConfig probes)'),
+          policy: schema('InstancePolicy'),
           labels: schema('Labels'),
           revision: int('the revision of its config file it stands at; changes take it as baseRevision', {
             minimum: 0,
@@ -409,6 +422,7 @@ export function componentSchemas(): Record<string, Json> {
               bootAtStart: bool(),
               runUser: str(),
               probes: bool(),
+              policy: schema('InstancePolicy'),
               'expiresAt?': {
                 type: ['string', 'null'],
                 format: 'date-time',

@@ -17,6 +17,35 @@ export interface PolicyFacts {
   unreachable?: { proxy: string; since: number; error: string };
 }
 
+/**
+ * An instance's own supervision figures, over the settings (`systemConfig` `policy`): each one absent follows the
+ * setting of the same name.
+ */
+export interface InstancePolicy {
+  disconnectedSecs?: number;
+  unreachableSecs?: number;
+  memoryMaxMB?: number;
+}
+
+/** The setting each figure of an instance's policy stands in for. */
+export const POLICY_SETTINGS = {
+  disconnectedSecs: 'Health.DisconnectedSecs',
+  unreachableSecs: 'Health.UnreachableSecs',
+  memoryMaxMB: 'Instance.MemoryMaxMB',
+} as const;
+
+/** The figures that apply to an instance: its own, else the settings'. */
+export function effectivePolicy(
+  settings: { [K in (typeof POLICY_SETTINGS)[keyof typeof POLICY_SETTINGS]]: number },
+  own: InstancePolicy,
+): Required<InstancePolicy> {
+  return {
+    disconnectedSecs: own.disconnectedSecs ?? settings['Health.DisconnectedSecs'],
+    unreachableSecs: own.unreachableSecs ?? settings['Health.UnreachableSecs'],
+    memoryMaxMB: own.memoryMaxMB ?? settings['Instance.MemoryMaxMB'],
+  };
+}
+
 export interface Policy {
   /** Restart a tunnel not logged in for this long (seconds); 0: never. */
   disconnectedSecs: number;

@@ -1,3 +1,4 @@
+import type { InstancePolicy } from './health-policy.js';
 import { conflict } from '../errors.js';
 import type { Database } from '../storage/database.js';
 import type { Labels } from './labels.js';
@@ -40,7 +41,13 @@ export interface InstanceRecord {
   proxyExpiries: Readonly<Record<string, number>>;
   /** Its proxies are probed end to end while it runs (see actors/probes.ts). */
   probes: boolean;
+  /** Its own supervision figures over the settings (see src/instances/health-policy.ts); frozen. */
+  policy: Readonly<InstancePolicy>;
 }
+
+const NO_POLICY: Readonly<InstancePolicy> = Object.freeze({});
+const policyOf = (text: string | null): Readonly<InstancePolicy> =>
+  text === null ? NO_POLICY : Object.freeze(JSON.parse(text) as InstancePolicy);
 
 const NO_LABELS: Labels = Object.freeze({});
 const NO_EXPIRIES: Readonly<Record<string, number>> = Object.freeze({});
@@ -64,6 +71,7 @@ interface Row {
   last_exit_at: number | null;
   expires_at: number | null;
   probes: number;
+  policy: string | null;
 }
 
 const toRecord = (
@@ -91,6 +99,7 @@ const toRecord = (
   expiresAt: r.expires_at,
   proxyExpiries,
   probes: r.probes === 1,
+  policy: policyOf(r.policy),
 });
 
 /** The one answer to a name another instance has: callers check first; the database's own constraint says the same. */
@@ -214,6 +223,7 @@ export class InstanceStore {
       expiresAt,
       proxyExpiries: NO_EXPIRIES,
       probes: false,
+      policy: NO_POLICY,
     });
     this.records.set(id, record);
     return record;
@@ -242,7 +252,13 @@ export class InstanceStore {
 
   update(
     id: number,
-    fields: { name?: string; bootAtStart?: boolean; runUser?: string; probes?: boolean },
+    fields: {
+      name?: string;
+      bootAtStart?: boolean;
+      runUser?: string;
+      probes?: boolean;
+      policy?: Readonly<InstancePolicy>;
+    },
   ): InstanceRecord | undefined {
     const name = fields.name;
     if (name !== undefined) naming(name, () => this.db.run('UPDATE instances SET name = ? WHERE id = ?', [name, id]));
@@ -253,6 +269,11 @@ export class InstanceStore {
       this.db.run('UPDATE instances SET run_user = ? WHERE id = ?', [fields.runUser, id]);
     if (fields.probes !== undefined)
       this.db.run('UPDATE instances SET probes = ? WHERE id = ?', [fields.probes ? 1 : 0, id]);
+    if (fields.policy !== undefined) {
+      const empty = Object.keys(fields.policy).length === 0;
+      this.db.run('UPDATE instances SET policy = ? WHERE id = ?', [empty ? null : JSON.stringify(fields.policy), id]);
+      fields = { ...fields, policy: empty ? NO_POLICY : Object.freeze({ ...fields.policy }) };
+    }
     const defined = Object.fromEntries(
       Object.entries(fields).filter(([, v]) => v !== undefined),
     ) as Partial<InstanceRecord>;

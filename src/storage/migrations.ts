@@ -141,4 +141,8 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE instances ADD COLUMN probes INTEGER NOT NULL DEFAULT 0;
   `,
+  // 12: an instance's own supervision figures over the settings (health policy, memory cap), as JSON; null: none
+  `
+  ALTER TABLE instances ADD COLUMN policy TEXT;
+  `,
 ];

@@ -72,7 +72,14 @@ test('systemd: unit files that systemd-analyze accepts, and the exact commands f
   t.like(status, { initSystem: 'systemd', serviceName: `tunnel_${id}` });
 
   const on = await modify(daemon, token, id, { bootAtStart: true });
-  t.deepEqual(on.body.data, { instanceID: Number(id), configPath, bootAtStart: true, runUser: 'root' });
+  t.deepEqual(on.body.data, {
+    instanceID: Number(id),
+    configPath,
+    bootAtStart: true,
+    runUser: 'root',
+    probes: false,
+    policy: {},
+  });
   t.deepEqual(
     await fake.commands(),
     [['systemctl', 'enable', '--no-reload', `tunnel_${id}.service`]],

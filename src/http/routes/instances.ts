@@ -27,9 +27,29 @@ import { idField, idParam, MAX_IDS } from '../params.js';
 import type { RouteDeps } from '../app.js';
 import { ResourceRouter } from '../resource-router.js';
 import { formatIso } from '../../util/time.js';
+import { POLICY_SETTINGS } from '../../instances/health-policy.js';
+import { SETTINGS_TABLE } from '../../settings/table.js';
 import { EXPIRY_FORMS, expiryFields } from '../../instances/expiry.js';
 
 /** `labels` of a create or an import, each checked: none when left out. */
+
+/**
+ * An instance's own supervision figures over the settings, each with its setting's own rule; null goes back to the
+ * setting.
+ */
+const instancePolicy = z
+  .strictObject(
+    Object.fromEntries(
+      Object.entries(POLICY_SETTINGS).map(([key, setting]) => [
+        key,
+        SETTINGS_TABLE[setting].schema.nullable().optional().describe(`its own ${setting}; null: the setting's`),
+      ]),
+    ) as { [K in keyof typeof POLICY_SETTINGS]: z.ZodOptional<z.ZodNullable<z.ZodNumber>> },
+  )
+  .describe(
+    "its own health policy and memory cap over the settings (Health.DisconnectedSecs, Health.UnreachableSecs, Instance.MemoryMaxMB); a number sets one, null goes back to the setting's",
+  );
+
 const optionalLabels = (labels: Record<string, string> | undefined): Record<string, string> | undefined =>
   labels === undefined ? undefined : (checkLabels(labels, 'labels') as Record<string, string>);
 
@@ -288,6 +308,7 @@ export const modifyInstance = operation({
             .describe(
               'probe its proxies end to end while it runs (through its server and directly, every Probe.IntervalSecs; off by default)',
             ),
+          policy: instancePolicy.optional(),
         }),
       ),
       modification(
@@ -757,6 +778,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
             ? { expiresAt: record.expiresAt === null ? null : formatIso(record.expiresAt) }
             : {}),
           probes: record.probes,
+          policy: record.policy,
           ...(bootServiceError ? { bootServiceError, instanceName: record.name } : {}),
         },
       );
@@ -835,6 +857,7 @@ export function instanceRoutes({ supervisor, guards }: RouteDeps): ResourceRoute
       auth_method: config.authMethod,
       bootAtStart: view.record.bootAtStart,
       probes: view.record.probes,
+      policy: view.record.policy,
       labels: view.record.labels,
       revision: view.record.revision,
       ...expiryFields(view.record),

@@ -279,7 +279,14 @@ test('modify systemConfig renames the record, not the file, and checks runUser',
     { token: root },
   );
   t.true(res.body.success, res.body.message);
-  t.deepEqual(res.body.data, { instanceID: Number(id), configPath, bootAtStart: true, runUser: 'root' });
+  t.deepEqual(res.body.data, {
+    instanceID: Number(id),
+    configPath,
+    bootAtStart: true,
+    runUser: 'root',
+    probes: false,
+    policy: {},
+  });
   const info = await daemon.get(`/tunnelAct/instanceMgr/getInfo?instanceID=${id}`, { token: root });
   t.like(info.body.data, { name: 'px_sys_renamed', bootAtStart: true, configPath });
   const badUser = await daemon.post(

@@ -41,6 +41,7 @@ const CONTRACT: Record<string, Access> = {
   'POST /system/restart': 'admin',
   'GET /system/selfCheck': 'admin',
   'POST /tunnelAct/proxyMgr/setStatus': 'admin',
+  'POST /tunnelAct/proxyMgr/setExpiry': 'admin',
   'GET /metrics': 'admin',
   'GET /whoami': 'visitor',
   'POST /tunnelAct/instanceMgr/import': 'admin',

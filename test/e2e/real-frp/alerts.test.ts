@@ -87,7 +87,7 @@ test('digest: one frps outage over two tunnels is one webhook down and one back 
   for (const item of down.items) t.regex(item.err, /^(server lost|server unreachable: |session shutdown)/);
   t.regex(
     down.message,
-    /^server 127\.0\.0\.1:\d+: 2 tunnels and 4 proxies down: tunnels dg_a \(.+\), dg_b \(.+\); proxies dg_a\/dg_a_one/,
+    /^server 127\.0\.0\.1:\d+: 2 tunnels and 4 proxies down: tunnels dg_[ab] \(.+\), dg_[ab] \(.+\); proxies dg_[ab]\/dg_[ab]_one/,
   );
   const kinds = receiver.received.map((r) => r.body.event);
   t.false(

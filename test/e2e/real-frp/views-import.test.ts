@@ -278,6 +278,7 @@ test("a commented TOML file is kept as written: only tunnelward's lines are adde
     added.map((line) => line.replace(/=.*/, '= ...')),
     [
       'loginFailExit = ...',
+      'clientID = ...',
       'webServer.addr = ...',
       'webServer.port = ...',
       'webServer.user = ...',
