@@ -470,8 +470,8 @@ export const realFrp: Scenario = {
         if (!res.success || res.data?.ok !== count) {
           const first = (res.data?.results as Array<{ ok: boolean }> | undefined)?.find((r) => !r.ok);
           rows.push({ metric: `  started ok in that reply`, value: res.data?.ok ?? res.message, unit: 'inst' });
-          if (first)
-            rows.push({ metric: `  first failure: ${JSON.stringify(first).slice(0, 200)}`, value: '', unit: '' });
+          // Whole: the tunnel's last lines at the end are what says why.
+          if (first) rows.push({ metric: `  first failure: ${JSON.stringify(first)}`, value: '', unit: '' });
         }
         for (const [name, what] of [
           ['running', 'running'],

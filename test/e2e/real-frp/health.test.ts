@@ -138,3 +138,31 @@ test("a remote port taken: degraded, naming the proxy and frps's error; the othe
   t.regex(table, /^fine\s.*\sup\s/m);
   t.regex(table, /^taken\s.*\sdown\s+start error: /m);
 });
+
+test("frpc's own health check failed: degraded, the proxy down with its words, and proxy.down says why, in every view and in ls", async (t) => {
+  t.timeout(90_000);
+  const frps = await frpsFor(t);
+  const { daemon, root } = await daemonFor(t);
+  const checked = await echoServer();
+  const other = await echoServer();
+  t.teardown(() => other.close());
+  const { id } = await createTunnel(daemon, root, frps, 'hl_check');
+  await addProxy(daemon, root, id, {
+    ...tcpTo('checked', checked.port, await freePort()),
+    healthCheck: { type: 'tcp', intervalSeconds: 1, maxFailed: 1 },
+  });
+  await addProxy(daemon, root, id, tcpTo('plain', other.port, await freePort()));
+  const { next } = await alertsOf(t, daemon, root);
+  await start(daemon, root, id);
+  await healthUntil(daemon, root, id, 'up');
+
+  await checked.close();
+  await healthUntil(daemon, root, id, 'degraded', /health check failed/);
+  const health = await healthEverywhere(t, daemon, root, id);
+  t.regex(health.reason!, /^proxy checked: health check failed/);
+  const down = await next(id, 'proxy.down', 'checked');
+  t.like(down, { to: 'check failed' });
+  const env = await loggedIn(daemon, t);
+  t.regex((await cli(['ls'], env)).stdout, /hl_check\s+running\s+degraded\b.*proxy checked: health check failed/);
+  t.regex((await cli(['proxies', 'hl_check'], env)).stdout, /^checked\s.*\sdown\s+health check failed/m);
+});
