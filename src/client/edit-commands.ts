@@ -202,6 +202,45 @@ const probes = onOff(
   'probes',
 );
 
+/**
+ * `policy NAME [KEY=VALUE|KEY=null]...`: the instance's own supervision figures over the settings (disconnectedSecs,
+ * unreachableSecs, memoryMaxMB); without pairs, what they are.
+ */
+const policy: Command = {
+  usage: "policy <name|#id> [disconnectedSecs=N] [unreachableSecs=N] [memoryMaxMB=N] (KEY=null: the setting's)",
+  summary:
+    "the instance's own health policy and memory cap over the settings (Health.DisconnectedSecs, Health.UnreachableSecs, Instance.MemoryMaxMB); without pairs, shows them",
+  flags: [ID_FLAG],
+  async run(ctx) {
+    const client = await ctx.client();
+    const { target, rest } = await oneInstance(client, ctx.args);
+    if (rest.length === 0) {
+      const { data } = await client.get('/tunnelAct/instanceMgr/getInfo', { instanceID: target.id });
+      const own = Object.entries(data.policy ?? {});
+      if (ctx.json) ctx.io.out(`${JSON.stringify(data.policy ?? {})}\n`);
+      else
+        ctx.io.out(
+          own.length === 0
+            ? `${target.name}: the settings' figures\n`
+            : `${own.map(([key, value]) => `${key}=${String(value)}`).join(' ')}\n`,
+        );
+      return EXIT.ok;
+    }
+    const changes: Record<string, number | string | null> = {};
+    for (const pair of rest) {
+      const at = pair.indexOf('=');
+      if (at <= 0) throw usageError(`${pair}: expected KEY=VALUE (KEY=null goes back to the setting's)`);
+      const value = pair.slice(at + 1);
+      // A value that is not a number goes as it is: the daemon's refusal names the key and its rule.
+      changes[pair.slice(0, at)] =
+        value === 'null' ? null : value !== '' && Number.isFinite(Number(value)) ? Number(value) : value;
+    }
+    return change(ctx, target, () =>
+      client.post(MODIFY, { instanceID: String(target.id), type: 'systemConfig', modifiedData: { policy: changes } }),
+    );
+  },
+};
+
 const readForEdit = async (client: ApiClient, id: number) =>
   (await client.get('/tunnelAct/instanceMgr/export', { instanceID: id })).data;
 
@@ -327,4 +366,4 @@ const edit: Command = {
   },
 };
 
-export const EDIT_COMMANDS: Record<string, Command> = { edit, set, proxy, env, boot, probes };
+export const EDIT_COMMANDS: Record<string, Command> = { edit, set, proxy, env, boot, probes, policy };
