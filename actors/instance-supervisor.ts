@@ -554,10 +554,12 @@ export class InstanceSupervisor {
     const { stateSince, lastError } = this.lifecycle.runOf(id);
     const live = this.status.of(id);
     const probes = this.probes?.failuresOf(id);
+    const expectedProxies = this.registry.enabledProxies(id)?.size;
     return tunnelHealth({
       state: this.lifecycle.stateOf(id),
       stateSince,
       lastError,
+      ...(expectedProxies !== undefined ? { expectedProxies } : {}),
       ...(live ? { live } : {}),
       ...(probes ? { probes } : {}),
     });

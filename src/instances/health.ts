@@ -53,6 +53,11 @@ export interface TunnelFacts {
     proxies: ReadonlyMap<string, ProxyStatus>;
   };
   /**
+   * How many proxies its file has frpc run (enabled); undefined when not known. A tunnel logged in whose frpc has not
+   * reported them yet is not up yet.
+   */
+  expectedProxies?: number;
+  /**
    * The proxies whose end-to-end probes failed `Probe.Failures` times in a row (see src/instances/probes.ts): a proxy
    * frpc says runs is down when its probe says the tunnel does not carry (`unreachable from outside: ...`) or its
    * local service does not answer (`local service down: ...`). Absent when the tunnel is not probed.
@@ -113,11 +118,16 @@ export function tunnelHealth(facts: TunnelFacts): Health {
     case 'stopping':
       return { state: 'down', reason: 'stopping', since: stateSince };
     case 'running':
-      return runningHealth(live, stateSince, probes);
+      return runningHealth(live, stateSince, probes, facts.expectedProxies);
   }
 }
 
-function runningHealth(live: TunnelFacts['live'], stateSince: number | null, probes: TunnelFacts['probes']): Health {
+function runningHealth(
+  live: TunnelFacts['live'],
+  stateSince: number | null,
+  probes: TunnelFacts['probes'],
+  expectedProxies = 0,
+): Health {
   // Without an admin endpoint nothing more is known than that the process runs.
   if (live === undefined) return { state: 'up', reason: null, since: stateSince };
   if (live.connected === null) return { state: 'down', reason: 'logging in to the server', since: stateSince };
@@ -127,6 +137,9 @@ function runningHealth(live: TunnelFacts['live'], stateSince: number | null, pro
       reason: `not connected to the server: ${live.disconnectReason ?? 'connection lost, trying again'}`,
       since: live.connectedSince,
     };
+  // Logged in a moment before frpc lists its proxies: up only once they are seen running.
+  if (live.proxies.size === 0 && expectedProxies > 0)
+    return { state: 'down', reason: 'logged in; its proxies not reported by frpc yet', since: live.connectedSince };
   const down = [...live.proxies].flatMap(([name, proxy]) => {
     const health = proxyHealth(proxy, probes?.get(name));
     return health.state === 'down' ? [{ name, health, probed: isUp(proxy.status) }] : [];

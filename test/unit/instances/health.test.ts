@@ -85,3 +85,28 @@ test('a proxy: up when frpc runs it, else its status and error in words', (t) =>
   });
   t.like(proxyHealth(proxy('wait start')), { state: 'down', reason: 'starting' });
 });
+
+test('logged in before frpc lists the proxies its file has: not up yet; up once they are seen running', (t) => {
+  const facts = (l: TunnelFacts['live']): TunnelFacts => ({ ...running(l), expectedProxies: 2 });
+  t.deepEqual(tunnelHealth(facts(live(true))), {
+    state: 'down',
+    reason: 'logged in; its proxies not reported by frpc yet',
+    since: 50,
+  });
+  t.like(
+    tunnelHealth(
+      facts(
+        live(true, [
+          ['a', proxy('running', '', 70)],
+          ['b', proxy('running', '', 80)],
+        ]),
+      ),
+    ),
+    {
+      state: 'up',
+      since: 80,
+    },
+  );
+  // A file with no proxy to run: up at the login.
+  t.like(tunnelHealth({ ...running(live(true)), expectedProxies: 0 }), { state: 'up', since: 50 });
+});
