@@ -7,6 +7,7 @@ import { descendantsBut, processesByConfig } from './lib/procs.js';
 import { inParallel, LIFTED, sleep, START_CLIENTS, STAND_IN_MARKER, standIn } from './lib/tunnels.js';
 import { status } from './status-scenario.js';
 import { realFrp } from './real-frp-scenario.js';
+import { health } from './health-scenario.js';
 import { memory } from './memory-scenario.js';
 import { soak } from './soak-scenario.js';
 import { systemd } from './systemd-scenario.js';
@@ -647,6 +648,7 @@ export const scenarios: Scenario[] = [
   systemd,
   status,
   realFrp,
+  health,
   logs,
   startup,
   writes,
