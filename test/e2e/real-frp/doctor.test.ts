@@ -41,7 +41,8 @@ test('doctor: a tunnel down with its reason exits 1; a server gone adds its tunn
 
   // The server gone: both down, grouped by reason; the list says each proxy is down by its health.
   await frps.down();
-  await statusUntil(daemon, root, fine.id, (s) => /server unreachable/.test(s.health.reason ?? ''), 30_000);
+  // frpc's first words on the loss may be the session's end (`session shutdown`); its dial error follows at the retry.
+  await statusUntil(daemon, root, fine.id, (s) => /server unreachable: dial tcp/.test(s.health.reason ?? ''), 30_000);
   const list = (await daemon.get('/tunnelAct/instanceMgr/list', { token: root })).body.data as Array<{
     name: string;
     proxyStatus: Record<string, number>;
