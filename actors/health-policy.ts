@@ -17,6 +17,10 @@ import type { Settings } from '../src/settings/table.js';
 import type { InstanceLifecycle } from './instance-lifecycle.js';
 import type { TunnelStatus } from './tunnel-status.js';
 
+/** frpc's words when the address it serves its admin API on is taken (it exits 1 at once). */
+const ADMIN_PORT_TAKEN = /listen tcp 127\.0\.0\.1:(\d+): bind: address already in use/;
+const ADMIN_PORT_RETRIES = 3;
+
 /** How often the tunnels' memory is looked at while a cap is set (process mode). */
 const MEMORY_LOOK_MS = 5000;
 
@@ -49,6 +53,8 @@ export class HealthPolicy {
 
   /** Looks at the tunnels' memory while a cap is set and nothing else enforces it. */
   private memoryTimer: NodeJS.Timeout | undefined;
+  /** Restarts for an admin port taken at the start, per tunnel, since it last ran. */
+  private readonly portRetries = new Map<number, number>();
   /** Tunnels seen over the cap at the last look (a second look in a row restarts them). */
   private overCap = new Set<number>();
   private readonly usage = new ProcessUsage();
@@ -60,6 +66,8 @@ export class HealthPolicy {
     log: Logger,
     /** An instance's own figures over the settings. */
     private readonly ownPolicy: (id: number) => Readonly<InstancePolicy>,
+    /** The port of the tunnel's admin API, as its file says. */
+    private readonly adminPortOf: (id: number) => Promise<number | undefined>,
     /** The running tunnels' processes, for the memory cap in process mode (systemd's MemoryMax= does it there). */
     private readonly processes: (() => Array<{ id: number; pid: number }>) | undefined,
   ) {
@@ -67,9 +75,11 @@ export class HealthPolicy {
     this.watchMemory();
     this.subs = status.changed$.subscribe((id) => this.review(id));
     this.subs.add(
-      lifecycle.changes$.subscribe(({ instanceID, to }) => {
+      lifecycle.changes$.subscribe(({ instanceID, to, reason }) => {
         // An operator's stop, or the watchdog's own course, ends the outage as far as the policy is concerned.
         if (to === 'stopped' || to === 'failed') this.streaks.delete(instanceID);
+        if (to === 'running') this.portRetries.delete(instanceID);
+        if (to === 'failed' && reason !== undefined) void this.adminPortTaken(instanceID, reason);
         this.review(instanceID);
       }),
     );
@@ -106,6 +116,21 @@ export class HealthPolicy {
         facts.unreachable = { proxy, since: failure.since, error: failure.error };
     }
     return facts;
+  }
+
+  /**
+   * A tunnel that failed because another program took its admin port between the start's check and frpc's bind (a
+   * port frps bound for a proxy, say; frpc then exits 1, a code that is not retried): started again in its slot,
+   * whose start check gives it a new port. At most ADMIN_PORT_RETRIES times before it runs again.
+   */
+  private async adminPortTaken(id: number, reason: string): Promise<void> {
+    const port = Number(ADMIN_PORT_TAKEN.exec(reason)?.[1]);
+    if (!port || port !== (await this.adminPortOf(id).catch(() => undefined))) return;
+    const tries = this.portRetries.get(id) ?? 0;
+    if (tries >= ADMIN_PORT_RETRIES) return;
+    this.portRetries.set(id, tries + 1);
+    const why = `its admin port ${port} was taken by another program as frpc started (bind: address already in use): started again with a new port by the health policy`;
+    await this.restart(id, () => (this.lifecycle.stateOf(id) === 'failed' ? why : undefined), 'whatever its state');
   }
 
   /** Restarts made by the policy: of one instance, or of all, since tunnelward started. */
@@ -203,7 +228,11 @@ export class HealthPolicy {
   }
 
   /** In the tunnel's queue: if `why` (asked there) still gives a reason, restart it. */
-  private async restart(id: number, why: () => string | undefined = () => this.notCarrying(id)): Promise<void> {
+  private async restart(
+    id: number,
+    why: () => string | undefined = () => this.notCarrying(id),
+    when: 'if running' | 'whatever its state' = 'if running',
+  ): Promise<void> {
     try {
       await this.lifecycle.inSlot(id, async (slot) => {
         const reason = why();
@@ -212,7 +241,8 @@ export class HealthPolicy {
         this.counts.set(id, (this.counts.get(id) ?? 0) + 1);
         this.total++;
         this.restarts$.next({ instanceID: id, reason });
-        const done = await this.lifecycle.restartIfRunning(slot);
+        const done =
+          when === 'if running' ? await this.lifecycle.restartIfRunning(slot) : await this.lifecycle.restartIn(slot);
         if (done && !done.ok)
           this.log.warn({ instanceID: id, reason: done.message }, 'the health restart did not hold');
       });

@@ -239,6 +239,7 @@ export class InstanceSupervisor {
       this.lifecycle,
       log,
       (id) => store.get(id)?.policy ?? {},
+      async (id) => (await this.registry.adminEndpoint(id))?.port,
       this.lifecycle.initSystem === 'systemd' ? undefined : () => this.runningProcesses(),
     );
     this.healthSub = this.catalogue.deleted$.subscribe((id) => this.healthPolicy.forget(id));

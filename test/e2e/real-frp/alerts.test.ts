@@ -3,11 +3,14 @@
 // tunnel that runs but is not logged in.
 
 import test from 'ava';
+import { createServer } from 'node:net';
 import { echoServer, freePort } from '../../helpers/frp.js';
+import { until } from '../../helpers/until.js';
 import { statusOf, waitFor } from '../../helpers/instances.js';
 import { startReceiver } from '../../helpers/receiver.js';
 import {
   addProxy,
+  adminEndpointOf,
   alertsOf,
   createTunnel,
   frpsFor,
@@ -157,4 +160,52 @@ test('the health policy restarts a tunnel not logged in for Health.DisconnectedS
     (s) => s.connected === true && s.healthRestarts === made,
     10_000,
   );
+});
+
+test("an admin port another program takes between a restart's check and frpc's bind: frpc exits 1, and the tunnel is started again in its slot on a new port", async (t) => {
+  t.timeout(90_000);
+  const frps = await frpsFor(t);
+  // The first restart after a crash comes at once; the second after 2 s, time to take the port.
+  const { daemon, root } = await realFrpDaemon(t, {
+    'Watchdog.BackoffSecs': 2,
+    'Watchdog.BackoffMaxSecs': 2,
+    'Watchdog.StableSecs': 600,
+    'Watchdog.StartLimit': 10,
+  });
+  const { events } = await alertsOf(t, daemon, root);
+  const { id, configPath } = await createTunnel(daemon, root, frps, 'ap_taken', { loginFailExit: false });
+  await start(daemon, root, id);
+  const first = await statusUntil(daemon, root, id, (s) => s.connected === true, 30_000);
+  const { port } = await adminEndpointOf(configPath);
+  process.kill(first.pid, 'SIGKILL');
+  const second = await statusUntil(daemon, root, id, (s) => s.state === 'running' && s.pid !== first.pid, 20_000);
+  process.kill(second.pid, 'SIGKILL');
+  // Taken while the tunnel waits for its next start.
+  const holder = createServer();
+  await until(
+    () =>
+      new Promise<boolean>((resolve) => {
+        holder.once('error', () => resolve(false));
+        holder.listen(port, '127.0.0.1', () => resolve(true));
+      }),
+    (taken) => taken,
+    { timeoutMs: 5000, everyMs: 5, what: 'the admin port to be free to take' },
+  );
+  t.teardown(() => new Promise<void>((resolve) => holder.close(() => resolve())));
+
+  const restarted = await events.waitFor(
+    (m) => m.some((e) => e.event === 'instance.healthRestart' && e.instanceID === Number(id)),
+    30_000,
+  );
+  t.is(
+    restarted.find((e) => e.event === 'instance.healthRestart').message,
+    `its admin port ${port} was taken by another program as frpc started (bind: address already in use): started again with a new port by the health policy`,
+  );
+  t.true(
+    events.messages.some((e) => e.event === 'instance.failed' && e.instanceID === Number(id)),
+    'the exit itself was a failure',
+  );
+  const back = await statusUntil(daemon, root, id, (s) => s.state === 'running' && s.connected === true, 30_000);
+  t.not((await adminEndpointOf(configPath)).port, port, 'a new admin port');
+  t.is(back.health.state, 'up');
 });
