@@ -150,7 +150,16 @@ export class TunnelStatus {
     const delayMs = this.settings()['Alerts.DebounceSecs'] * 1000;
     const timer = setTimeout(() => {
       if (this.tracked.get(id) !== tracked || tracked.connected !== null) return;
-      this.setConnected(id, false, `no login within ${delayMs / 1000} s of the start`);
+      // Announced, not recorded: the tunnel is still logging in as far as anyone knows (a slow host's login may yet
+      // come), and its health says so.
+      this.announced.set(String(id), 'instance.disconnected');
+      this.alerts$.next({
+        event: 'instance.disconnected',
+        instanceID: id,
+        from: null,
+        to: 'disconnected',
+        err: tracked.disconnectReason ?? `no login within ${delayMs / 1000} s of the start`,
+      });
     }, delayMs);
     timer.unref();
     tracked.loginTimer = timer;
