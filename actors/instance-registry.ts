@@ -25,6 +25,9 @@ export interface Reservation {
  * port, a domain, a name) and the loopback port of each tunnel's admin API. Read from the config files once, then kept
  * as the change pipeline writes them: reserve, then commit or release. The one owner of these caches.
  */
+/** The proxy names each file's claims hold (see `enabledProxies`). */
+const proxyNames = new WeakMap<ServerClaims, ReadonlySet<string>>();
+
 export class InstanceRegistry {
   private claims: Map<number, ServerClaims> | undefined;
   private claimsLoad: Promise<Map<number, ServerClaims>> | undefined;
@@ -143,7 +146,11 @@ export class InstanceRegistry {
    */
   enabledProxies(id: number): ReadonlySet<string> | undefined {
     const held = this.claims?.get(id);
-    return held && new Set(held.claims.values());
+    if (!held) return undefined;
+    // Asked per instance by every list and health answer: made once per file's claims (replaced, not changed).
+    let names = proxyNames.get(held);
+    if (!names) proxyNames.set(held, (names = new Set(held.claims.values())));
+    return names;
   }
 
   private async allClaims(): Promise<Map<number, ServerClaims>> {

@@ -23,6 +23,7 @@ import {
 import type { Logger } from '../src/log/logger.js';
 import type { Settings } from '../src/settings/table.js';
 import { Subject, type Subscription } from '../src/util/rx.js';
+import { DueOrder } from '../src/util/due-order.js';
 import type { TunnelStatusView } from './tunnel-status.js';
 
 /** How long a tcp connection is watched once made: long enough for frps to close one that frpc could not carry. */
@@ -98,12 +99,11 @@ export class Prober implements ProbeFacts {
   readonly alerts$ = new Subject<ProbeAlert>();
   /** An instance whose probe verdicts changed (undebounced, at most once per 200 ms): what a UI re-reads on. */
   readonly changed$ = new Subject<number>();
-  private readonly tracked = new Map<number, Tracked>();
+  private readonly tracked = new DueOrder<number, Tracked>();
   private readonly queue: Job[] = [];
   private inFlight = 0;
   private changes = 0;
   private ticker: NodeJS.Timeout | undefined;
-  private orderedFor = 0;
   private readonly dirty = new Set<number>();
   private flushTimer: NodeJS.Timeout | undefined;
   private readonly announced = new Map<string, string>();
@@ -159,8 +159,8 @@ export class Prober implements ProbeFacts {
     if (on && !tracked) {
       const intervalMs = this.intervalMs();
       this.tracked.set(id, { due: Date.now() + Math.random() * intervalMs, pending: 0, states: new Map() });
-      // Added at its place in the order: the next tick sorts it in.
-      this.orderedFor = 0;
+      // Added out of order: the next tick sorts it in.
+      this.tracked.unordered();
       this.ticker ??= setInterval(() => this.tick(), Math.min(TICK_MS, intervalMs)).unref();
     } else if (!on && tracked) {
       this.tracked.delete(id);
@@ -176,27 +176,9 @@ export class Prober implements ProbeFacts {
     return this.settings()['Probe.IntervalSecs'] * 1000;
   }
 
-  /** Starts the rounds that are due: `tracked` is kept in the order they fall due, so a tick looks at those only. */
+  /** Starts the rounds that are due (see DueOrder). */
   private tick(): void {
-    const now = Date.now();
-    const intervalMs = this.intervalMs();
-    if (intervalMs !== this.orderedFor) this.reorder(intervalMs);
-    for (const [id, tracked] of this.tracked) {
-      if (tracked.due > now) break;
-      tracked.due = now + intervalMs;
-      this.tracked.delete(id);
-      this.tracked.set(id, tracked);
-      void this.round(id, tracked);
-    }
-  }
-
-  private reorder(intervalMs: number): void {
-    const latest = Date.now() + intervalMs;
-    for (const t of this.tracked.values()) t.due = Math.min(t.due, latest);
-    const sorted = [...this.tracked].sort((a, b) => a[1].due - b[1].due);
-    this.tracked.clear();
-    for (const [id, t] of sorted) this.tracked.set(id, t);
-    this.orderedFor = intervalMs;
+    this.tracked.takeDue(Date.now(), this.intervalMs(), (id, tracked) => void this.round(id, tracked));
   }
 
   /** One round of an instance: a probe of each proxy frpc says runs, queued; none while it is not running and logged in. */

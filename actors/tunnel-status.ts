@@ -1,4 +1,5 @@
 import { Subject } from '../src/util/rx.js';
+import { DueOrder } from '../src/util/due-order.js';
 import { isUp, parseStatus, readLogLine, type ProxyStatus } from '../src/config/proxy-status.js';
 import type { AdminEndpoint } from '../src/config/tunnel-config.js';
 import type { InstanceLogEntry } from '../src/log/log-entries.js';
@@ -65,7 +66,7 @@ interface Tracked {
  */
 export class TunnelStatus {
   readonly alerts$ = new Subject<StatusAlert>();
-  private readonly tracked = new Map<number, Tracked>();
+  private readonly tracked = new DueOrder<number, Tracked>();
   /** The last state announced per instance (`<id>`) and per proxy (`<id>/<name>`). */
   private readonly announced = new Map<string, string>();
   private readonly pending = new Map<string, { timer: NodeJS.Timeout; alert: StatusAlert }>();
@@ -75,8 +76,6 @@ export class TunnelStatus {
   private flushTimer: NodeJS.Timeout | undefined;
   /** Makes the polls that are due; runs while any tunnel is followed. */
   private ticker: NodeJS.Timeout | undefined;
-  /** The period the order of `tracked` was made for (see `pollDue`). */
-  private orderedFor = 0;
   /**
    * An instance whose live status (connection, any proxy's status) changed, at most once per instance per 200 ms:
    * what a UI re-reads on, undebounced (first sights too, which the alerts leave out).
@@ -169,33 +168,9 @@ export class TunnelStatus {
     return this.settings()['Status.PollSecs'] * 1000;
   }
 
-  /**
-   * Polls the tunnels that are due. `tracked` is kept in the order polls fall due (each one polled goes to the end,
-   * a period on), so a tick looks only at those due and the first that is not: a thousand tunnels cost a tick
-   * nothing but their own polls. A change of the period puts every tunnel back in order first.
-   */
+  /** Polls the tunnels that are due (see DueOrder). */
   private pollDue(): void {
-    const now = Date.now();
-    const pollMs = this.pollMs();
-    if (pollMs !== this.orderedFor) this.reorder(pollMs);
-    for (const [id, tracked] of this.tracked) {
-      if (tracked.due > now) break;
-      // A period from now, and a late tick does not bunch polls.
-      tracked.due = now + pollMs;
-      this.tracked.delete(id);
-      this.tracked.set(id, tracked);
-      this.look(id);
-    }
-  }
-
-  /** A shorter period applies at once: no tunnel waits past a period from now. Then sorted by when each is due. */
-  private reorder(pollMs: number): void {
-    const latest = Date.now() + pollMs;
-    for (const t of this.tracked.values()) t.due = Math.min(t.due, latest);
-    const sorted = [...this.tracked].sort((a, b) => a[1].due - b[1].due);
-    this.tracked.clear();
-    for (const [id, t] of sorted) this.tracked.set(id, t);
-    this.orderedFor = pollMs;
+    this.tracked.takeDue(Date.now(), this.pollMs(), (id) => this.look(id));
   }
 
   /** Stops following (the tunnel stopped or crashed): its status is no longer known, and nothing is announced. */
