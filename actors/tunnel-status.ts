@@ -32,6 +32,8 @@ export interface TunnelStatusView {
 const HINT_DELAY_MS = 150;
 /** How often the polls that are due are made (one timer for every tunnel followed). */
 const TICK_MS = 1000;
+/** `changed$` says an instance changed at most this often; its first change after a quiet spell at once. */
+const CHANGED_EVERY_MS = 200;
 
 /** A tunnel's log, as the status reads it: one listener slot, not a subscription per tunnel. */
 export interface HintSource {
@@ -53,6 +55,8 @@ interface Tracked {
   hint: NodeJS.Timeout | undefined;
   busy: boolean;
   again: boolean;
+  /** Lines that said something of the connection so far: a read begun before the last of them is out of date. */
+  said: number;
   log: HintSource;
   /** After a start: announces a tunnel that has not logged in within the debounce. */
   loginTimer?: NodeJS.Timeout;
@@ -71,14 +75,18 @@ export class TunnelStatus {
   private readonly announced = new Map<string, string>();
   private readonly pending = new Map<string, { timer: NodeJS.Timeout; alert: StatusAlert }>();
   private changes = 0;
-  /** Instances whose live status changed since the last flush; flushed together a moment later. */
-  private readonly dirty = new Set<number>();
+  /** Instances whose live status changed and is not told yet, with when it is to be told (see touched). */
+  private readonly dirty = new Map<number, number>();
+  /** When each instance's change was last told. */
+  private readonly told = new Map<number, number>();
   private flushTimer: NodeJS.Timeout | undefined;
+  private flushAt = Infinity;
   /** Makes the polls that are due; runs while any tunnel is followed. */
   private ticker: NodeJS.Timeout | undefined;
   /**
-   * An instance whose live status (connection, any proxy's status) changed, at most once per instance per 200 ms:
-   * what a UI re-reads on, undebounced (first sights too, which the alerts leave out).
+   * An instance whose live status (connection, any proxy's status) changed: at once (in the next turn, so the lines
+   * read together count once), then at most once per instance per CHANGED_EVERY_MS. What a UI re-reads on,
+   * undebounced (first sights too, which the alerts leave out).
    */
   readonly changed$ = new Subject<number>();
   private readonly log: Logger;
@@ -119,12 +127,16 @@ export class TunnelStatus {
       hint: undefined,
       busy: false,
       again: false,
+      said: 0,
       log,
     };
     log.hints = (entries) => {
       for (const { content } of entries) {
         const said = readLogLine(content);
-        if (said.connected !== undefined) this.setConnected(id, said.connected, said.reason);
+        if (said.connected !== undefined) {
+          tracked.said++;
+          this.setConnected(id, said.connected, said.reason);
+        }
         if (said.lookAgain) this.hint(id);
       }
     };
@@ -196,6 +208,7 @@ export class TunnelStatus {
     }
     for (const key of this.announced.keys())
       if (key === String(id) || key.startsWith(`${id}/`)) this.announced.delete(key);
+    this.told.delete(id);
   }
 
   private hint(id: number): void {
@@ -216,10 +229,14 @@ export class TunnelStatus {
       return;
     }
     tracked.busy = true;
+    const said = tracked.said;
     adminGet(tracked.endpoint, '/api/status')
       .then(({ status, body }) => {
         if (this.tracked.get(id) !== tracked) return;
         if (status !== 200) throw new Error(`HTTP ${status}`);
+        // The log spoke of the connection meanwhile (a lost server): what frpc listed before it is out of date, and
+        // its proxies would say it connected. The log's next login asks again.
+        if (tracked.said !== said) return;
         this.apply(id, tracked, parseStatus(body));
       })
       .catch((err: Error) => this.log.debug({ instanceID: id, reason: err.message }, 'cannot read the tunnel status'))
@@ -350,13 +367,35 @@ export class TunnelStatus {
 
   private touched(id: number): void {
     this.changes++;
-    this.dirty.add(id);
-    this.flushTimer ??= setTimeout(() => {
-      this.flushTimer = undefined;
-      const ids = [...this.dirty];
-      this.dirty.clear();
-      for (const changed of ids) this.changed$.next(changed);
-    }, 200);
+    if (this.dirty.has(id)) return;
+    const at = Math.max(Date.now(), (this.told.get(id) ?? -Infinity) + CHANGED_EVERY_MS);
+    this.dirty.set(id, at);
+    this.flushBy(at);
+  }
+
+  /** One timer for every instance waiting to be told: set for the first of them. */
+  private flushBy(at: number): void {
+    if (this.flushAt <= at) return;
+    clearTimeout(this.flushTimer);
+    this.flushAt = at;
+    this.flushTimer = setTimeout(() => this.flush(), Math.max(0, at - Date.now()));
+  }
+
+  private flush(): void {
+    this.flushTimer = undefined;
+    this.flushAt = Infinity;
+    const now = Date.now();
+    let next = Infinity;
+    for (const [id, at] of this.dirty) {
+      if (at > now) {
+        next = Math.min(next, at);
+        continue;
+      }
+      this.dirty.delete(id);
+      this.told.set(id, now);
+      this.changed$.next(id);
+    }
+    if (next < Infinity) this.flushBy(next);
   }
 
   close(): void {

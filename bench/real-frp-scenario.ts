@@ -61,6 +61,19 @@ function pssMiB(pid: number): number {
 }
 
 /** CPU seconds (user + system) a process has used. */
+/**
+ * The daemon's main thread as the scheduler saw it (/proc/PID/task/PID/schedstat): ms on a CPU, and ms it was
+ * ready to run but waiting for one. The second tells a daemon starved by its tunnels from one that is busy.
+ */
+function schedMs(pid: number): { ran: number; waited: number } {
+  try {
+    const [ran, waited] = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'latin1').split(' ').map(Number);
+    return { ran: ran! / 1e6, waited: waited! / 1e6 };
+  } catch {
+    return { ran: NaN, waited: NaN };
+  }
+}
+
 function cpuSeconds(pid: number): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
@@ -239,11 +252,13 @@ async function watchList(
   let settled = false;
   void until.finally(() => (settled = true));
   for (;;) {
+    const asked = Date.now();
     const list = await daemon.call('GET', '/tunnelAct/instanceMgr/list').catch((err: Error) => ({
       success: false,
       message: err.message,
     }));
     const at = Date.now();
+    listMs.push(at - asked);
     if (!list.success) {
       // A read refused or lost (a daemon too busy to answer within the timestamp window): counted, and read again.
       failedReads.push(list.message);
@@ -262,6 +277,9 @@ async function watchList(
   }
   return seen;
 }
+
+/** How long each list read of `watchList` took (ms): what a poll of the whole list adds to a lag it measures. */
+const listMs: number[] = [];
 
 /** List reads that failed while waiting (their messages), reported once at the end. */
 const failedReads: string[] = [];
@@ -386,7 +404,9 @@ export const realFrp: Scenario = {
       await undo();
       throw err;
     }
-    const events: Array<{ event: string; instanceID: number; at: number }> = [];
+    /** Events as received: `at` when the bench read it, `sent` when the daemon published it. */
+    const events: Array<{ event: string; instanceID: number; at: number; sent: number; connected?: boolean | null }> =
+      [];
     let ws: WebSocket | undefined;
     // Defaults but for the path of frpc, tunnelward running the tunnels itself, and rate limits out of the way;
     // Alerts.DebounceSecs (5) and Status.PollSecs (300) are tunnelward's own defaults.
@@ -433,9 +453,20 @@ export const realFrp: Scenario = {
 
       ws = new WebSocket(`${daemon.url.replace(/^http/, 'ws')}/system/events?token=${daemon.token}`);
       ws.on('message', (data) => {
-        const e = JSON.parse(data.toString()) as { event?: string; instanceID?: number };
+        const e = JSON.parse(data.toString()) as {
+          event?: string;
+          instanceID?: number;
+          connected?: boolean | null;
+          at?: string;
+        };
         if (e.event && e.instanceID !== undefined)
-          events.push({ event: e.event, instanceID: e.instanceID, at: Date.now() });
+          events.push({
+            event: e.event,
+            instanceID: e.instanceID,
+            at: Date.now(),
+            sent: Date.parse(e.at ?? ''),
+            connected: e.connected,
+          });
       });
       await new Promise((resolve, reject) => {
         ws!.once('open', resolve);
@@ -584,14 +615,28 @@ export const realFrp: Scenario = {
       // frps goes away, then comes back on the same ports: when the API says each tunnel lost it and has it
       // again, beside when frpc itself logged so (its retries back off up to 20 s, which the `back` figure holds).
       // Followed: the tunnels connected now (all of them, unless something above went wrong).
+      /** When the event stream first said `connected` of each of `ids` at or after `since`. */
+      const statusEvents = (ids: string[], since: number, connected: boolean, when: 'at' | 'sent' = 'at') => {
+        const wanted = new Set(ids);
+        const first = new Map<string, number>();
+        for (const e of events) {
+          const id = String(e.instanceID);
+          if (e.event === 'instance.status' && e.at >= since && e.connected === connected && wanted.has(id))
+            if (!first.has(id)) first.set(id, e[when]);
+        }
+        return first;
+      };
       const listed = (await daemon.call('GET', '/tunnelAct/instanceMgr/list')).data as Listed[];
       const watched = listed.filter((i) => i.connected === true).map((i) => String(i.instanceID));
       const n = watched.length;
       if (n < count) rows.push({ metric: 'connected before frps stops', value: n, unit: 'inst', goal: String(count) });
       step('stopping frps');
       const down0 = Date.now();
+      listMs.length = 0;
+      const sched0 = schedMs(daemon.pid);
       await frps.down();
       const lost = await watchList(daemon, watched, { lost: (i) => i.connected === false }, 60_000);
+      const sched1 = schedMs(daemon.pid);
       const lostLogged = await firstLogged(dataDir, watched, /try to connect to server|connect to server error/, down0);
       const lostApi = delays(lost.lost!, down0);
       rows.push({
@@ -611,9 +656,31 @@ export const realFrp: Scenario = {
         unit: 'ms',
         goal: 'p99 < 1000',
       });
+      rows.push({
+        metric: `    the list read that saw it (${n} items a read, every ${POLL_MS} ms) p50 / p99`,
+        value: p50p99([...listMs].sort((a, b) => a - b)),
+        unit: 'ms',
+      });
+      rows.push({
+        metric: `    logged -> instance.status event received (connected false)`,
+        value: p50p99(delays(statusEvents(watched, down0, false), lostLogged)),
+        unit: 'ms',
+        goal: 'p99 < 250',
+      });
+      rows.push({
+        metric: `      of which logged -> event published (the daemon's clock)`,
+        value: p50p99(delays(statusEvents(watched, down0, false, 'sent'), lostLogged)),
+        unit: 'ms',
+      });
+      rows.push({
+        metric: `    the daemon's main thread until all were seen: ran / waited for a CPU`,
+        value: `${(sched1.ran - sched0.ran).toFixed(0)} / ${(sched1.waited - sched0.waited).toFixed(0)}`,
+        unit: 'ms',
+      });
       await sleep(Math.max(0, down0 + downSecs * 1000 - Date.now()));
       step('starting frps again');
       const up0 = Date.now();
+      listMs.length = 0;
       await frps.up();
       const back = await watchList(
         daemon,
@@ -638,6 +705,22 @@ export const realFrp: Scenario = {
         value: p50p99(delays(back.back!, loginLogged)),
         unit: 'ms',
         goal: 'p99 < 1000',
+      });
+      rows.push({
+        metric: `    the list read that saw it p50 / p99`,
+        value: p50p99([...listMs].sort((a, b) => a - b)),
+        unit: 'ms',
+      });
+      rows.push({
+        metric: `    logged -> instance.status event received (connected true)`,
+        value: p50p99(delays(statusEvents(watched, up0, true), loginLogged)),
+        unit: 'ms',
+        goal: 'p99 < 250',
+      });
+      rows.push({
+        metric: `      of which logged -> event published (the daemon's clock)`,
+        value: p50p99(delays(statusEvents(watched, up0, true, 'sent'), loginLogged)),
+        unit: 'ms',
       });
       rows.push({ metric: '  proxy running again p50 / p99', value: p50p99(delays(back.proxy!, up0)), unit: 'ms' });
       await sleep(6000);

@@ -39,7 +39,8 @@ export function readLogLine(content: string): { connected?: boolean; reason?: st
   const connected = connectionIn(content);
   if (connected === false) {
     const reason = disconnectReason(content);
-    return { connected, ...(reason ? { reason } : {}), lookAgain: true };
+    // What frpc lists now adds nothing: no proxy until it is logged in again (the login line asks then).
+    return { connected, ...(reason ? { reason } : {}), lookAgain: false };
   }
   if (connected !== undefined) return { connected, lookAgain: true };
   return {
