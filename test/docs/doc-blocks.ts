@@ -13,6 +13,11 @@
  * - `<!-- doctest: exit N -->`: each command of the block exits with N instead of 0.
  * A command ending in the comment `# not run: REASON` is shown but not run. A ```sh, ```bash or ```shell block must be
  * a console block or be marked skip: every command the docs show is run, or says why not.
+ *
+ * Each file gets a daemon of its own (started as `npm start` starts it, from a temp dir that holds its `data/`), and
+ * its commands run in that dir, in order, as in one shell (variables kept), logged in as `admin` as after the README's
+ * first steps. The ports the docs name (7600 the daemon's, 7000, 6000, 8000) are free ports of the test's.
+ * TUNNELWARD_DOCTEST_SHOW=1 logs what each command printed.
  */
 export interface Command {
   /** 1-based line of its `$ `. */

@@ -1,12 +1,13 @@
 // Every command README.md and docs/*.md show is run here, as a reader would type it, against a real daemon with a
 // data dir of its own (the blocks and their marks: test/docs/doc-blocks.ts). A file that lands in docs/ is picked up.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import test, { type ExecutionContext } from 'ava';
 import { PACKAGE_ROOT } from '../../src/paths.js';
+import { liveProcesses } from '../../src/system/proc.js';
 import { CLI, dispose, programDir, startDaemon, type Daemon } from '../helpers/daemon.js';
 import { freePort, REAL_FRPC } from '../helpers/frp.js';
 import { until } from '../helpers/until.js';
@@ -63,9 +64,10 @@ class Reader {
     await chmod(join(home, 'bin', 'tunnelward'), 0o755);
     const dataDir = join(home, 'data');
     await mkdir(dataDir, { mode: 0o711 });
+    let daemon: Daemon | undefined;
     try {
       // No admin password given: the first start makes one and keeps it in data/initial-admin-password.
-      const daemon = await startDaemon({
+      daemon = await startDaemon({
         dataDir,
         settingsToml: `TunnelPath = ${JSON.stringify(REAL_FRPC)}\n`,
         env: { TUNNELWARD_ADMIN_PASSWORD: undefined },
@@ -86,8 +88,12 @@ class Reader {
       };
       const reader = new Reader(home, daemon, ports, env);
       reader.baseline = (await run('bash', ['-c', 'compgen -v'], { env })).stdout.split('\n').join(' ');
+      // As a reader who took the README's first steps: logged in as the first superuser.
+      const login = await reader.exec('tunnelward login --user admin < data/initial-admin-password');
+      if (login.code !== 0) throw new Error(`login failed: ${login.output}`);
       return reader;
     } catch (err) {
+      if (daemon) await dispose(daemon);
       await rm(home, { recursive: true, force: true });
       throw err;
     }
@@ -151,19 +157,12 @@ class Reader {
       }
     }
     await dispose(this.daemon);
-    for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
-      let cmdline = '';
+    const left = liveProcesses((args) => (args.some((arg) => arg.includes(this.home)) ? 'left' : undefined));
+    for (const { pid } of left.get('left') ?? []) {
       try {
-        cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+        process.kill(pid, 'SIGKILL');
       } catch {
-        continue;
-      }
-      if (cmdline.includes(this.home) && Number(pid) !== process.pid) {
-        try {
-          process.kill(Number(pid), 'SIGKILL');
-        } catch {
-          // Gone meanwhile.
-        }
+        // Gone meanwhile.
       }
     }
     await rm(this.home, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
@@ -184,11 +183,13 @@ async function runCommand(t: ExecutionContext, reader: Reader, where: string, bl
   };
   const passes = (r: Output & { missing?: string }) => r.code === block.exit && r.missing === undefined;
   const result = block.retry
-    ? await until(attempt, passes, { timeoutMs: RETRY_MS, everyMs: 250, what: `${where}: ${command.text}` }).catch(
-        () => attempt(),
+    ? await until(attempt, passes, { timeoutMs: RETRY_MS, everyMs: 250, what: `${where}: ${command.text}` }).catch(() =>
+        attempt(),
       )
     : await attempt();
   const said = `${where}: $ ${command.text}\n${result.output}`;
+  // What each command printed, to write its expected lines from: TUNNELWARD_DOCTEST_SHOW=1.
+  if (process.env.TUNNELWARD_DOCTEST_SHOW) t.log(said);
   t.is(result.code, block.exit, said);
   t.is(result.missing, undefined, `${said}\nexpected this line, in order: ${result.missing}`);
 }
@@ -197,12 +198,14 @@ for (const file of DOCS) {
   test.serial(`${file}: every command it shows runs as shown`, async (t) => {
     t.timeout(600_000);
     const blocks = shellBlocks(await readFile(join(PACKAGE_ROOT, file), 'utf8'));
-    for (const block of blocks) {
-      t.true(
-        block.lang === 'console' || block.skip !== undefined,
-        `${file}:${block.line}: a ${block.lang} block: show its commands as a console block ($ lines), or mark it <!-- doctest: skip REASON -->`,
-      );
-    }
+    const unmarked = blocks
+      .filter((block) => block.lang !== 'console' && block.skip === undefined)
+      .map((block) => `${file}:${block.line}: a ${block.lang} block`);
+    t.deepEqual(
+      unmarked,
+      [],
+      'show its commands as a console block ($ lines), or mark it <!-- doctest: skip REASON -->',
+    );
     const runnable = blocks.filter((block) => !block.skip && block.commands.some((c) => !c.notRun));
     for (const block of blocks.filter((b) => b.skip)) t.log(`${file}:${block.line}: not run: ${block.skip}`);
     if (runnable.length === 0) return;
@@ -217,4 +220,3 @@ for (const file of DOCS) {
     }
   });
 }
-
