@@ -130,15 +130,16 @@ function schemaBody(schema: Schema): string[] {
 
 /** The answer's data (inside the envelope), or the content as it is. */
 function answer(response: Schema): string {
+  const said = (response.description as string).replace(/\.$/, '');
   const [type, media] = Object.entries((response.content as Record<string, Schema> | undefined) ?? {})[0] ?? [];
   const schema = media?.schema as Schema | undefined;
   const parts = (schema?.allOf as Schema[] | undefined) ?? [];
   if (parts[0]?.$ref === `${SCHEMA_REF}Envelope`) {
     const data = (parts[1]?.properties as Record<string, Schema> | undefined)?.data;
-    return `${response.description as string}: the envelope${data ? `, \`data\` ${typeText(data)}` : ''}.`;
+    return `${said}: the envelope${data ? `, \`data\` ${typeText(data)}` : ''}.`;
   }
-  if (schema?.$ref) return `${response.description as string}: ${typeText(schema)}.`;
-  return `${response.description as string}${type ? ` (\`${type}\`${schema ? `, ${typeText(schema)}` : ''})` : ''}.`;
+  if (schema?.$ref) return `${said}: ${typeText(schema)}.`;
+  return `${said}${type ? ` (\`${type}\`${schema ? `, ${typeText(schema)}` : ''})` : ''}.`;
 }
 
 function operationSection(document: Schema, method: string, path: string, op: Schema): string[] {
