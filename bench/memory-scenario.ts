@@ -60,7 +60,7 @@ function openStream(daemon: BenchDaemon, id: string): Promise<WebSocket> {
 
 /**
  * Where the daemon's memory goes: Node itself, the stack it loads, the empty daemon, each instance (created, then
- * running), each log-stream client, the database. The figures of the README's memory budget.
+ * running), each log-stream client, the database. The figures of docs/benchmarks.md's memory budget.
  */
 export const memory: Scenario = {
   name: 'memory',

@@ -9,6 +9,7 @@ import type { SoftwareInfo } from '../system/software-info.js';
 import type { AuditTrail } from '../audit/audit-trail.js';
 import { auditRequests } from './audit.js';
 import { clientAddress, type TrustedProxies } from './client-address.js';
+import { apiReferenceAssets } from './api-reference.js';
 import { consoleAssets } from './console-assets.js';
 import { envelope, type ReplyRedactor } from './envelope.js';
 import { requestExposure, type Exposure } from './exposure.js';
@@ -123,6 +124,8 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.use(envelope(deps.redactor));
   // The web console's static files, before the gate that answers 404 for every path no API route serves.
   app.use(consoleAssets(deps.consoleDir));
+  // The API reference page (GET /docs/api), public as /openapi.json is.
+  app.use(apiReferenceAssets());
 
   const routeDeps: RouteDeps = {
     ...deps,

@@ -25,7 +25,7 @@ export const CONSOLE_CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-const SECURITY_HEADERS: Record<string, string> = {
+export const SECURITY_HEADERS: Record<string, string> = {
   'Content-Security-Policy': CONSOLE_CSP,
   'X-Content-Type-Options': 'nosniff',
   'Referrer-Policy': 'no-referrer',
@@ -34,7 +34,7 @@ const SECURITY_HEADERS: Record<string, string> = {
   'Cross-Origin-Resource-Policy': 'same-origin',
 };
 
-const TYPES: Record<string, string> = {
+export const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
   '.js': 'text/javascript; charset=utf-8',
   '.css': 'text/css; charset=utf-8',
@@ -46,13 +46,14 @@ const TYPES: Record<string, string> = {
   '.woff2': 'font/woff2',
 };
 
-const COMPRESSIBLE = new Set(['.html', '.js', '.css', '.svg', '.json', '.txt']);
+export const COMPRESSIBLE = new Set(['.html', '.js', '.css', '.svg', '.json', '.txt']);
 
 /** esbuild's `[name]-[hash]`: a name whose content never changes, cached for a year. */
 const HASHED = /-[A-Z0-9]{8}\.[a-z0-9]+$/;
 
-interface Asset {
-  file: string;
+export interface Asset {
+  /** The file it is read from, or its text, made by the daemon. */
+  file: string | { text: string };
   type: string;
   cacheControl: string;
   compressible: boolean;
@@ -93,7 +94,7 @@ function catalogue(dir: string): Map<string, Asset> {
 
 function load(asset: Asset): NonNullable<Asset['loaded']> {
   if (!asset.loaded) {
-    const body = readFileSync(asset.file);
+    const body = typeof asset.file === 'string' ? readFileSync(asset.file) : Buffer.from(asset.file.text);
     const gzip = asset.compressible && body.length > 1024 ? gzipSync(body, { level: 9 }) : undefined;
     const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`;
     asset.loaded = { body, gzip: gzip && gzip.length < body.length ? gzip : undefined, etag };
@@ -108,7 +109,14 @@ function load(asset: Asset): NonNullable<Asset['loaded']> {
  * to the API like any other client.
  */
 export function consoleAssets(dir: string = CONSOLE_DIR): Middleware {
-  const assets = catalogue(dir);
+  return serveAssets(catalogue(dir));
+}
+
+/**
+ * GET and HEAD of the exact paths in `assets`, each with the console's security headers, an ETag and gzip when the
+ * client takes it; any other request goes on.
+ */
+export function serveAssets(assets: ReadonlyMap<string, Asset>): Middleware {
   return async (ctx, next) => {
     const asset = ctx.method === 'GET' || ctx.method === 'HEAD' ? assets.get(ctx.path) : undefined;
     if (!asset) return next();

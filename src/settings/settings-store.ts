@@ -206,7 +206,7 @@ export class SettingsStore {
       throw badRequest(`settings cannot be stored as TOML: ${(err as Error).message}`);
     }
     try {
-      await writeFileAtomic(this.path, `# tunnelward settings: see README.md "Configuration"\n${text}\n`, {
+      await writeFileAtomic(this.path, `# tunnelward settings: see docs/operator.md "Configuration"\n${text}\n`, {
         mode: 0o600,
       });
     } catch (err) {

@@ -21,12 +21,13 @@ export async function launchBrowser(): Promise<Browser> {
 /** Uncaught errors and Content-Security-Policy refusals seen by a page. */
 const problems = new WeakMap<Page, string[]>();
 
-/** A fresh tab (a new context: no storage) on the daemon's console, closed at the end of the test. */
+/** A fresh tab (a new context: no storage) on the daemon's console (or another of its pages), closed at the end of the test. */
 export async function openConsole(
   t: ExecutionContext,
   browser: Browser,
   daemon: Daemon,
   viewport = DESKTOP,
+  path = '/',
 ): Promise<Page> {
   const context = await browser.newContext({ viewport });
   t.teardown(() => context.close());
@@ -38,7 +39,7 @@ export async function openConsole(
   page.on('console', (message) => {
     if (/Content Security Policy|Refused to/i.test(message.text())) seen.push(`console: ${message.text()}`);
   });
-  await page.goto(daemon.url + '/');
+  await page.goto(daemon.url + path);
   return page;
 }
 

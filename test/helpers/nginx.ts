@@ -9,17 +9,20 @@ import { freePort } from './frp.js';
 /** Debian's nginx (test/setup/ensure-tools.sh installs it). */
 export const NGINX = '/usr/sbin/nginx';
 
+/** Where the operator guide keeps its nginx recipe. */
+const GUIDE = 'docs/operator.md';
+
 /**
- * The README's nginx recipe (its one `nginx` block), pointed at `upstream` (`http://127.0.0.1:<port>`) instead of
- * the default port: what an operator pastes, and what the tests put in front of the daemon.
+ * The operator guide's nginx recipe (its one `nginx` block), pointed at `upstream` (`http://127.0.0.1:<port>`)
+ * instead of the default port: what an operator pastes, and what the tests put in front of the daemon.
  */
-export async function readmeNginxRecipe(upstream: string): Promise<string> {
-  const readme = await readFile(join(PACKAGE_ROOT, 'README.md'), 'utf8');
-  const blocks = [...readme.matchAll(/```nginx\n([\s\S]*?)```/g)];
-  if (blocks.length !== 1) throw new Error(`README.md has ${blocks.length} nginx blocks, the tests expect one`);
+export async function guideNginxRecipe(upstream: string): Promise<string> {
+  const guide = await readFile(join(PACKAGE_ROOT, GUIDE), 'utf8');
+  const blocks = [...guide.matchAll(/```nginx\n([\s\S]*?)```/g)];
+  if (blocks.length !== 1) throw new Error(`${GUIDE} has ${blocks.length} nginx blocks, the tests expect one`);
   const recipe = blocks[0]![1]!;
   if (!recipe.includes('http://127.0.0.1:7600'))
-    throw new Error('the README nginx recipe does not proxy to 127.0.0.1:7600');
+    throw new Error(`the nginx recipe of ${GUIDE} does not proxy to 127.0.0.1:7600`);
   return recipe.replaceAll('http://127.0.0.1:7600', upstream);
 }
 

@@ -6,7 +6,7 @@ import { parse } from 'smol-toml';
 import { VISITORS_TOML } from '../../config/proxy-examples.js';
 import { ADMIN, Daemon, dispose, disposeWithTunnels, startDaemon, startWithRoot } from '../../helpers/daemon.js';
 import { createInstance, instanceSettings, tcpProxy, waitFor } from '../../helpers/instances.js';
-import { Nginx, readmeNginxRecipe } from '../../helpers/nginx.js';
+import { Nginx, guideNginxRecipe } from '../../helpers/nginx.js';
 import { openStream, wsUrl } from '../../helpers/streams.js';
 
 const register = (daemon: Daemon, username: string) => daemon.post('/register', { username, passwd: 'Passw0rd!x' });
@@ -123,10 +123,10 @@ const lastLoginIp = async (daemon: Daemon, token: string) =>
 
 const UNTRUSTED_FORWARD = /arrived through a reverse proxy.*TrustedProxies is empty/;
 
-test("behind the README's nginx recipe: forwarded requests find the doors closed; a trusted proxy closes them for all and its clients' own addresses are recorded", async (t) => {
+test("behind the operator guide's nginx recipe: forwarded requests find the doors closed; a trusted proxy closes them for all and its clients' own addresses are recorded", async (t) => {
   const { daemon, root } = await startWithRoot({ settingsToml: instanceSettings() });
   t.teardown(() => dispose(daemon));
-  const nginx = await Nginx.start(`server {\n  listen @LISTEN@;\n${await readmeNginxRecipe(daemon.url)}}\n`);
+  const nginx = await Nginx.start(`server {\n  listen @LISTEN@;\n${await guideNginxRecipe(daemon.url)}}\n`);
   t.teardown(() => nginx.stop());
   const proxied = through(daemon, nginx.url);
 
