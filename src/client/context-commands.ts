@@ -56,20 +56,26 @@ async function add(ctx: Context, name: string): Promise<void> {
     throw new CliError(EXIT.failed, `a context named ${name} exists (--replace replaces it)`);
   if (ctx.json) return print(ctx, { name, url, credential: credentialWord(context) });
   const uses =
-    key !== undefined ? 'its API key' : `the login kept for ${url} (tunnelward login --url ${url}, when there is none)`;
+    key !== undefined
+      ? 'its API key'
+      : (await ctx.credentials.login(url))
+        ? `the login kept for ${url}`
+        : `the login for ${url}, once there is one (tunnelward login --url ${url})`;
   ctx.io.out(`context ${name}: ${url}, with ${uses}\n`);
 }
 
 async function list(ctx: Context): Promise<void> {
   const { current, contexts } = await ctx.credentials.contexts();
   const rows = await Promise.all(
-    Object.entries(contexts).map(async ([name, c]) => ({
-      name,
-      url: c.url,
-      current: name === current,
-      credential:
-        c.key !== undefined ? 'API key' : (await ctx.credentials.login(c.url)) ? 'login' : 'none (log in first)',
-    })),
+    Object.entries(contexts)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(async ([name, c]) => ({
+        name,
+        url: c.url,
+        current: name === current,
+        credential:
+          c.key !== undefined ? 'API key' : (await ctx.credentials.login(c.url)) ? 'login' : 'none (log in first)',
+      })),
   );
   if (ctx.json) return print(ctx, rows);
   if (rows.length === 0) return ctx.io.out('no contexts (tunnelward context add NAME --url URL)\n');

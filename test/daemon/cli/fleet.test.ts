@@ -310,6 +310,10 @@ test('fleet status: a line per host with its version, uptime and tunnels by heal
     ],
   );
   t.like(data[0].tunnels, { up: 1, stopped: 1 });
+  // What the CLI shows is the daemon's answer (the helper holds it to the schema /openapi.json declares).
+  const summary = await hosts[0]!.daemon.get('/system/summary', { token: hosts[0]!.root });
+  t.deepEqual(summary.body.data.tunnels, data[0].tunnels);
+  t.is(summary.body.data.startedAt, data[0].startedAt);
   t.true(data.every((h) => h.uptimeSecs >= 0 && !isNaN(Date.parse(h.startedAt))));
   const table = await cli(['fleet', 'status'], env);
   ok(t, table);
