@@ -7,7 +7,7 @@ import { countFlag, flag } from './args.js';
 import { print, type Command, type Context } from './command.js';
 import type { NamedContext } from './credentials.js';
 import { CliError, EXIT, usageError, type ExitCode } from './errors.js';
-import { listInstances, type Listed } from './instance-refs.js';
+import { ID_FLAG, LABEL_FLAG, labelSelector, listInstances, resolveIn, type Listed } from './instance-refs.js';
 import { instanceCells, instanceColour, instanceColumns, noteCells } from './instance-table.js';
 import { HEALTH_COLOURS, shortDuration, table, type Colour } from './render.js';
 
@@ -126,28 +126,51 @@ export function fleetStatusTable(answers: ReadonlyArray<HostAnswer<Summary>>, co
   );
 }
 
-/** What each subcommand asks a host, and how its answers are shown. */
-const QUESTIONS = {
-  ls: {
-    ask: (client: ApiClient) => listInstances(client),
-    show: fleetListTable,
-    json: (a: HostAnswer<Listed[]>) => (a.ok ? { instances: a.data } : {}),
-  },
-  status: {
-    ask: async (client: ApiClient) => (await client.get('/system/summary')).data,
+/** What a subcommand asks each host, and how the answers are shown. */
+interface Question<T> {
+  ask: (client: ApiClient) => Promise<T>;
+  show: (answers: Array<HostAnswer<T>>, colour: boolean) => string;
+  json: (a: HostAnswer<T>) => object;
+}
+
+/**
+ * `fleet ls`, of every instance or of those the names, patterns and labels select on each host (an id is one
+ * host's: none is taken). Selecting, a host with none of them has no row; one that did not answer still has.
+ */
+function listQuestion(ctx: Context): Question<Listed[]> {
+  const refs = ctx.args.positional.slice(1);
+  const byId = refs.find((ref) => /^#/.test(ref));
+  if (byId || ctx.args.flags.has('id'))
+    throw usageError(`an id is one host's (${byId ?? '--id'}): select by name, pattern or --label across hosts`);
+  const labels = labelSelector(ctx.args);
+  const selecting = refs.length > 0 || labels.length > 0;
+  return {
+    ask: async (client) => {
+      const list = await listInstances(client);
+      if (!selecting) return list;
+      const ids = new Set(resolveIn(list, refs, [], labels).found.map((t) => t.id));
+      return list.filter((i) => ids.has(i.instanceID));
+    },
+    show: (answers, colour) => {
+      const shown = selecting ? answers.filter((a) => !a.ok || a.data.length > 0) : answers;
+      return shown.length > 0 ? fleetListTable(shown, colour) : 'no instances selected on any host\n';
+    },
+    json: (a) => (a.ok ? { instances: a.data } : {}),
+  };
+}
+
+const statusQuestion = (ctx: Context): Question<Summary> => {
+  const extra = ctx.args.positional.slice(1);
+  if (extra.length > 0 || ctx.args.flags.has('label') || ctx.args.flags.has('id'))
+    throw usageError('fleet status takes no instance names or labels');
+  return {
+    ask: async (client) => (await client.get('/system/summary')).data,
     show: fleetStatusTable,
-    json: (a: HostAnswer<Summary>) => (a.ok ? a.data : {}),
-  },
+    json: (a) => (a.ok ? a.data : {}),
+  };
 };
 
-async function runFleet<T>(
-  ctx: Context,
-  question: {
-    ask: (client: ApiClient) => Promise<T>;
-    show: (answers: Array<HostAnswer<T>>, colour: boolean) => string;
-    json: (a: HostAnswer<T>) => object;
-  },
-): Promise<ExitCode> {
+async function runFleet<T>(ctx: Context, question: Question<T>): Promise<ExitCode> {
   const concurrency = countFlag(ctx.args, 'concurrency', FLEET_CONCURRENCY);
   if (concurrency === 0) throw usageError('--concurrency must be at least 1');
   const timeout = timeoutMs(flag(ctx.args, 'timeout'));
@@ -180,20 +203,16 @@ async function runFleet<T>(
 }
 
 export const fleet: Command = {
-  usage: 'fleet ls|status [--timeout 5s] [--concurrency N]',
-  summary: `every context at once, read-only: ls lists their instances with a host column first, status a line per host (version, uptime, tunnels by health); each host has --timeout to answer (default ${FLEET_TIMEOUT_MS / 1000}s), ${FLEET_CONCURRENCY} are asked at a time; a host that does not answer is a row saying why, and the exit code is 3`,
-  flags: [
-    { name: 'timeout', value: true },
-    { name: 'concurrency', value: true },
-  ],
+  usage: `fleet ls [<name|'pattern'>...] [--label KEY=VALUE]... [--timeout 5s] [--concurrency N] | fleet status [--timeout 5s] [--concurrency N]`,
+  summary: `every context at once, read-only: ls lists their instances (or those the names, patterns and labels select) with a host column first, status a line per host (version, uptime, tunnels by health); each host has --timeout to answer (default ${FLEET_TIMEOUT_MS / 1000}s), ${FLEET_CONCURRENCY} are asked at a time (--concurrency); a host that does not answer is a row saying why, and the exit code is 3`,
+  flags: [{ name: 'timeout', value: true }, { name: 'concurrency', value: true }, LABEL_FLAG, ID_FLAG],
   oneServer: false,
   async run(ctx) {
-    const [action, ...extra] = ctx.args.positional;
-    if (extra.length > 0) throw usageError(`fleet ${action} takes no ${extra.join(' ')}`);
+    const [action] = ctx.args.positional;
     const stray = ['url', 'context'].find((f) => ctx.args.flags.has(f));
     if (stray) throw usageError(`fleet asks every context: it takes no --${stray}`);
-    if (action === 'ls' || action === 'list') return runFleet(ctx, QUESTIONS.ls);
-    if (action === 'status') return runFleet(ctx, QUESTIONS.status);
+    if (action === 'ls' || action === 'list') return runFleet(ctx, listQuestion(ctx));
+    if (action === 'status') return runFleet(ctx, statusQuestion(ctx));
     throw usageError('fleet ls or fleet status');
   },
 };

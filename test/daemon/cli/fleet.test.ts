@@ -248,6 +248,24 @@ test('fleet ls: every instance of every host with its host first, a row for each
     if (context.key) t.false(everything.includes(context.key.slice(-43)), 'no key secret in the output');
   }
 
+  // Selected by pattern across hosts: only the hosts with a match, and those that could not say.
+  const picked = await cli(['fleet', 'ls', 'ed*', 'nothing-like-it', '--timeout', '1s'], env);
+  t.is(picked.code, 3, picked.stderr);
+  t.deepEqual(
+    rowsOf(picked.stdout)
+      .slice(1)
+      .map((r) => [r[0], r[2], r[3]]),
+    [
+      ['bravo', 'edge', 'running'],
+      ['delta', '-', 'unauthorised'],
+      ['echo', '-', 'unreachable'],
+      ['foxtrot', '-', 'unreachable'],
+    ],
+  );
+  const byId = await cli(['fleet', 'ls', '#1'], env);
+  t.is(byId.code, 2);
+  t.regex(byId.stderr, /an id is one host's \(#1\)/);
+
   const json = await cli(['fleet', 'ls', '--timeout', '1s', '--json'], env);
   t.is(json.code, 3);
   const data = JSON.parse(json.stdout) as any[];
