@@ -115,7 +115,8 @@ export class Credentials {
     const file = await this.read();
     file.servers[url] = login;
     file.current = url;
-    delete file.currentContext;
+    // A login to another server makes that one current; one to the current context's keeps the context.
+    if (file.currentContext && file.contexts?.[file.currentContext]?.url !== url) delete file.currentContext;
     await this.write(file);
   }
 

@@ -36,7 +36,9 @@ test('a command goes to --context/--url, then TUNNELWARD_CONTEXT/URL, then the l
     url: 'http://lab:7600',
     context: 'lab',
   });
-  // A later login makes its server current again.
+  // A login to the current context's server keeps the context; a later login to another makes that one current.
+  await creds.save('http://prod:7600', login);
+  t.deepEqual(await creds.target({}, {}), { url: 'http://prod:7600', context: 'prod' });
   await creds.save('http://login:7600', login);
   t.deepEqual(await creds.target({}, {}), { url: 'http://login:7600' });
 
