@@ -165,11 +165,14 @@ test('contexts: kept 0600 beside the logins, listed without their keys, chosen b
 });
 
 /** A user whose contexts are the whole fleet: three daemons and three hosts that cannot answer. */
+let fleetUsers = 0;
 async function fleetUser(t: ExecutionContext) {
   const env = await user(t);
+  // Key names of their own: the tests run at once against the same daemons.
+  const n = ++fleetUsers;
   const [a, b, c] = hosts;
-  ok(t, await addWithKeyFile(env, 'alpha', a!.daemon.url, await visitorKey(a!, `fleet-a-${Date.now()}`)));
-  ok(t, await addWithKeyFile(env, 'bravo', b!.daemon.url, await visitorKey(b!, `fleet-b-${Date.now()}`)));
+  ok(t, await addWithKeyFile(env, 'alpha', a!.daemon.url, await visitorKey(a!, `fleet-a-${n}`)));
+  ok(t, await addWithKeyFile(env, 'bravo', b!.daemon.url, await visitorKey(b!, `fleet-b-${n}`)));
   // charlie logs in with a password: its context has no key and uses the login kept for its URL.
   ok(t, await cli(['context', 'add', 'charlie', '--url', c!.daemon.url], env));
   const login = await cli(['login', '--url', c!.daemon.url, '--user', 'admin'], {
@@ -177,7 +180,7 @@ async function fleetUser(t: ExecutionContext) {
     TUNNELWARD_PASSWORD: 'Admin123!x',
   });
   ok(t, login);
-  const revokedName = `revoked-${Date.now()}`;
+  const revokedName = `revoked-${n}`;
   ok(t, await addWithKeyFile(env, 'delta', c!.daemon.url, await visitorKey(c!, revokedName)));
   const revoked = await c!.daemon.post('/apiKeyMgr/revoke', { name: revokedName }, { token: c!.root });
   t.true(revoked.body.success, revoked.body.message);
