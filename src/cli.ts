@@ -28,8 +28,9 @@ flags of serve (each overrides its environment variable, which overrides setting
 `;
 
 const CLIENT_USAGE_HEAD = `
-client commands (talk to a running daemon; --url URL or TUNNELWARD_URL picks it, else the last one logged in to,
-else http://127.0.0.1:7600; --json prints JSON; exit codes: 0 ok, 1 failed, 2 usage, 3 not reachable,
+client commands (talk to a running daemon; --url URL or --context NAME picks it, then TUNNELWARD_URL or
+TUNNELWARD_CONTEXT, else the context chosen by context use or the last one logged in to, whichever came last, else
+http://127.0.0.1:7600; --json prints JSON; exit codes: 0 ok, 1 failed, 2 usage, 3 not reachable,
 4 unauthorised):
 `;
 

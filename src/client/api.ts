@@ -56,6 +56,8 @@ export class ApiClient {
   constructor(
     readonly url: string,
     private token?: string,
+    /** How long one request may take, answer read included; none when not given. */
+    private readonly timeoutMs?: number,
   ) {}
 
   /** The credential's header: an API key never goes in X-Token, nor in a stream's query string. */
@@ -96,15 +98,17 @@ export class ApiClient {
     };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     let res: Response;
+    const signal = this.timeoutMs === undefined ? undefined : AbortSignal.timeout(this.timeoutMs);
     try {
-      res = await fetch(this.url + path, { method, headers, body });
+      res = await fetch(this.url + path, { method, headers, body, signal });
     } catch (err) {
-      throw unreachable(this.url, err);
+      throw unreachable(this.url, err, this.timeoutMs);
     }
     let envelope: Envelope<T>;
     try {
       envelope = (await res.json()) as Envelope<T>;
-    } catch {
+    } catch (err) {
+      if (signal?.aborted) throw unreachable(this.url, err, this.timeoutMs);
       throw new CliError(
         EXIT.failed,
         `${this.url} answered ${res.status} without a tunnelward reply: is it tunnelward?`,
@@ -174,7 +178,9 @@ export class ApiClient {
 const UNTRUSTED_CERTIFICATE =
   /^(DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|CERT_HAS_EXPIRED|ERR_TLS_CERT_ALTNAME_INVALID)$/;
 
-function unreachable(url: string, err: unknown): CliError {
+function unreachable(url: string, err: unknown, timeoutMs?: number): CliError {
+  if ((err as Error).name === 'TimeoutError')
+    return new CliError(EXIT.unreachable, `no answer from ${url} within ${timeoutMs} ms`);
   const cause = (err as { cause?: { code?: string; message?: string } }).cause ?? (err as { code?: string });
   const why = cause?.code ?? (cause as { message?: string })?.message ?? (err as Error).message;
   if (UNTRUSTED_CERTIFICATE.test(why)) {

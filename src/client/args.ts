@@ -14,7 +14,11 @@ export interface Parsed {
 }
 
 /** Global flags every client command takes. */
-export const GLOBAL_FLAGS: FlagSpec[] = [{ name: 'url', value: true }, { name: 'json' }];
+export const GLOBAL_FLAGS: FlagSpec[] = [
+  { name: 'url', value: true },
+  { name: 'context', value: true },
+  { name: 'json' },
+];
 
 /** Whether `--help` or `-h` is among the flags (before any `--`): the command is explained, not run. */
 export function helpAsked(args: readonly string[]): boolean {

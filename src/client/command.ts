@@ -19,8 +19,12 @@ export interface Context {
   io: Io;
   json: boolean;
   credentials: Credentials;
+  /** The server (empty for a command that talks to none, or to every context). */
   url: string;
-  /** A client with TUNNELWARD_API_KEY or the stored token of `url`; fails with exit 4 when there is none. */
+  /**
+   * A client with the chosen context's own API key, else TUNNELWARD_API_KEY, else the stored login of `url`; fails
+   * with exit 4 when there is none.
+   */
   client: () => Promise<ApiClient>;
 }
 
@@ -28,6 +32,8 @@ export interface Command {
   usage: string;
   summary: string;
   flags?: FlagSpec[];
+  /** False for a command of no one server (`context`, `fleet`): --url and --context are its own to read or refuse. */
+  oneServer?: false;
   run: (ctx: Context) => Promise<ExitCode | void>;
 }
 

@@ -7,7 +7,7 @@ import type { components } from '../generated/api-types.js';
 import { followResuming, haltOnSignal } from './streams.js';
 import { flag, has, helpAsked, keyValues, parseArgs } from './args.js';
 import { outcomeLine, print, type Command, type Context, type Io } from './command.js';
-import { configDir, Credentials } from './credentials.js';
+import { configDir, Credentials, type ChosenServer } from './credentials.js';
 import { DRY_RUN_FLAG, dryRun, EDIT_COMMANDS } from './edit-commands.js';
 import { REVISION_COMMANDS } from './revision-commands.js';
 import { ACCOUNT_COMMANDS } from './account-commands.js';
@@ -20,7 +20,6 @@ import {
   resolveAll,
   selected,
   selects,
-  type Listed,
   type Resolved,
   type Target,
 } from './instance-refs.js';
@@ -32,84 +31,14 @@ import { frp } from './frp-command.js';
 import { keys, loginWithKey } from './key-commands.js';
 import { ask } from './prompt.js';
 import { proxyTable, visitorTable } from './proxy-tables.js';
-import {
-  HEALTH_COLOURS,
-  STATE_COLOURS,
-  forTerminal,
-  paint,
-  shortBytes,
-  shortDuration,
-  table,
-  timeLeft,
-} from './render.js';
+import { forTerminal, paint, table } from './render.js';
 import { expire } from './expire-command.js';
+import { instanceTable } from './instance-table.js';
+import { context } from './context-commands.js';
+import { fleet } from './fleet-command.js';
 import { SELECTION_USAGE } from './instance-refs.js';
 
 export type { Io } from './command.js';
-
-function proxiesCell(i: Listed): string {
-  const counts = Object.values(i.proxyStatus ?? {});
-  if (counts.length === 0) return '-';
-  const total = counts.reduce((a, b) => a + b, 0);
-  return `${i.proxyStatus.running ?? 0}/${total}`;
-}
-
-/** When the instance expires, or else the first of its proxies to: `1h59m`, `proxy ssh 20m`. */
-function expiresCell(i: Listed): string {
-  if (i.expiresAt !== undefined) return timeLeft(i.expiresAt);
-  const [first] = Object.entries(i.proxyExpiries ?? {}).sort(([, a], [, b]) => Date.parse(a) - Date.parse(b));
-  return first ? `proxy ${first[0]} ${timeLeft(first[1])}` : '-';
-}
-
-function instanceTable(ctx: Context, list: Listed[]): string {
-  const withLabels = list.some((i) => Object.keys(i.labels ?? {}).length > 0);
-  const withExpiries = list.some((i) => expiresCell(i) !== '-');
-  const withReasons = list.some((i) => i.health?.reason);
-  const rows = list.map((i) => [
-    String(i.instanceID),
-    i.name,
-    i.state,
-    i.health?.state ?? '-',
-    i.bootAtStart ? 'yes' : 'no',
-    i.pid === null ? '-' : String(i.pid),
-    i.uptimeSecs === undefined ? '-' : shortDuration(i.uptimeSecs),
-    i.cpuPercent === undefined ? '-' : `${i.cpuPercent.toFixed(1)}%`,
-    i.rssBytes === undefined ? '-' : shortBytes(i.rssBytes),
-    String(i.restarts),
-    proxiesCell(i),
-    ...(withLabels
-      ? [
-          Object.entries(i.labels ?? {})
-            .map(([k, v]) => `${k}=${v}`)
-            .join(',') || '-',
-        ]
-      : []),
-    ...(withExpiries ? [expiresCell(i)] : []),
-    ...(withReasons ? [forTerminal(i.health?.reason ?? '')] : []),
-  ]);
-  return table(
-    [
-      'id',
-      'name',
-      'state',
-      'health',
-      'boot',
-      'pid',
-      'uptime',
-      'cpu',
-      'mem',
-      'restarts',
-      'proxies',
-      ...(withLabels ? ['labels'] : []),
-      ...(withExpiries ? ['expires'] : []),
-      ...(withReasons ? ['why'] : []),
-    ],
-    rows,
-    (r, c) =>
-      c === 2 ? STATE_COLOURS[list[r]!.state] : c === 3 ? HEALTH_COLOURS[list[r]!.health?.state ?? ''] : undefined,
-    ctx.io.colour,
-  );
-}
 
 /** A message of several lines (a tunnel's last log lines) under its outcome line, indented. */
 const indented = (text: string) => text.replaceAll('\n', '\n    ');
@@ -195,7 +124,7 @@ const ls: Command = {
     }
     if (ctx.json) print(ctx, shown);
     else if (shown.length === 0) ctx.io.out('no instances\n');
-    else ctx.io.out(instanceTable(ctx, shown));
+    else ctx.io.out(instanceTable(shown, ctx.io.colour));
     for (const u of unknown) ctx.io.err(`${u.ref}: ${u.message}\n`);
     return unknown.length > 0 ? EXIT.failed : EXIT.ok;
   },
@@ -608,6 +537,8 @@ export const CLIENT_COMMANDS: Record<string, Command> = {
   settings,
   doctor,
   frp,
+  context,
+  fleet,
 };
 
 /** The client commands' lines of the usage text. */
@@ -642,12 +573,18 @@ export async function runClientCommand(name: string, argv: string[], terminal: I
     const args = parseArgs(argv, command.flags ?? []);
     json = has(args, 'json');
     const credentials = new Credentials(configDir(io.env));
-    let url: string;
-    try {
-      url = await credentials.serverUrl(flag(args, 'url'), io.env);
-    } catch (err) {
-      throw usageError((err as Error).message);
+    let target: ChosenServer = { url: '' };
+    // A command of no one server reads --url and --context as its own (context add --url) or refuses them.
+    if (command.oneServer !== false) {
+      const chosen = { url: flag(args, 'url'), context: flag(args, 'context') };
+      if (chosen.url && chosen.context) throw usageError('give --url or --context, not both');
+      try {
+        target = await credentials.target(chosen, io.env);
+      } catch (err) {
+        throw usageError((err as Error).message);
+      }
     }
+    const { url } = target;
     const ctx: Context = {
       args,
       io,
@@ -655,12 +592,13 @@ export async function runClientCommand(name: string, argv: string[], terminal: I
       credentials,
       url,
       client: async () => {
-        // The environment's key first, as TUNNELWARD_URL comes before the stored server: what a job is given wins.
-        if (io.env.TUNNELWARD_API_KEY) return new ApiClient(url, io.env.TUNNELWARD_API_KEY);
-        const stored = await credentials.login(url);
-        if (!stored)
+        // A context's own key goes to its server only; else the environment's key first, as TUNNELWARD_URL comes
+        // before the stored server: what a job is given wins.
+        const own = target.context !== undefined ? await credentials.contextKey(target.context) : undefined;
+        const credential = own ?? (io.env.TUNNELWARD_API_KEY || (await credentials.login(url))?.token);
+        if (!credential)
           throw new CliError(EXIT.unauthorised, `not logged in to ${url}: run tunnelward login --url ${url}`);
-        return new ApiClient(url, stored.token);
+        return new ApiClient(url, credential);
       },
     };
     const code = await command.run(ctx);

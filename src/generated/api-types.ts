@@ -41,6 +41,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/system/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The daemon's version and uptime, and its tunnels by health
+         * @description One request per host for a fleet view (tunnelward fleet status): any role may read it, a visitor-scoped API key included.
+         *
+         *     Access: visitor: any logged-in user (X-Token or an API key, and X-Timestamp).
+         */
+        get: operations["system.summary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/system/restart": {
         parameters: {
             query?: never;
@@ -1094,6 +1116,19 @@ export interface components {
             Description: string;
             /** @enum {string} */
             BuildType: "debug" | "release";
+        };
+        /** @description One host at a glance: what a fleet view shows of it. */
+        SystemSummary: {
+            /** @description the software version (SoftwareInfo.Version) */
+            version: string;
+            /**
+             * Format: date-time
+             * @description when this daemon process started
+             */
+            startedAt: string;
+            /** @description seconds since then */
+            uptimeSecs: number;
+            tunnels: components["schemas"]["HealthCounts"];
         };
         CheckResult: {
             /** @description what was checked */
@@ -3340,6 +3375,33 @@ export interface operations {
                     };
                 };
             };
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "system.summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The summary */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope"] & {
+                        /** @constant */
+                        success?: true;
+                        data: components["schemas"]["SystemSummary"];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };

@@ -54,6 +54,8 @@ export interface AppDeps {
   restart: () => void;
   /** The clock requests are timed by (the timestamp window); tests inject their own. */
   now?: () => number;
+  /** When this daemon started (Unix ms), for its uptime; the start of this process when not given. */
+  startedAt?: number;
   /** For the metrics: webhook outcomes and tunnel output so far. */
   webhookStats: () => { published: number; delivered: number; failed: number; dropped: number };
   logTotals: () => { lines: number; bytes: number };

@@ -134,6 +134,15 @@ export function componentSchemas(): Record<string, Json> {
       Description: str(),
       BuildType: str(undefined, { enum: ['debug', 'release'] }),
     }),
+    SystemSummary: obj(
+      {
+        version: str('the software version (SoftwareInfo.Version)'),
+        startedAt: dateTime('when this daemon process started'),
+        uptimeSecs: int('seconds since then', { minimum: 0 }),
+        tunnels: schema('HealthCounts'),
+      },
+      { description: 'One host at a glance: what a fleet view shows of it.' },
+    ),
     CheckResult: obj({
       name: str('what was checked'),
       ok: bool(),

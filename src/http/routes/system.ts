@@ -9,6 +9,8 @@ import { ResourceRouter } from '../resource-router.js';
 import { selfCheck } from '../../system/self-check.js';
 import { ownServiceState } from '../../daemon/own-service.js';
 import { surveyTunnels } from '../../../actors/tunnel-survey.js';
+import { countHealth } from '../../instances/health-counts.js';
+import { formatIso } from '../../util/time.js';
 
 /** A time filter: Unix ms, or an ISO 8601 date (and time, and zone); empty is no filter. */
 const TIME =
@@ -89,6 +91,17 @@ export const getSoftwareInfo = operation({
   ok: ok('The software info', schema('SoftwareInfo')),
 });
 
+export const summary = operation({
+  method: 'get',
+  path: '/system/summary',
+  tag: 'system',
+  summary: "The daemon's version and uptime, and its tunnels by health",
+  description:
+    'One request per host for a fleet view (tunnelward fleet status): any role may read it, a visitor-scoped API key included.',
+  access: 'visitor',
+  ok: ok('The summary', schema('SystemSummary')),
+});
+
 export const restart = operation({
   method: 'post',
   path: '/system/restart',
@@ -111,9 +124,9 @@ export const selfCheckOperation = operation({
   ok: ok('Each check and its outcome; the message counts the problems', schema('SelfCheck')),
 });
 
-export const operations = [getStatus, getSoftwareInfo, restart, selfCheckOperation, audit];
+export const operations = [getStatus, getSoftwareInfo, summary, restart, selfCheckOperation, audit];
 
-/** /system/*: status and software info are public; restart and self-check need an admin, the audit trail a superuser. */
+/** /system/*: status and software info are public, the summary any role's; restart and self-check need an admin, the audit trail a superuser. */
 export function systemRoutes(deps: RouteDeps): ResourceRouter {
   const { info, settings, dataDir, guards } = deps;
   const router = new ResourceRouter('/system', guards);
@@ -124,6 +137,19 @@ export function systemRoutes(deps: RouteDeps): ResourceRouter {
 
   router.route(getSoftwareInfo, async (ctx) => {
     reply(ctx, 'software info', info);
+  });
+
+  const startedAt = deps.startedAt ?? Math.round(performance.timeOrigin);
+  router.route(summary, async (ctx) => {
+    const { supervisor } = deps;
+    const tunnels = countHealth(supervisor.views().map(({ record }) => supervisor.healthOf(record.id).state));
+    const now = Date.now();
+    reply(ctx, 'summary', {
+      version: info.Version,
+      startedAt: formatIso(startedAt),
+      uptimeSecs: Math.max(0, Math.floor((now - startedAt) / 1000)),
+      tunnels,
+    });
   });
 
   router.route(restart, async (ctx) => {

@@ -13,6 +13,7 @@ import { openStream, wsUrl } from '../../helpers/streams.js';
 const CONTRACT: Record<string, Access> = {
   'GET /system/getStatus': 'public',
   'GET /system/getSoftwareInfo': 'public',
+  'GET /system/summary': 'visitor',
   'POST /register': 'timestamp',
   'POST /login': 'timestamp',
   'GET /logout': 'visitor',
