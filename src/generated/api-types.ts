@@ -118,7 +118,7 @@ export interface paths {
          * Prometheus metrics
          * @description The Prometheus text format (not in the envelope); every value is read at scrape time.
          *
-         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp).
+         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp); or an API key of the metrics scope (GET /metrics only, with or without X-Timestamp (it needs the admin role or higher)).
          */
         get: operations["metrics"];
         put?: never;
@@ -394,7 +394,7 @@ export interface paths {
         put?: never;
         /**
          * Create a personal API key
-         * @description For yourself; a superuser for anyone (userID). The key is in this reply only: the service keeps a SHA-256 hash of it. Its role defaults to the lower of the creator's and the owner's, and may be neither above the creator's nor above the owner's. Needs a password login: an API key cannot create keys. A ratePerMinute above the per-token limit (RateLimit.PerToken) needs a superuser.
+         * @description For yourself; a superuser for anyone (userID). The key is in this reply only: the service keeps a SHA-256 hash of it. Its role defaults to the lower of the creator's and the owner's, and may be neither above the creator's nor above the owner's. Needs a password login: an API key cannot create keys. A ratePerMinute above the per-token limit (RateLimit.PerToken) needs a superuser. A metrics-scoped key (for a scraper such as Prometheus) may read GET /metrics alone, without X-Timestamp, and needs the admin role or higher.
          *
          *     Access: visitor: any logged-in user (X-Token or an API key, and X-Timestamp).
          */
@@ -1175,6 +1175,11 @@ export interface components {
             username: string;
             /** @description the highest role the key acts with; the owner's own role caps it too */
             role: components["schemas"]["UserType"];
+            /**
+             * @description what it may be used for: all, every route its role allows, with X-Timestamp like any request; metrics, GET /metrics only, with or without X-Timestamp (it needs the admin role or higher)
+             * @enum {string}
+             */
+            scope: "all" | "metrics";
             /** @description requests per minute (the per-token limit unless set) */
             ratePerMinute: number;
             /** Format: date-time */
@@ -3183,7 +3188,7 @@ export interface components {
                 "application/json": components["schemas"]["Failure"];
             };
         };
-        /** @description The caller's role is below what the operation needs. */
+        /** @description The caller's role is below what the operation needs, or its API key's scope does not cover it. */
         Forbidden: {
             headers: {
                 [name: string]: unknown;
@@ -3606,6 +3611,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -3631,6 +3637,7 @@ export interface operations {
             /** @description Called with an API key, which has no session: revoke the key instead. */
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -3915,6 +3922,8 @@ export interface operations {
                     /** @description the owner; yourself when left out */
                     userID?: number | string;
                     role?: ("superuser" | "admin" | "visitor") | null;
+                    /** @description what it may be used for (all: every route its role allows, with X-Timestamp like any request; metrics: GET /metrics only, with or without X-Timestamp (it needs the admin role or higher)); all when left out */
+                    scope?: ("all" | "metrics") | null;
                     /** @description seconds until it expires; never when left out */
                     expiresIn?: number | null;
                     /** @description requests per minute; the per-token limit when left out */
@@ -3939,7 +3948,7 @@ export interface operations {
             /** @description A missing or unknown field, or a bad name, expiry or rate. */
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            /** @description A role above your own or the owner's; another user's key and the caller is not a superuser; a rate above the per-token limit and the caller is not a superuser; or called with an API key. */
+            /** @description A role above your own or the owner's; a metrics scope with a role below admin; another user's key and the caller is not a superuser; a rate above the per-token limit and the caller is not a superuser; or called with an API key. */
             403: components["responses"]["Forbidden"];
             /** @description No such user. */
             404: components["responses"]["NotFound"];
@@ -4624,6 +4633,7 @@ export interface operations {
             /** @description instanceID missing or not a positive integer. */
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             /** @description No instance with that id. */
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
@@ -4653,6 +4663,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -4685,6 +4696,7 @@ export interface operations {
             /** @description instanceID missing or not a positive integer. */
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             /** @description No instance with that id. */
             404: components["responses"]["NotFound"];
             /** @description Its config file is missing (removed outside tunnelward): restore it, or delete the instance. */
@@ -4763,6 +4775,7 @@ export interface operations {
             /** @description instanceID missing or not a positive integer. */
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             /** @description No instance with that id. */
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
@@ -5179,6 +5192,7 @@ export interface operations {
             /** @description instanceID missing or not a positive integer. */
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             /** @description No instance with that id. */
             404: components["responses"]["NotFound"];
             /** @description Its config file is missing (removed outside tunnelward): restore it, or delete the instance. */
@@ -5212,6 +5226,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             /** @description Token is required (off loopback); Invalid token: the reason, or User not found. */
             401: components["responses"]["Unauthorized"];
+            /** @description An API key scoped to less than every route its role allows (a metrics key). */
+            403: components["responses"]["Forbidden"];
             426: components["responses"]["UpgradeRequired"];
             /** @description The token or API key is past its rate limit (RateLimit.PerToken, or the key's own); Retry-After says when to try again. */
             429: components["responses"]["TooManyRequests"];
@@ -5242,6 +5258,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             /** @description Token is required; Invalid token: the reason; User not found. */
             401: components["responses"]["Unauthorized"];
+            /** @description An API key scoped to less than every route its role allows (a metrics key). */
+            403: components["responses"]["Forbidden"];
             426: components["responses"]["UpgradeRequired"];
             /** @description The token or API key is past its rate limit (RateLimit.PerToken, or the key's own); Retry-After says when to try again. */
             429: components["responses"]["TooManyRequests"];

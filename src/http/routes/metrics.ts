@@ -1,4 +1,5 @@
 import { HEALTH_STATES } from '../../instances/health.js';
+import { METRICS_ROLE } from '../../accounts/rules.js';
 import type { Registry } from 'prom-client';
 import type { RouteDeps } from '../app.js';
 import { str } from '../openapi-schemas.js';
@@ -11,7 +12,8 @@ export const metrics = operation({
   tag: 'system',
   summary: 'Prometheus metrics',
   description: 'The Prometheus text format (not in the envelope); every value is read at scrape time.',
-  access: 'admin',
+  access: METRICS_ROLE,
+  keyScope: 'metrics',
   ok: {
     description: 'Metrics in the Prometheus text exposition format',
     content: { 'text/plain; version=0.0.4': { schema: str() } },
