@@ -14,6 +14,7 @@ import { systemd } from './systemd-scenario.js';
 import { peers } from './peers-scenario.js';
 import { writes } from './writes-scenario.js';
 import { changes } from './changes-scenario.js';
+import { prometheus } from './prometheus-scenario.js';
 import type { Row } from './run.js';
 
 export interface Scenario {
@@ -656,5 +657,6 @@ export const scenarios: Scenario[] = [
   memory,
   soak,
   peers,
+  prometheus,
 ];
 export { ADMIN };
