@@ -37,6 +37,13 @@ test('a metrics key reads /metrics without X-Timestamp, and nothing else; a logi
     listed.map((k) => ({ ...k, scope: k.name === 'prometheus' ? 'metrics' : 'all' })),
   );
 
+  const trail = (await daemon.get('/system/audit', { token: root })).body.data.entries as any[];
+  t.like(
+    trail.find((e) => e.action === 'apiKey.create' && e.targetName === 'prometheus'),
+    { outcome: 'ok', detail: { role: 'superuser', scope: 'metrics' } },
+    'the audit trail says what the key is for',
+  );
+
   const read = await scrape(daemon, bearer(metrics.key));
   t.is(read.status, 200, read.message);
   t.regex(read.text, /^# HELP tunnelward_instances /m);
