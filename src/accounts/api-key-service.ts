@@ -70,12 +70,14 @@ export class ApiKeyService {
       throw forbidden('only a superuser may create API keys for another user');
     }
     const owner = this.ownerOf(ownerId);
-    const role = spec.role ?? lowerRole(creator.type, owner.type);
+    const scope = spec.scope ?? 'all';
+    // A metrics key does nothing its role is needed for but read /metrics: by default it has no more than that role.
+    const highest = lowerRole(creator.type, owner.type);
+    const role = spec.role ?? (scope === 'metrics' ? lowerRole(highest, METRICS_ROLE) : highest);
     if (!hasRole(creator.type, role)) throw forbidden(`role ${role} is above your own (${creator.type})`);
     // What the owner or the caller may not have is refused as such (403); a malformed request is a 400.
     if (!hasRole(owner.type, role))
       throw forbidden(`role ${role} is above the role of ${owner.username} (${owner.type})`);
-    const scope = spec.scope ?? 'all';
     // A key that may read /metrics alone is no use without the role /metrics needs.
     if (scope === 'metrics' && !hasRole(role, METRICS_ROLE))
       throw forbidden(`a metrics key needs the ${METRICS_ROLE} role or higher (what /metrics needs), not ${role}`);

@@ -394,7 +394,7 @@ export interface paths {
         put?: never;
         /**
          * Create a personal API key
-         * @description For yourself; a superuser for anyone (userID). The key is in this reply only: the service keeps a SHA-256 hash of it. Its role defaults to the lower of the creator's and the owner's, and may be neither above the creator's nor above the owner's. Needs a password login: an API key cannot create keys. A ratePerMinute above the per-token limit (RateLimit.PerToken) needs a superuser. A metrics-scoped key (for a scraper such as Prometheus) may read GET /metrics alone, without X-Timestamp, and needs the admin role or higher.
+         * @description For yourself; a superuser for anyone (userID). The key is in this reply only: the service keeps a SHA-256 hash of it. Its role defaults to the lower of the creator's and the owner's, and may be neither above the creator's nor above the owner's. Needs a password login: an API key cannot create keys. A ratePerMinute above the per-token limit (RateLimit.PerToken) needs a superuser. A metrics-scoped key (for a scraper such as Prometheus) may read GET /metrics alone, without X-Timestamp, and needs the admin role or higher; its role defaults to admin at most.
          *
          *     Access: visitor: any logged-in user (X-Token or an API key, and X-Timestamp).
          */

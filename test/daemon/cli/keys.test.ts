@@ -115,8 +115,8 @@ test('keys create --scope metrics makes a key that reads /metrics alone, without
   t.is(created.code, 0, created.stderr);
   const key = created.stdout.trim();
   t.regex(key, KEY);
-  t.regex(created.stderr, /API key scraper created for admin \(superuser, scope metrics, no expiry, /);
-  t.regex((await cli(['keys', 'ls'], admin)).stdout, /^scraper\s+[0-9a-f]{16}\s+superuser\s+metrics\s/m);
+  t.regex(created.stderr, /API key scraper created for admin \(admin, scope metrics, no expiry, /);
+  t.regex((await cli(['keys', 'ls'], admin)).stdout, /^scraper\s+[0-9a-f]{16}\s+admin\s+metrics\s/m);
   const scraped = await fetch(`${daemon.url}/metrics`, { headers: { Authorization: `Bearer ${key}` } });
   t.is(scraped.status, 200);
   t.regex(await scraped.text(), /^tunnelward_instances\{/m);

@@ -28,7 +28,7 @@ test('a metrics key reads /metrics without X-Timestamp, and nothing else; a logi
   const { daemon, root } = await startWithRoot();
   t.teardown(() => dispose(daemon));
   const metrics = await newKey(daemon, root, { name: 'prometheus', scope: 'metrics' });
-  t.like(metrics, { scope: 'metrics', role: 'superuser' });
+  t.like(metrics, { scope: 'metrics', role: 'admin' }, 'no more role than /metrics needs, by default');
   const all = await newKey(daemon, root, { name: 'robot', role: 'admin' });
   t.is(all.scope, 'all', 'the scope defaults to all');
   const listed = (await daemon.get('/apiKeyMgr/list', { token: root })).body.data as Array<{ name: string }>;
@@ -40,7 +40,7 @@ test('a metrics key reads /metrics without X-Timestamp, and nothing else; a logi
   const trail = (await daemon.get('/system/audit', { token: root })).body.data.entries as any[];
   t.like(
     trail.find((e) => e.action === 'apiKey.create' && e.targetName === 'prometheus'),
-    { outcome: 'ok', detail: { role: 'superuser', scope: 'metrics' } },
+    { outcome: 'ok', detail: { role: 'admin', scope: 'metrics' } },
     'the audit trail says what the key is for',
   );
 
@@ -90,6 +90,8 @@ test('a metrics key reads /metrics without X-Timestamp, and nothing else; a logi
   );
   t.is(refused.status, 403);
   t.is(refused.body.message, 'a metrics key needs the admin role or higher (what /metrics needs), not visitor');
+  const asked = await newKey(daemon, root, { name: 'su-scrape', scope: 'metrics', role: 'superuser' });
+  t.like(asked, { scope: 'metrics', role: 'superuser' }, 'a higher role when asked for');
   const bad = await daemon.post('/apiKeyMgr/create', { name: 'x', scope: 'everything' }, { token: root });
   t.is(bad.status, 400);
   t.is(bad.body.message, 'scope must be all or metrics');

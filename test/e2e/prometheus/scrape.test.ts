@@ -1,7 +1,7 @@
 // A real Prometheus scraping the real daemon, whose tunnels are the real frpc through real frps: a metrics-scoped key
 // made with the CLI, read from a credentials file (no X-Timestamp: Prometheus sends fixed headers only), the example
 // config and rules; tunnelward's series read back through Prometheus's query API.
-import { stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import test from 'ava';
 import { cli, loggedIn } from '../../helpers/cli.js';
@@ -37,7 +37,7 @@ test('Prometheus scrapes /metrics with a metrics key: every tunnel by name with 
 
   const { prometheus, keyFile, configFile } = await startPrometheus(t, new URL(daemon.url).host, key);
   t.is((await stat(keyFile)).mode & 0o777, 0o600, 'the key file is for Prometheus alone');
-  t.false((await import('node:fs/promises').then((fs) => fs.readFile(configFile, 'utf8'))).includes(key));
+  t.false((await readFile(configFile, 'utf8')).includes(key), 'the config names the key file, not the key');
 
   const targets = await until(
     () => prometheus.api('targets'),
