@@ -96,4 +96,13 @@ test('Prometheus scrapes /metrics with a metrics key: every tunnel by name with 
     alerts.alerts.map((a: any) => `${a.labels.alertname} ${a.labels.instance_name} ${a.state}`),
     ['TunnelwardTunnelDown pm_two pending'],
   );
+
+  // The key revoked: the next scrape is refused, and the target says why.
+  t.is((await cli(['keys', 'rm', 'prometheus'], operator)).code, 0);
+  const refused = await until(
+    () => prometheus.api('targets'),
+    (data) => data.activeTargets[0].health === 'down',
+    { timeoutMs: 30_000, what: 'the target down once the key is revoked' },
+  );
+  t.regex(refused.activeTargets[0].lastError, /401 Unauthorized/);
 });
