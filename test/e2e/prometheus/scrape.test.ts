@@ -96,6 +96,7 @@ test('Prometheus scrapes /metrics with a metrics key: every tunnel by name with 
     alerts.alerts.map((a: any) => `${a.labels.alertname} ${a.labels.instance_name} ${a.state}`),
     ['TunnelwardTunnelDown pm_two pending'],
   );
+  t.regex(alerts.alerts[0].annotations.description, /^Health down, reason disconnected \(tunnelward status pm_two /);
 
   // The key revoked: the next scrape is refused, and the target says why.
   t.is((await cli(['keys', 'rm', 'prometheus'], operator)).code, 0);
