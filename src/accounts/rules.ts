@@ -59,11 +59,11 @@ export const checkApiKeyName = (name: string) => firstProblem(apiKeyNameSchema, 
 export const API_KEY_SCOPES = ['all', 'metrics'] as const;
 export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
 
+/** The role /metrics needs: a metrics key must act with it, or it could read nothing. */
+export const METRICS_ROLE: UserType = 'admin';
+
 /** What a key of each scope may do, in words: what the CLI, the OpenAPI document and the 403s say. */
 export const API_KEY_SCOPE_RULES: Readonly<Record<ApiKeyScope, string>> = {
   all: 'every route its role allows, with X-Timestamp like any request',
-  metrics: 'GET /metrics only, with or without X-Timestamp (it needs the admin role or higher)',
+  metrics: `GET /metrics only, with or without X-Timestamp (it needs the ${METRICS_ROLE} role or higher)`,
 };
-
-/** The role /metrics needs: a metrics key must act with it, or it could read nothing. */
-export const METRICS_ROLE: UserType = 'admin';

@@ -153,6 +153,7 @@ export function accessGuards(windowMs: number, check: CallerCheck): AccessGuards
   const timestamp = requireTimestamp(windowMs);
   const session = authenticate(check);
   const roles = new Map<UserType, Middleware<AppState>>();
+  const scoped = new Map<ApiKeyScope, Middleware<AppState>[]>();
   return (access, keyScope) => {
     if (access === 'public') return [];
     if (access === 'timestamp') return [timestamp];
@@ -161,10 +162,8 @@ export function accessGuards(windowMs: number, check: CallerCheck): AccessGuards
     if (!roles.has(access)) roles.set(access, requireRole(access));
     if (keyScope === undefined || keyScope === 'all') return [timestamp, session, roles.get(access)!];
     // The credential first: whether X-Timestamp may be left out depends on it.
-    return [
-      authenticate(check, keyScope),
-      requireTimestamp(windowMs, Date.now, keyOfScope(keyScope)),
-      roles.get(access)!,
-    ];
+    if (!scoped.has(keyScope))
+      scoped.set(keyScope, [authenticate(check, keyScope), requireTimestamp(windowMs, Date.now, keyOfScope(keyScope))]);
+    return [...scoped.get(keyScope)!, roles.get(access)!];
   };
 }
