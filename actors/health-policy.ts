@@ -133,6 +133,11 @@ export class HealthPolicy {
     await this.restart(id, () => (this.lifecycle.stateOf(id) === 'failed' ? why : undefined), 'whatever its state');
   }
 
+  /** The memory cap of a tunnel in MiB (its own, else Instance.MemoryMaxMB); 0: none. */
+  memoryCapOf(id: number): number {
+    return this.policy(id).memoryMaxMB;
+  }
+
   /** Restarts made by the policy: of one instance, or of all, since tunnelward started. */
   restartsOf(id?: number): number {
     return id === undefined ? this.total : (this.counts.get(id) ?? 0);

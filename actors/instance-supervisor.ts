@@ -1,4 +1,4 @@
-import { healthView, tunnelHealth, type Health, type HealthView } from '../src/instances/health.js';
+import { healthView, proxyHealthIn, tunnelHealth, type Health, type HealthView } from '../src/instances/health.js';
 import { proxyHealthCounts, type HealthCounts } from '../src/instances/health-counts.js';
 import { createHash } from 'node:crypto';
 import type { User } from '../src/accounts/account-service.js';
@@ -564,6 +564,32 @@ export class InstanceSupervisor {
       ...(live ? { live } : {}),
       ...(probes ? { probes } : {}),
     });
+  }
+
+  /**
+   * Each enabled proxy of the tunnel (as its file names them; what frpc reports while the file is not read yet) with
+   * its health, probes included: `tunnel` is the tunnel's own (healthOf).
+   */
+  proxyHealths(id: number, tunnel: Health = this.healthOf(id)): Array<[string, Health]> {
+    const live = this.status.of(id);
+    const failing = this.probes?.failuresOf(id);
+    const names = this.registry.enabledProxies(id) ?? live?.proxies.keys() ?? [];
+    return [...names].map((name) => [name, proxyHealthIn(tunnel, true, live?.proxies.get(name), failing?.get(name))]);
+  }
+
+  /** The running tunnels' resident memory in bytes, by instance id: read as the list reads it (see usageOf). */
+  memoryOf(): Map<number, number> {
+    const running = this.runningProcesses();
+    const usage = this.usageOf(
+      running.map(({ pid }) => pid),
+      Date.now(),
+    );
+    return new Map(
+      running.flatMap(({ id, pid }) => {
+        const used = usage.get(pid);
+        return used ? [[id, used.rssBytes] as [number, number]] : [];
+      }),
+    );
   }
 
   /**

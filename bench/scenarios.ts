@@ -15,6 +15,7 @@ import { peers } from './peers-scenario.js';
 import { writes } from './writes-scenario.js';
 import { changes } from './changes-scenario.js';
 import { fleet } from './fleet-scenario.js';
+import { prometheus } from './prometheus-scenario.js';
 import type { Row } from './run.js';
 
 export interface Scenario {
@@ -658,5 +659,6 @@ export const scenarios: Scenario[] = [
   memory,
   soak,
   peers,
+  prometheus,
 ];
 export { ADMIN };

@@ -5,7 +5,7 @@ import { DEFAULTS } from '../settings/defaults.js';
 import type { Database } from '../storage/database.js';
 import type { AccountService, User } from './account-service.js';
 import { ApiKeyStore, type ApiKey } from './api-key-store.js';
-import { checkApiKeyName, hasRole, lowerRole, type UserType } from './rules.js';
+import { checkApiKeyName, hasRole, lowerRole, METRICS_ROLE, type ApiKeyScope, type UserType } from './rules.js';
 import { apiKeyId, hashToken, newApiKey } from './tokens.js';
 
 export type { ApiKey } from './api-key-store.js';
@@ -25,6 +25,8 @@ export interface KeysRevoked {
 export interface NewKeySpec {
   name: string;
   role?: UserType;
+  /** What it may be used for; every route its role allows when left out. */
+  scope?: ApiKeyScope;
   /** Seconds from now; none: it never expires. */
   expiresInSecs?: number;
   /** Requests per minute; none: the per-token limit. */
@@ -68,11 +70,17 @@ export class ApiKeyService {
       throw forbidden('only a superuser may create API keys for another user');
     }
     const owner = this.ownerOf(ownerId);
-    const role = spec.role ?? lowerRole(creator.type, owner.type);
+    const scope = spec.scope ?? 'all';
+    // A metrics key does nothing its role is needed for but read /metrics: by default it has no more than that role.
+    const highest = lowerRole(creator.type, owner.type);
+    const role = spec.role ?? (scope === 'metrics' ? lowerRole(highest, METRICS_ROLE) : highest);
     if (!hasRole(creator.type, role)) throw forbidden(`role ${role} is above your own (${creator.type})`);
     // What the owner or the caller may not have is refused as such (403); a malformed request is a 400.
     if (!hasRole(owner.type, role))
       throw forbidden(`role ${role} is above the role of ${owner.username} (${owner.type})`);
+    // A key that may read /metrics alone is no use without the role /metrics needs.
+    if (scope === 'metrics' && !hasRole(role, METRICS_ROLE))
+      throw forbidden(`a metrics key needs the ${METRICS_ROLE} role or higher (what /metrics needs), not ${role}`);
     const problem = checkApiKeyName(spec.name) ?? this.checkLimits(spec);
     if (problem) throw badRequest(problem);
     const perToken = this.perTokenLimit();
@@ -92,6 +100,7 @@ export class ApiKeyService {
       userId: ownerId,
       name: spec.name,
       role,
+      scope,
       ratePerMinute: spec.ratePerMinute ?? null,
       createdAt: now,
       createdBy: creator.username,

@@ -1,5 +1,5 @@
 import type { Database } from '../storage/database.js';
-import type { UserType } from './rules.js';
+import type { ApiKeyScope, UserType } from './rules.js';
 
 /** An API key as it is listed: everything but its secret (and its hash). */
 export interface ApiKey {
@@ -9,6 +9,8 @@ export interface ApiKey {
   name: string;
   /** The highest role the key acts with; its owner's own role caps it as well. */
   role: UserType;
+  /** What it may be used for (see API_KEY_SCOPES). */
+  scope: ApiKeyScope;
   /** Requests per minute; null: the per-token limit (RateLimit.PerToken). */
   ratePerMinute: number | null;
   createdAt: number;
@@ -24,6 +26,7 @@ interface ApiKeyRow {
   name: string;
   key_hash: string;
   role: UserType;
+  scope: ApiKeyScope;
   rate_per_minute: number | null;
   created_at: number;
   created_by: string;
@@ -42,6 +45,7 @@ const toStored = (r: ApiKeyRow): StoredKey => ({
   userId: r.user_id,
   name: r.name,
   role: r.role,
+  scope: r.scope,
   ratePerMinute: r.rate_per_minute,
   createdAt: r.created_at,
   createdBy: r.created_by,
@@ -89,9 +93,20 @@ export class ApiKeyStore {
 
   insert(key: ApiKey, keyHash: string): void {
     this.db.run(
-      `INSERT INTO api_keys (id, user_id, name, key_hash, role, rate_per_minute, created_at, created_by, expires_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [key.id, key.userId, key.name, keyHash, key.role, key.ratePerMinute, key.createdAt, key.createdBy, key.expiresAt],
+      `INSERT INTO api_keys (id, user_id, name, key_hash, role, scope, rate_per_minute, created_at, created_by, expires_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [
+        key.id,
+        key.userId,
+        key.name,
+        keyHash,
+        key.role,
+        key.scope,
+        key.ratePerMinute,
+        key.createdAt,
+        key.createdBy,
+        key.expiresAt,
+      ],
     );
     this.keys.set(key.id, { ...key, keyHash, storedLastUsedAt: key.lastUsedAt });
   }

@@ -51,3 +51,19 @@ export const apiKeyNameSchema = z
   .regex(/^[A-Za-z0-9_.-]{1,64}$/, "must be 1 to 64 characters, each a letter, a digit, '_', '.' or '-'");
 
 export const checkApiKeyName = (name: string) => firstProblem(apiKeyNameSchema, 'name', name);
+
+/**
+ * What an API key may be used for: `all` is every route its role allows (as a login would); `metrics` is
+ * `GET /metrics` alone, and without `X-Timestamp` (a scraper such as Prometheus sends only fixed headers).
+ */
+export const API_KEY_SCOPES = ['all', 'metrics'] as const;
+export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
+
+/** The role /metrics needs: a metrics key must act with it, or it could read nothing. */
+export const METRICS_ROLE: UserType = 'admin';
+
+/** What a key of each scope may do, in words: what the CLI, the OpenAPI document and the 403s say. */
+export const API_KEY_SCOPE_RULES: Readonly<Record<ApiKeyScope, string>> = {
+  all: 'every route its role allows, with X-Timestamp like any request',
+  metrics: `GET /metrics only, with or without X-Timestamp (it needs the ${METRICS_ROLE} role or higher)`,
+};

@@ -1,3 +1,4 @@
+import { API_KEY_SCOPE_RULES, API_KEY_SCOPES } from '../accounts/rules.js';
 import { isApiKey } from '../accounts/tokens.js';
 import { ApiClient } from './api.js';
 import { flag, type Parsed } from './args.js';
@@ -52,11 +53,11 @@ const dash = (value: string | null) => value ?? '-';
 
 export const keys: Command = {
   usage:
-    'keys create NAME [--role R] [--expires 30d] [--rate N] [--user NAME] | keys ls [--user NAME] | keys rm NAME [--user NAME]',
-  summary:
-    "personal API keys: create one (printed once, alone on standard output), list them, revoke one; --user for another user's (superuser)",
+    'keys create NAME [--role R] [--scope S] [--expires 30d] [--rate N] [--user NAME] | keys ls [--user NAME] | keys rm NAME [--user NAME]',
+  summary: `personal API keys: create one (printed once, alone on standard output), list them, revoke one; --user for another user's (superuser). --scope: ${API_KEY_SCOPES.map((scope) => `${scope}, ${API_KEY_SCOPE_RULES[scope]}`).join('; ')} (Prometheus: --scope metrics)`,
   flags: [
     { name: 'role', value: true },
+    { name: 'scope', value: true },
     { name: 'expires', value: true },
     { name: 'rate', value: true },
     { name: 'user', short: 'u', value: true },
@@ -65,30 +66,34 @@ export const keys: Command = {
     const [action, name, ...extra] = ctx.args.positional;
     if (extra.length > 0) throw usageError(`one key name only, not ${extra.join(' ')}`);
     const only = (allowed: string[]) => {
-      const stray = ['role', 'expires', 'rate'].find((f) => !allowed.includes(f) && ctx.args.flags.has(f));
+      const stray = ['role', 'scope', 'expires', 'rate'].find((f) => !allowed.includes(f) && ctx.args.flags.has(f));
       if (stray) throw usageError(`keys ${action} takes no --${stray}`);
     };
     if (action === 'create') {
       if (!name) throw usageError('keys create needs a name');
-      only(['role', 'expires', 'rate']);
+      only(['role', 'scope', 'expires', 'rate']);
       // Flags are checked before anything is asked of the server.
       const expires = flag(ctx.args, 'expires');
       const expiresIn = expires === undefined ? undefined : durationSecs(expires);
       const ratePerMinute = positiveInt(flag(ctx.args, 'rate'), 'rate');
       const role = flag(ctx.args, 'role');
+      const scope = flag(ctx.args, 'scope');
+      if (scope !== undefined && !(API_KEY_SCOPES as readonly string[]).includes(scope))
+        throw usageError(`--scope takes ${API_KEY_SCOPES.join(' or ')}, not ${scope}`);
       const client = await ctx.client();
       const userID = await ownerId(ctx.args, client);
       const { data } = await client.postAsTyped('/apiKeyMgr/create', {
         name,
         ...(userID !== undefined ? { userID } : {}),
         ...(role !== undefined ? { role } : {}),
+        ...(scope !== undefined ? { scope } : {}),
         ...(expiresIn !== undefined ? { expiresIn } : {}),
         ...(ratePerMinute !== undefined ? { ratePerMinute } : {}),
       });
       if (ctx.json) return print(ctx, data);
       const until = data.expiresAt === null ? 'no expiry' : `expires ${data.expiresAt}`;
       ctx.io.err(
-        `API key ${data.name} created for ${data.username} (${data.role}, ${until}, ${data.ratePerMinute} requests a minute); it is shown only now:\n`,
+        `API key ${data.name} created for ${data.username} (${data.role}, scope ${data.scope}, ${until}, ${data.ratePerMinute} requests a minute); it is shown only now:\n`,
       );
       // Alone on standard output, so that a script can capture it: KEY=$(tunnelward keys create ci)
       return ctx.io.out(`${data.key}\n`);
@@ -105,6 +110,7 @@ export const keys: Command = {
         k.name,
         k.keyID,
         k.role,
+        k.scope,
         String(k.ratePerMinute),
         k.createdAt,
         dash(k.lastUsedAt),
@@ -112,7 +118,7 @@ export const keys: Command = {
       ]);
       return ctx.io.out(
         table(
-          ['name', 'id', 'role', 'rate/min', 'created', 'last used', 'expires'],
+          ['name', 'id', 'role', 'scope', 'rate/min', 'created', 'last used', 'expires'],
           rows,
           () => undefined,
           ctx.io.colour,

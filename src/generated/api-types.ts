@@ -140,7 +140,7 @@ export interface paths {
          * Prometheus metrics
          * @description The Prometheus text format (not in the envelope); every value is read at scrape time.
          *
-         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp).
+         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp); or an API key of the metrics scope (GET /metrics only, with or without X-Timestamp (it needs the admin role or higher)).
          */
         get: operations["metrics"];
         put?: never;
@@ -416,7 +416,7 @@ export interface paths {
         put?: never;
         /**
          * Create a personal API key
-         * @description For yourself; a superuser for anyone (userID). The key is in this reply only: the service keeps a SHA-256 hash of it. Its role defaults to the lower of the creator's and the owner's, and may be neither above the creator's nor above the owner's. Needs a password login: an API key cannot create keys. A ratePerMinute above the per-token limit (RateLimit.PerToken) needs a superuser.
+         * @description For yourself; a superuser for anyone (userID). The key is in this reply only: the service keeps a SHA-256 hash of it. Its role defaults to the lower of the creator's and the owner's, and may be neither above the creator's nor above the owner's. Needs a password login: an API key cannot create keys. A ratePerMinute above the per-token limit (RateLimit.PerToken) needs a superuser. A metrics-scoped key (for a scraper such as Prometheus) may read GET /metrics alone, without X-Timestamp, and needs the admin role or higher; its role defaults to admin at most.
          *
          *     Access: visitor: any logged-in user (X-Token or an API key, and X-Timestamp).
          */
@@ -1210,6 +1210,11 @@ export interface components {
             username: string;
             /** @description the highest role the key acts with; the owner's own role caps it too */
             role: components["schemas"]["UserType"];
+            /**
+             * @description what it may be used for: all, every route its role allows, with X-Timestamp like any request; metrics, GET /metrics only, with or without X-Timestamp (it needs the admin role or higher)
+             * @enum {string}
+             */
+            scope: "all" | "metrics";
             /** @description requests per minute (the per-token limit unless set) */
             ratePerMinute: number;
             /** Format: date-time */
@@ -3218,7 +3223,7 @@ export interface components {
                 "application/json": components["schemas"]["Failure"];
             };
         };
-        /** @description The caller's role is below what the operation needs. */
+        /** @description The caller's role is below what the operation needs, or its API key's scope does not cover it. */
         Forbidden: {
             headers: {
                 [name: string]: unknown;
@@ -3668,6 +3673,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -3693,6 +3699,7 @@ export interface operations {
             /** @description Called with an API key, which has no session: revoke the key instead. */
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -3977,6 +3984,8 @@ export interface operations {
                     /** @description the owner; yourself when left out */
                     userID?: number | string;
                     role?: ("superuser" | "admin" | "visitor") | null;
+                    /** @description what it may be used for (all: every route its role allows, with X-Timestamp like any request; metrics: GET /metrics only, with or without X-Timestamp (it needs the admin role or higher)); all when left out */
+                    scope?: ("all" | "metrics") | null;
                     /** @description seconds until it expires; never when left out */
                     expiresIn?: number | null;
                     /** @description requests per minute; the per-token limit when left out */
@@ -4001,7 +4010,7 @@ export interface operations {
             /** @description A missing or unknown field, or a bad name, expiry or rate. */
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            /** @description A role above your own or the owner's; another user's key and the caller is not a superuser; a rate above the per-token limit and the caller is not a superuser; or called with an API key. */
+            /** @description A role above your own or the owner's; a metrics scope with a role below admin; another user's key and the caller is not a superuser; a rate above the per-token limit and the caller is not a superuser; or called with an API key. */
             403: components["responses"]["Forbidden"];
             /** @description No such user. */
             404: components["responses"]["NotFound"];
@@ -4686,6 +4695,7 @@ export interface operations {
             /** @description instanceID missing or not a positive integer. */
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             /** @description No instance with that id. */
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
@@ -4715,6 +4725,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -4747,6 +4758,7 @@ export interface operations {
             /** @description instanceID missing or not a positive integer. */
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             /** @description No instance with that id. */
             404: components["responses"]["NotFound"];
             /** @description Its config file is missing (removed outside tunnelward): restore it, or delete the instance. */
@@ -4825,6 +4837,7 @@ export interface operations {
             /** @description instanceID missing or not a positive integer. */
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             /** @description No instance with that id. */
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
@@ -5241,6 +5254,7 @@ export interface operations {
             /** @description instanceID missing or not a positive integer. */
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             /** @description No instance with that id. */
             404: components["responses"]["NotFound"];
             /** @description Its config file is missing (removed outside tunnelward): restore it, or delete the instance. */
@@ -5274,6 +5288,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             /** @description Token is required (off loopback); Invalid token: the reason, or User not found. */
             401: components["responses"]["Unauthorized"];
+            /** @description An API key scoped to less than every route its role allows (a metrics key). */
+            403: components["responses"]["Forbidden"];
             426: components["responses"]["UpgradeRequired"];
             /** @description The token or API key is past its rate limit (RateLimit.PerToken, or the key's own); Retry-After says when to try again. */
             429: components["responses"]["TooManyRequests"];
@@ -5304,6 +5320,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             /** @description Token is required; Invalid token: the reason; User not found. */
             401: components["responses"]["Unauthorized"];
+            /** @description An API key scoped to less than every route its role allows (a metrics key). */
+            403: components["responses"]["Forbidden"];
             426: components["responses"]["UpgradeRequired"];
             /** @description The token or API key is past its rate limit (RateLimit.PerToken, or the key's own); Retry-After says when to try again. */
             429: components["responses"]["TooManyRequests"];

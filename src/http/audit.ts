@@ -91,6 +91,7 @@ export const AUDITED: Readonly<Record<string, Audited>> = {
       detail: {
         userID: scalar(d, 'userID') ?? scalar(b, 'userID'),
         role: scalar(d, 'role') ?? scalar(b, 'role'),
+        scope: scalar(d, 'scope') ?? scalar(b, 'scope'),
         expiresAt: scalar(d, 'expiresAt'),
         ratePerMinute: scalar(d, 'ratePerMinute') ?? scalar(b, 'ratePerMinute'),
       },

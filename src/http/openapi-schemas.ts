@@ -1,3 +1,4 @@
+import { API_KEY_SCOPE_RULES, API_KEY_SCOPES } from '../accounts/rules.js';
 import { HEALTH_STATES } from '../instances/health.js';
 import { DEFAULTS } from '../settings/defaults.js';
 import { INSTANCE_NAME, ONLY_DIGITS } from '../../actors/instance-catalogue.js';
@@ -202,6 +203,10 @@ export function componentSchemas(): Record<string, Json> {
         ...schema('UserType'),
         description: "the highest role the key acts with; the owner's own role caps it too",
       },
+      scope: str(
+        `what it may be used for: ${API_KEY_SCOPES.map((scope) => `${scope}, ${API_KEY_SCOPE_RULES[scope]}`).join('; ')}`,
+        { enum: [...API_KEY_SCOPES] },
+      ),
       ratePerMinute: int('requests per minute (the per-token limit unless set)'),
       createdAt: dateTime(),
       createdBy: str('the owner, or the superuser who created it for them'),
@@ -849,7 +854,10 @@ export const ERRORS: Record<number, { name: string; description: string; headers
     name: 'Unauthorized',
     description: `X-Timestamp missing or more than ${DEFAULTS.timestampWindowMs} ms from the server clock; or X-Token missing, unknown, revoked or expired; or an API key unknown, revoked or expired, or sent together with X-Token; or wrong credentials.`,
   },
-  403: { name: 'Forbidden', description: "The caller's role is below what the operation needs." },
+  403: {
+    name: 'Forbidden',
+    description: "The caller's role is below what the operation needs, or its API key's scope does not cover it.",
+  },
   404: { name: 'NotFound', description: 'What the request names does not exist.' },
   405: {
     name: 'MethodNotAllowed',

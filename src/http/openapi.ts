@@ -8,6 +8,7 @@ import { componentSchemas, ERRORS, RESPONSES, schema, str, type Json } from './o
 import { declaredOperations } from './routes/operations.js';
 import { NOT_RESERVED } from '../util/reserved-keys.js';
 import { ACCESS_RULES, type InstanceAction } from '../accounts/access.js';
+import { API_KEY_SCOPE_RULES, API_KEY_SCOPES, type ApiKeyScope } from '../accounts/rules.js';
 
 /**
  * The OpenAPI 3.1 description of the HTTP API: every operation the routes declare (src/http/operation.ts), and the
@@ -47,8 +48,8 @@ function commonStatuses(method: 'get' | 'post', access: Access): number[] {
   const statuses = [500];
   if (method === 'post') statuses.push(400, 413, 415);
   if (access !== 'public') statuses.push(401);
-  if (access === 'visitor' || access === 'admin' || access === 'superuser') statuses.push(429);
-  if (access === 'admin' || access === 'superuser') statuses.push(403);
+  // A caller's role may be too low, or its API key scoped to less than the operation (a metrics key elsewhere).
+  if (access === 'visitor' || access === 'admin' || access === 'superuser') statuses.push(403, 429);
   return statuses;
 }
 
@@ -61,6 +62,10 @@ function errorResponse(status: number, description?: string): Json {
 /** The access rule on the instance an operation or a stream names, as its description ends. */
 const instanceRule = (action: InstanceAction | undefined) =>
   action ? `; on the instance: ${ACCESS_RULES[action]} (403 otherwise)` : '';
+
+/** An API key scope that may call the operation beside an `all` key, as its description ends. */
+const keyScopeRule = (scope: ApiKeyScope | undefined) =>
+  scope ? `; or an API key of the ${scope} scope (${API_KEY_SCOPE_RULES[scope]})` : '';
 
 const operationId = (path: string) =>
   path
@@ -81,11 +86,13 @@ function operation(op: Operation): Json {
   return {
     tags: [op.tag],
     summary: op.summary,
-    description: `${op.description ? `${op.description}\n\n` : ''}Access: ${ACCESS_TEXT[op.access]}${instanceRule(op.instanceAccess)}.`,
+    description: `${op.description ? `${op.description}\n\n` : ''}Access: ${ACCESS_TEXT[op.access]}${instanceRule(op.instanceAccess)}${keyScopeRule(op.keyScope)}.`,
     operationId: operationId(op.path),
     'x-access': op.access,
     ...(op.instanceAccess ? { 'x-instance-access': op.instanceAccess } : {}),
-    security: SECURITY[op.access],
+    // A key of the operation's own scope needs no X-Timestamp.
+    security: op.keyScope ? [...SECURITY[op.access], { ApiKey: [] }] : SECURITY[op.access],
+    ...(op.keyScope ? { 'x-api-key-scope': op.keyScope } : {}),
     ...(op.query ? { parameters } : {}),
     ...(op.body
       ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchemaOf(op.body) } } } }
@@ -131,6 +138,7 @@ function streamOperation(path: string, stream: Stream): Json {
   const refusals: Partial<Record<number, string | undefined>> = {
     ...stream.refusals,
     // Every stream takes a credential (optional on the system log): an upgrade with one counts as one request.
+    403: stream.refusals[403] ?? 'An API key scoped to less than every route its role allows (a metrics key).',
     429: "The token or API key is past its rate limit (RateLimit.PerToken, or the key's own); Retry-After says when to try again.",
     426: undefined,
     500: undefined,
@@ -262,7 +270,7 @@ const DESCRIPTION = `Control plane of tunnelward, which supervises frpc tunnel-c
 
 Every HTTP response is the envelope \`{"success": bool, "message": string, "data"?: ...}\` (except /metrics and this document); a failure is \`{"success": false, "message": ...}\` with the HTTP status each operation lists.
 
-Authentication: \`X-Timestamp\` (Unix time in ms, within ${DEFAULTS.timestampWindowMs} ms of the server clock) and \`X-Token\` (from /login) headers, as each operation's security says. Instead of \`X-Token\`, a personal API key (/apiKeyMgr/create) may be sent as \`Authorization: Bearer twk_...\`: it acts as its owner with its own role scope, expiry and rate limit, and still needs \`X-Timestamp\`. Roles: superuser > admin > visitor; each operation states its access level in its description and in \`x-access\` (public, timestamp, visitor, admin, superuser). Rate limits (settings RateLimit.*): by default 100 requests per minute per token, 5 /login and 30 /register per minute per IP; past a limit, 429 with Retry-After.
+Authentication: \`X-Timestamp\` (Unix time in ms, within ${DEFAULTS.timestampWindowMs} ms of the server clock) and \`X-Token\` (from /login) headers, as each operation's security says. Instead of \`X-Token\`, a personal API key (/apiKeyMgr/create) may be sent as \`Authorization: Bearer twk_...\`: it acts as its owner with its own role, expiry and rate limit, and still needs \`X-Timestamp\`. A key's scope (\`x-api-key-scope\`) narrows what it may call: ${API_KEY_SCOPES.map((scope) => `${scope}: ${API_KEY_SCOPE_RULES[scope]}`).join('; ')}. Roles: superuser > admin > visitor; each operation states its access level in its description and in \`x-access\` (public, timestamp, visitor, admin, superuser). Rate limits (settings RateLimit.*): by default 100 requests per minute per token, 5 /login and 30 /register per minute per IP; past a limit, 429 with Retry-After.
 
 GET parameters are read from the query string, then from an \`X-<name>\` header. POST bodies are JSON objects (Content-Type: application/json; Content-Encoding gzip, deflate or br if compressed; at most ${DEFAULTS.jsonLimit} decompressed, nested at most ${DEFAULTS.jsonMaxDepth} levels; no key, at any depth, named as every object's own properties are: ${NOT_RESERVED.not.enum.map((key) => `\`${key}\``).join(', ')}). Ids are accepted as integers or strings holding one.
 

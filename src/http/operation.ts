@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { badRequest } from '../errors.js';
 import type { Access } from './auth.js';
 import type { InstanceAction } from '../accounts/access.js';
+import type { ApiKeyScope } from '../accounts/rules.js';
 import { body as jsonBody, queryParam } from './params.js';
 
 /**
@@ -15,6 +16,11 @@ export interface Operation<Body extends z.ZodType = z.ZodType, Query extends z.Z
   /** The full path, as the contract has it. */
   path: string;
   access: Access;
+  /**
+   * The API key scope, besides `all`, that may call it too, without `X-Timestamp` (a key of that scope may call
+   * nothing else); the role of `access` is still needed.
+   */
+  keyScope?: Exclude<ApiKeyScope, 'all'>;
   /** What the operation does to the instance it names, which the access rule judges beyond the role (see may). */
   instanceAccess?: InstanceAction;
   tag: string;

@@ -2,6 +2,7 @@ import Router, { type RouterMiddleware } from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import type { z } from 'zod';
 import { AppError, notFound } from '../errors.js';
+import type { ApiKeyScope } from '../accounts/rules.js';
 import type { Access, AccessGuards, AppState } from './auth.js';
 import { readInput, type Input, type Operation } from './operation.js';
 
@@ -61,15 +62,13 @@ export class ResourceRouter {
     if (!op.path.startsWith(this.prefix)) throw new Error(`${op.path} is not under ${this.prefix}`);
     const run: Handler = async (ctx) => handler(ctx as Context & { state: AppState }, readInput(op, ctx as Context));
     this.operations.push(op as Operation);
-    return this.define(op.method === 'get' ? 'GET' : 'POST', op.path.slice(this.prefix.length), op.access, [
-      ...before,
-      run,
-    ]);
+    const method = op.method === 'get' ? 'GET' : 'POST';
+    return this.define(method, op.path.slice(this.prefix.length), op.access, [...before, run], op.keyScope);
   }
 
-  private define(method: RouteMethod, path: string, access: Access, handlers: Handler[]): this {
+  private define(method: RouteMethod, path: string, access: Access, handlers: Handler[], keyScope?: ApiKeyScope): this {
     if (handlers.length === 0) throw new Error(`route ${method} ${path} has no handler`);
-    this.router.register(path, [method], [...(this.guards(access) as Handler[]), ...handlers]);
+    this.router.register(path, [method], [...(this.guards(access, keyScope) as Handler[]), ...handlers]);
     // The path as the router holds it, prefix applied: what the route list reports is what is matched.
     const layer = this.router.stack.at(-1)!;
     this.routes.push({ method, path: String(layer.path), access });

@@ -161,3 +161,52 @@ function latest(connectedSince: number, proxies: ReadonlyMap<string, ProxyStatus
   for (const proxy of proxies.values()) at = Math.max(at, proxy.since);
   return at;
 }
+
+/**
+ * The kind of a tunnel's or a proxy's answer, in a few fixed words: what a label whose values must stay few (the
+ * metrics) shows instead of the reason itself, which carries frpc's own words. Read from the reasons this file
+ * writes; `other` for none of them (a new one must be added here).
+ */
+export const REASON_KINDS = [
+  'none',
+  'failed',
+  'restarting',
+  'starting',
+  'stopping',
+  'logging_in',
+  'disconnected',
+  'proxies_pending',
+  'proxies_down',
+  'unreachable',
+  'local_down',
+  'check_failed',
+  'start_error',
+  'not_reported',
+  'disabled',
+  'other',
+] as const;
+export type ReasonKind = (typeof REASON_KINDS)[number];
+
+const KIND_OF_REASON: ReadonlyArray<[RegExp, ReasonKind]> = [
+  [/^restarting after an exit/, 'restarting'],
+  [/^starting$/, 'starting'],
+  [/^stopping$/, 'stopping'],
+  [/^logging in to the server$/, 'logging_in'],
+  [/^not connected to the server/, 'disconnected'],
+  [/^logged in; its proxies not reported/, 'proxies_pending'],
+  [/^no proxy working: proxy \S+: unreachable from outside/, 'unreachable'],
+  [/^no proxy working: proxy \S+: local service down/, 'local_down'],
+  [/^(no proxy (running|working): )?proxy \S+: /, 'proxies_down'],
+  [/^unreachable from outside: /, 'unreachable'],
+  [/^local service down: /, 'local_down'],
+  [/^health check failed/, 'check_failed'],
+  [/^start error/, 'start_error'],
+  [/^not reported by frpc/, 'not_reported'],
+  [/^disabled$/, 'disabled'],
+];
+
+export function reasonKind({ state, reason }: Health): ReasonKind {
+  if (state === 'failed') return 'failed';
+  if (reason === null) return 'none';
+  return KIND_OF_REASON.find(([pattern]) => pattern.test(reason))?.[1] ?? 'other';
+}

@@ -145,4 +145,8 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE instances ADD COLUMN policy TEXT;
   `,
+  // 13: what an API key may be used for: every route its role allows, or reading /metrics alone (a scraper's key)
+  `
+  ALTER TABLE api_keys ADD COLUMN scope TEXT NOT NULL DEFAULT 'all' CHECK (scope IN ('all', 'metrics'));
+  `,
 ];

@@ -117,6 +117,7 @@ export function ApiKeysPage() {
               <tr>
                 <th scope="col">Name</th>
                 <th scope="col">Role</th>
+                <th scope="col">Scope</th>
                 <th scope="col">Created</th>
                 <th scope="col">Last used</th>
                 <th scope="col">Expires</th>
@@ -134,6 +135,7 @@ export function ApiKeysPage() {
                     </span>
                   </th>
                   <td data-label="Role">{k.role}</td>
+                  <td data-label="Scope">{k.scope}</td>
                   <td data-label="Created">
                     <span>
                       {dateTime(k.createdAt)}
@@ -220,6 +222,7 @@ function CreateKey(props: {
   const [name, setName] = useState('');
   // The API's default: the lower of the creator's role and the owner's.
   const [role, setRole] = useState<Role>(roles.at(-1)!);
+  const [scope, setScope] = useState<ApiKey['scope']>('all');
   const [expires, setExpires] = useState('');
   const [unit, setUnit] = useState<Unit>('days');
   const [rate, setRate] = useState('');
@@ -253,6 +256,7 @@ function CreateKey(props: {
         const reply = await post<NewApiKey>('/apiKeyMgr/create', {
           name,
           role,
+          scope,
           ...(ownerId !== me.userID ? { userID: ownerId } : {}),
           ...(expiresIn !== undefined ? { expiresIn: expiresIn * UNIT_SECS[unit] } : {}),
           ...(ratePerMinute !== undefined ? { ratePerMinute } : {}),
@@ -305,6 +309,19 @@ function CreateKey(props: {
                 {r === 'visitor' ? 'visitor (read-only)' : r}
               </option>
             ))}
+          </select>
+        )}
+      </Field>
+      <Field label="Scope" hint="metrics: for Prometheus, GET /metrics alone (no X-Timestamp), with an admin role.">
+        {({ id, describedBy }) => (
+          <select
+            id={id}
+            aria-describedby={describedBy}
+            value={scope}
+            onChange={(e) => setScope(e.currentTarget.value as ApiKey['scope'])}
+          >
+            <option value="all">all (every route its role allows)</option>
+            <option value="metrics">metrics (GET /metrics only)</option>
           </select>
         )}
       </Field>
@@ -386,7 +403,7 @@ function NewKeyShown({ created, onClose }: { created: NewApiKey; onClose: () => 
       </p>
       <Field
         label="The key"
-        hint={`For ${created.username}, role ${created.role}, ${created.ratePerMinute} requests a minute; it ${expiry}.`}
+        hint={`For ${created.username}, role ${created.role}, scope ${created.scope}, ${created.ratePerMinute} requests a minute; it ${expiry}.`}
       >
         {({ id, describedBy }) => (
           <input

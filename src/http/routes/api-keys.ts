@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ApiKey } from '../../accounts/api-key-service.js';
-import { apiKeyNameSchema, USER_TYPES } from '../../accounts/rules.js';
+import { API_KEY_SCOPE_RULES, API_KEY_SCOPES, apiKeyNameSchema, USER_TYPES } from '../../accounts/rules.js';
 import { forbidden } from '../../errors.js';
 import { DEFAULTS } from '../../settings/defaults.js';
 import { formatIso } from '../../util/time.js';
@@ -21,6 +21,7 @@ const keyData = (key: ApiKey, username: string, rate: number) => ({
   userID: key.userId,
   username,
   role: key.role,
+  scope: key.scope,
   ratePerMinute: rate,
   createdAt: formatIso(key.createdAt),
   createdBy: key.createdBy,
@@ -34,12 +35,18 @@ export const createApiKey = operation({
   tag: 'apiKeys',
   summary: 'Create a personal API key',
   description:
-    "For yourself; a superuser for anyone (userID). The key is in this reply only: the service keeps a SHA-256 hash of it. Its role defaults to the lower of the creator's and the owner's, and may be neither above the creator's nor above the owner's. Needs a password login: an API key cannot create keys. A ratePerMinute above the per-token limit (RateLimit.PerToken) needs a superuser.",
+    "For yourself; a superuser for anyone (userID). The key is in this reply only: the service keeps a SHA-256 hash of it. Its role defaults to the lower of the creator's and the owner's, and may be neither above the creator's nor above the owner's. Needs a password login: an API key cannot create keys. A ratePerMinute above the per-token limit (RateLimit.PerToken) needs a superuser. A metrics-scoped key (for a scraper such as Prometheus) may read GET /metrics alone, without X-Timestamp, and needs the admin role or higher; its role defaults to admin at most.",
   access: 'visitor',
   body: z.strictObject({
     name: apiKeyNameSchema,
     userID: idField.optional().describe('the owner; yourself when left out'),
     role: z.enum(USER_TYPES).nullish(),
+    scope: z
+      .enum(API_KEY_SCOPES)
+      .nullish()
+      .describe(
+        `what it may be used for (${API_KEY_SCOPES.map((scope) => `${scope}: ${API_KEY_SCOPE_RULES[scope]}`).join('; ')}); all when left out`,
+      ),
     expiresIn: z
       .int()
       .min(1)
@@ -56,7 +63,7 @@ export const createApiKey = operation({
   ok: ok('Created; the key is shown this once', schema('NewApiKey')),
   errors: {
     400: 'A missing or unknown field, or a bad name, expiry or rate.',
-    403: "A role above your own or the owner's; another user's key and the caller is not a superuser; a rate above the per-token limit and the caller is not a superuser; or called with an API key.",
+    403: "A role above your own or the owner's; a metrics scope with a role below admin; another user's key and the caller is not a superuser; a rate above the per-token limit and the caller is not a superuser; or called with an API key.",
     404: 'No such user.',
     409: `The owner has a key of that name, or already ${DEFAULTS.apiKeysPerUser} keys.`,
   },
@@ -126,6 +133,7 @@ export function apiKeyRoutes({ apiKeys, guards }: RouteDeps): ResourceRouter {
     const { key, apiKey, owner } = await apiKeys.create(caller.user, body.userID ?? caller.user.id, {
       name: body.name,
       role: body.role ?? undefined,
+      scope: body.scope ?? undefined,
       expiresInSecs: body.expiresIn ?? undefined,
       ratePerMinute: body.ratePerMinute ?? undefined,
     });

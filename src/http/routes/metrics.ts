@@ -1,5 +1,6 @@
-import { HEALTH_STATES } from '../../instances/health.js';
-import type { Registry } from 'prom-client';
+import { hostname } from 'node:os';
+import { HEALTH_STATES, REASON_KINDS, reasonKind, type Health } from '../../instances/health.js';
+import { METRICS_ROLE } from '../../accounts/rules.js';
 import type { RouteDeps } from '../app.js';
 import { str } from '../openapi-schemas.js';
 import { operation } from '../operation.js';
@@ -11,7 +12,8 @@ export const metrics = operation({
   tag: 'system',
   summary: 'Prometheus metrics',
   description: 'The Prometheus text format (not in the envelope); every value is read at scrape time.',
-  access: 'admin',
+  access: METRICS_ROLE,
+  keyScope: 'metrics',
   ok: {
     description: 'Metrics in the Prometheus text exposition format',
     content: { 'text/plain; version=0.0.4': { schema: str() } },
@@ -29,15 +31,113 @@ export type RequestCounts = Map<string, number>;
  */
 export function metricsRoutes(deps: RouteDeps & { requests: RequestCounts }): ResourceRouter {
   const router = new ResourceRouter('', deps.guards);
-  let registry: Promise<Registry> | undefined;
+  let built: ReturnType<typeof buildRegistry> | undefined;
   router.route(metrics, async (ctx) => {
-    registry ??= buildRegistry(deps);
-    const reg = await registry;
+    built ??= buildRegistry(deps);
+    const { registry, scrape } = await built;
+    scrape();
     ctx.status = 200;
-    ctx.type = reg.contentType;
-    ctx.body = await reg.metrics();
+    ctx.type = registry.contentType;
+    ctx.body = await registry.metrics();
   });
   return router;
+}
+
+type Collected<M> = (name: string, help: string, labelNames: string[], collect: (metric: M) => void) => M;
+
+/**
+ * The series of each tunnel, labelled `instance_name`: a few per tunnel, whatever its proxies (at most 7: up,
+ * connected, health, restarts by cause, memory and its cap), and one per proxy only while it is down in a tunnel that
+ * carries (up or degraded). A proxy of a tunnel down is the tunnel's alert, not one per proxy. Label values are fixed
+ * words (health, reason kind, cause) or names tunnelward keeps unique: the count is bounded by the tunnels and proxies.
+ */
+function perTunnelSeries(
+  supervisor: RouteDeps['supervisor'],
+  gauge: Collected<InstanceType<typeof import('prom-client').Gauge>>,
+  counter: Collected<InstanceType<typeof import('prom-client').Counter>>,
+): () => void {
+  // One health answer per tunnel per scrape, shared by the series that read it (`scrape` starts a new one).
+  let answers: Array<{ name: string; id: number; health: Health }> | undefined;
+  const tunnels = () =>
+    (answers ??= supervisor.views().map(({ record }) => ({
+      name: record.name,
+      id: record.id,
+      health: supervisor.healthOf(record.id),
+    })));
+  gauge(
+    'tunnelward_tunnel_up',
+    'Per tunnel: 1 when it carries traffic (health up or degraded), 0 otherwise (down, failed, or stopped).',
+    ['instance_name'],
+    (g) => {
+      for (const { name, health } of tunnels())
+        g.set({ instance_name: name }, health.state === 'up' || health.state === 'degraded' ? 1 : 0);
+    },
+  );
+  gauge(
+    'tunnelward_tunnel_connected',
+    'Per tunnel: 1 while frpc says it is logged in to its server, 0 otherwise.',
+    ['instance_name'],
+    (g) => {
+      for (const { name, id } of tunnels())
+        g.set({ instance_name: name }, supervisor.status.of(id)?.connected === true ? 1 : 0);
+    },
+  );
+  gauge(
+    'tunnelward_tunnel_health',
+    `Per tunnel, always 1: its health (${HEALTH_STATES.join(', ')}) and the kind of reason it is not up (${REASON_KINDS.join(', ')}); the reason itself is in GET /tunnelAct/instanceMgr/status.`,
+    ['instance_name', 'health', 'reason'],
+    (g) => {
+      for (const { name, health } of tunnels())
+        g.set({ instance_name: name, health: health.state, reason: reasonKind(health) }, 1);
+    },
+  );
+  counter(
+    'tunnelward_tunnel_restarts_total',
+    'Per tunnel, restarts by cause: exit (the watchdog after the tunnel ended; counted from 0 again at an operator start) and health (the health policy: a tunnel that ran but carried nothing, or over its memory cap; since tunnelward started).',
+    ['instance_name', 'cause'],
+    (c) => {
+      for (const { name, id } of tunnels()) {
+        c.inc({ instance_name: name, cause: 'exit' }, supervisor.view(id).run.restarts);
+        c.inc({ instance_name: name, cause: 'health' }, supervisor.healthPolicy.restartsOf(id));
+      }
+    },
+  );
+  gauge(
+    'tunnelward_tunnel_memory_bytes',
+    'Per running tunnel: resident memory of its frpc process.',
+    ['instance_name'],
+    (g) => {
+      const rss = supervisor.memoryOf();
+      for (const { name, id } of tunnels()) {
+        const bytes = rss.get(id);
+        if (bytes !== undefined) g.set({ instance_name: name }, bytes);
+      }
+    },
+  );
+  gauge(
+    'tunnelward_tunnel_memory_cap_bytes',
+    'Per tunnel with a memory cap (its own, else Instance.MemoryMaxMB): the cap; a tunnel over it is restarted.',
+    ['instance_name'],
+    (g) => {
+      for (const { name, id } of tunnels()) {
+        const capMB = supervisor.healthPolicy.memoryCapOf(id);
+        if (capMB > 0) g.set({ instance_name: name }, capMB * 1024 * 1024);
+      }
+    },
+  );
+  gauge(
+    'tunnelward_proxy_down',
+    `Per proxy down in a tunnel that carries (up or degraded), always 1, with the kind of reason (${REASON_KINDS.join(', ')}): unreachable and local_down come from the end-to-end probes.`,
+    ['instance_name', 'proxy', 'reason'],
+    (g) => {
+      for (const { name, id, health } of tunnels()) {
+        if (health.state !== 'up' && health.state !== 'degraded') continue;
+        for (const [proxy, proxyHealth] of supervisor.proxyHealths(id, health))
+          if (proxyHealth.state === 'down') g.set({ instance_name: name, proxy, reason: reasonKind(proxyHealth) }, 1);
+      }
+    },
+  );
+  return () => (answers = undefined);
 }
 
 async function buildRegistry({
@@ -64,6 +164,9 @@ async function buildRegistry({
       } as never);
   const gauge = collected(Gauge);
   const counter = collected(Counter);
+  // Every series names the host it comes from: several tunnelwards in one Prometheus stay apart, whatever the
+  // target's address (the `instance` label is Prometheus's own: the target; a tunnel is `instance_name`).
+  registry.setDefaultLabels({ host: hostname() });
 
   gauge('tunnelward_instances', 'Instances by state.', ['state'], (g) => {
     const counts = new Map<string, number>();
@@ -123,6 +226,7 @@ async function buildRegistry({
     c.inc({ outcome: 'ok' }, probes.ok);
     c.inc({ outcome: 'failed' }, probes.failed);
   });
+  const scrape = perTunnelSeries(supervisor, gauge, counter);
   counter('tunnelward_instance_log_lines_total', 'Lines of output read from the tunnels.', [], (c) =>
     c.inc(logTotals().lines),
   );
@@ -152,5 +256,5 @@ async function buildRegistry({
     const { user, system } = process.cpuUsage();
     c.inc((user + system) / 1e6);
   });
-  return registry;
+  return { registry, scrape };
 }

@@ -43,12 +43,13 @@ test('keys create prints the key alone, once; login --key keeps it (0600); comma
   t.regex(key, KEY, 'standard output is the key alone');
   t.regex(
     created.stderr,
-    /API key ci created for cli_ops \(visitor, expires .*, 50 requests a minute\); it is shown only now/,
+    /API key ci created for cli_ops \(visitor, scope all, expires .*, 50 requests a minute\); it is shown only now/,
   );
 
   const listed = await cli(['keys', 'ls'], owner);
   t.is(listed.code, 0, listed.stderr);
-  t.regex(listed.stdout, /^ci\s+[0-9a-f]{16}\s+visitor\s+50\s/m);
+  t.regex(listed.stdout, /^name\s+id\s+role\s+scope\s+rate\/min\s/m);
+  t.regex(listed.stdout, /^ci\s+[0-9a-f]{16}\s+visitor\s+all\s+50\s/m);
   t.false(listed.stdout.includes(key.slice(-43)), 'no secret in the listing');
   const json = JSON.parse((await cli(['keys', 'ls', '--json'], owner)).stdout);
   t.like(json[0], { name: 'ci', role: 'visitor', ratePerMinute: 50, createdBy: 'cli_ops' });
@@ -106,6 +107,29 @@ test('a superuser creates a key for another user with --user', async (t) => {
   t.regex(theirs.stdout, /^deploy\s/m);
   t.is((await cli(['keys', 'rm', 'deploy', '--user', 'cli_guest'], admin)).code, 0);
   t.is((await cli(['keys', 'ls', '--user', 'cli_guest'], admin)).stdout, 'no API keys\n');
+});
+
+test('keys create --scope metrics makes a key that reads /metrics alone, without X-Timestamp; ls shows its scope', async (t) => {
+  const admin = await passwordLogin();
+  const created = await cli(['keys', 'create', 'scraper', '--scope', 'metrics'], admin);
+  t.is(created.code, 0, created.stderr);
+  const key = created.stdout.trim();
+  t.regex(key, KEY);
+  t.regex(created.stderr, /API key scraper created for admin \(admin, scope metrics, no expiry, /);
+  t.regex((await cli(['keys', 'ls'], admin)).stdout, /^scraper\s+[0-9a-f]{16}\s+admin\s+metrics\s/m);
+  const scraped = await fetch(`${daemon.url}/metrics`, { headers: { Authorization: `Bearer ${key}` } });
+  t.is(scraped.status, 200);
+  t.regex(await scraped.text(), /^tunnelward_instances\{/m);
+  // Anything else with it is refused, and says why.
+  const login = await cli(['login', '--key'], await home(), `${key}\n`);
+  t.is(login.code, 4);
+  t.regex(login.stderr, /API key scraper has the metrics scope: it may be used for GET \/metrics only/);
+  const wrong = await cli(['keys', 'create', 'x', '--scope', 'read'], admin);
+  t.is(wrong.code, 2, 'a usage error, before any request');
+  t.regex(wrong.stderr, /--scope takes all or metrics, not read/);
+  const help = await cli(['keys', '--help'], admin);
+  t.regex(help.stdout + help.stderr, /--scope S/);
+  t.is((await cli(['keys', 'rm', 'scraper'], admin)).code, 0);
 });
 
 test('logs -f on a key outlives the hourly token: a token stream ends at its expiry, the key stream goes on', async (t) => {

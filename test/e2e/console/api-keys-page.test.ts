@@ -102,7 +102,7 @@ test.serial(
     const key = await shown.getByLabel('The key').inputValue();
     t.regex(key, /^twk_[0-9a-f]{16}_\S+$/);
     t.regex(
-      await shown.getByText(/^For ops, role visitor, 50 requests a minute; it expires \d{4}-/).innerText(),
+      await shown.getByText(/^For ops, role visitor, scope all, 50 requests a minute; it expires \d{4}-/).innerText(),
       /ops/,
     );
     await shown.getByRole('button', { name: 'Copy' }).click();
@@ -158,7 +158,7 @@ test.serial('a superuser picks the owner: the roles offered are the owner’s at
   await form.getByLabel('Unit').selectOption('weeks');
   await form.getByRole('button', { name: 'Create key' }).click();
   const shown = page.getByRole('dialog', { name: 'API key backup created' });
-  await shown.getByText(/^For viewer, role visitor/).waitFor();
+  await shown.getByText(/^For viewer, role visitor, scope all/).waitFor();
   const key = await shown.getByLabel('The key').inputValue();
   await page.keyboard.press('Escape');
   await shown.waitFor({ state: 'detached' });
@@ -175,6 +175,21 @@ test.serial('a superuser picks the owner: the roles offered are the owner’s at
 
   await page.getByLabel('Keys of', { exact: true }).selectOption({ label: 'admin (you)' });
   await page.getByText('You have no API keys.').waitFor();
+
+  // A key for Prometheus: the metrics scope, shown in the list; the server says no to one without the admin role.
+  await page.getByRole('button', { name: 'New API key' }).click();
+  const scraper = page.getByRole('dialog', { name: 'New API key' });
+  await scraper.getByLabel('Name').fill('prometheus');
+  await scraper.getByLabel('Scope').selectOption('metrics');
+  await scraper.getByLabel('Role').selectOption('visitor');
+  await scraper.getByRole('button', { name: 'Create key' }).click();
+  await scraper.getByText(/a metrics key needs the admin role or higher/).waitFor();
+  await scraper.getByLabel('Role').selectOption('admin');
+  await scraper.getByRole('button', { name: 'Create key' }).click();
+  const made = page.getByRole('dialog', { name: 'API key prometheus created' });
+  await made.getByText(/^For admin, role admin, scope metrics,/).waitFor();
+  await made.getByRole('button', { name: 'Done' }).click();
+  await page.locator('tr[data-key="prometheus"] td[data-label="Scope"]', { hasText: 'metrics' }).waitFor();
   noProblems(t, page);
 });
 

@@ -153,7 +153,7 @@ test('the health policy restarts a tunnel not logged in for Health.DisconnectedS
   const metrics = await fetch(`${daemon.url}/metrics`, {
     headers: { 'X-Token': root, 'X-Timestamp': String(Date.now()) },
   });
-  t.regex(await metrics.text(), /^tunnelward_health_restarts_total [2-9]$/m);
+  t.regex(await metrics.text(), /^tunnelward_health_restarts_total\{host="[^"]+"\} [2-9]$/m);
   const made = restarts().length;
   await waitFor(
     () => statusOf(daemon, root, id),

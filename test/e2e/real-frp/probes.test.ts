@@ -164,7 +164,7 @@ test('a working tcp proxy is probed up; its local service down is told apart, an
   const { next } = await alertsOf(t, daemon, root);
   await start(daemon, root, id);
   await healthUntil(daemon, root, id, 'up');
-  await metricUntil(daemon, root, /^tunnelward_proxy_probes\{result="reachable"\}/, 1);
+  await metricUntil(daemon, root, /^tunnelward_proxy_probes\{result="reachable",host="[^"]+"\}/, 1);
   t.like((await proxyHealth(daemon, root, id)).get('echo'), { state: 'up', reason: null });
 
   await echo.close();
@@ -177,7 +177,7 @@ test('a working tcp proxy is probed up; its local service down is told apart, an
   });
   const alert = await next(id, 'proxy.unreachable', 'echo');
   t.like(alert, { to: 'local service down', err: 'local service down: connection refused' });
-  t.is(await metric(daemon, root, /^tunnelward_proxy_probes\{result="local_down"\}/), 1);
+  t.is(await metric(daemon, root, /^tunnelward_proxy_probes\{result="local_down",host="[^"]+"\}/), 1);
 
   await echo.listen(echo.port);
   await healthUntil(daemon, root, id, 'up');
@@ -205,7 +205,7 @@ test('unreachable from outside: frps restarted without the proxy while frpc stil
   const { next } = await alertsOf(t, daemon, root);
   await start(daemon, root, id);
   await healthUntil(daemon, root, id, 'up');
-  await metricUntil(daemon, root, /^tunnelward_proxy_probes\{result="reachable"\}/, 2);
+  await metricUntil(daemon, root, /^tunnelward_proxy_probes\{result="reachable",host="[^"]+"\}/, 2);
 
   relay.cut();
   await frps.down();
@@ -229,7 +229,7 @@ test('unreachable from outside: frps restarted without the proxy while frpc stil
   // frpc sees the loss, logs in to the new frps, and its proxies are carried again.
   relay.release();
   await healthUntil(daemon, root, id, 'up');
-  await metricUntil(daemon, root, /^tunnelward_proxy_probes\{result="reachable"\}/, 2);
+  await metricUntil(daemon, root, /^tunnelward_proxy_probes\{result="reachable",host="[^"]+"\}/, 2);
 });
 
 test("half-open: the health policy restarts a tunnel whose connection is held open unseen, and it carries again within the policy's time plus one restart", async (t) => {
@@ -306,7 +306,7 @@ test("an http proxy is probed through frps's vhost port with its domain as Host"
   t.is(on.code, 0, on.stderr);
   await start(daemon, root, id);
   await healthUntil(daemon, root, id, 'up');
-  await metricUntil(daemon, root, /^tunnelward_proxy_probes\{result="reachable"\}/, 1);
+  await metricUntil(daemon, root, /^tunnelward_proxy_probes\{result="reachable",host="[^"]+"\}/, 1);
   const probes = seen.filter((r) => r.agent === 'tunnelward-probe');
   // One request directly, one through frps's vhost port (frps keeps the Host header): the same Host both times.
   t.true(probes.length >= 2);
@@ -318,11 +318,11 @@ test("an http proxy is probed through frps's vhost port with its domain as Host"
     res.writeHead(503);
     res.end();
   });
-  const before = await metric(daemon, root, /^tunnelward_probes_total\{outcome="ok"\}/);
+  const before = await metric(daemon, root, /^tunnelward_probes_total\{outcome="ok",host="[^"]+"\}/);
   // Two probes more have passed since (Probe.Failures: a failing one would have turned it down by then).
-  await metricUntil(daemon, root, /^tunnelward_probes_total\{outcome="ok"\}/, (v) => v >= before + 2);
+  await metricUntil(daemon, root, /^tunnelward_probes_total\{outcome="ok",host="[^"]+"\}/, (v) => v >= before + 2);
   t.like((await statusUntil(daemon, root, id, () => true)).health, { state: 'up' });
-  t.is(await metric(daemon, root, /^tunnelward_probes_total\{outcome="failed"\}/), 0);
+  t.is(await metric(daemon, root, /^tunnelward_probes_total\{outcome="failed",host="[^"]+"\}/), 0);
 
   web.close();
   web.closeAllConnections();

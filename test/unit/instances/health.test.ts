@@ -1,5 +1,11 @@
 import test from 'ava';
-import { proxyHealth, tunnelHealth, type TunnelFacts } from '../../../src/instances/health.js';
+import {
+  proxyHealth,
+  proxyHealthIn,
+  reasonKind,
+  tunnelHealth,
+  type TunnelFacts,
+} from '../../../src/instances/health.js';
 import type { ProxyStatus } from '../../../src/config/proxy-status.js';
 
 const proxy = (status: string, err = '', since = 100): ProxyStatus => ({ status, err, remoteAddr: ':6000', since });
@@ -109,4 +115,45 @@ test('logged in before frpc lists the proxies its file has: not up yet; up once 
   );
   // A file with no proxy to run: up at the login.
   t.like(tunnelHealth({ ...running(live(true)), expectedProxies: 0 }), { state: 'up', since: 50 });
+});
+
+test("every answer has a kind of reason in a few fixed words, never frpc's own (a label of the metrics)", (t) => {
+  const probed = (where: 'outside' | 'local') => new Map([['web', { where, error: 'connection refused', since: 60 }]]);
+  const kinds = (facts: TunnelFacts) => reasonKind(tunnelHealth(facts));
+  t.is(kinds({ state: 'stopped', stateSince: 5, lastError: null }), 'none');
+  t.is(kinds({ state: 'failed', stateSince: 5, lastError: 'exited with code 1: config error' }), 'failed');
+  t.is(kinds({ state: 'backoff', stateSince: 5, lastError: 'exited with code 2' }), 'restarting');
+  t.is(kinds({ state: 'starting', stateSince: 5, lastError: null }), 'starting');
+  t.is(kinds({ state: 'stopping', stateSince: 5, lastError: null }), 'stopping');
+  t.is(kinds(running(live(null))), 'logging_in');
+  t.is(kinds(running(live(false, [], 'login refused: token mismatch'))), 'disconnected');
+  t.is(kinds({ ...running(live(true)), expectedProxies: 2 }), 'proxies_pending');
+  t.is(kinds(running(live(true, [['ssh', proxy('running')]]))), 'none');
+  t.is(kinds(running(live(true, [['ssh', proxy('start error', 'port already used')]]))), 'proxies_down');
+  t.is(
+    kinds(
+      running(
+        live(true, [
+          ['ssh', proxy('running')],
+          ['web', proxy('start error', 'port already used')],
+        ]),
+      ),
+    ),
+    'proxies_down',
+    'degraded',
+  );
+  t.is(kinds({ ...running(live(true, [['web', proxy('running')]])), probes: probed('outside') }), 'unreachable');
+  t.is(kinds({ ...running(live(true, [['web', proxy('running')]])), probes: probed('local') }), 'local_down');
+
+  const up = tunnelHealth(running(live(true, [['ssh', proxy('running')]])));
+  const ofProxy = (status: ProxyStatus | undefined, enabled = true) => reasonKind(proxyHealthIn(up, enabled, status));
+  t.is(ofProxy(proxy('running')), 'none');
+  t.is(ofProxy(proxy('start error', 'port already used')), 'start_error');
+  t.is(ofProxy(proxy('check failed', 'dial tcp: refused')), 'check_failed');
+  t.is(ofProxy(proxy('wait start')), 'starting');
+  t.is(ofProxy(undefined), 'not_reported');
+  t.is(ofProxy(proxy('running'), false), 'disabled');
+  t.is(reasonKind(proxyHealth(proxy('running'), probed('outside').get('web'))), 'unreachable');
+  t.is(reasonKind(proxyHealth(proxy('running'), probed('local').get('web'))), 'local_down');
+  t.is(reasonKind({ state: 'down', reason: 'something new', since: null }), 'other');
 });
