@@ -553,6 +553,11 @@ export class InstanceCatalogue {
     return this.deps.env.masked(this.recordOf(id).id);
   }
 
+  /** The values of the instance's environment (write-only to the API: only the convergence compares them). */
+  environmentValues(id: number): Record<string, string> {
+    return this.deps.env.of(this.recordOf(id).id);
+  }
+
   readConfig(id: number): Promise<TunnelConfig> {
     const record = this.recordOf(id);
     return readTunnelConfigText(record.configPath).then((text) => TunnelConfig.parse(text, record.configPath));
