@@ -14,6 +14,7 @@ import { systemd } from './systemd-scenario.js';
 import { peers } from './peers-scenario.js';
 import { writes } from './writes-scenario.js';
 import { changes } from './changes-scenario.js';
+import { apply } from './apply-scenario.js';
 import type { Row } from './run.js';
 
 export interface Scenario {
@@ -653,6 +654,7 @@ export const scenarios: Scenario[] = [
   startup,
   writes,
   changes,
+  apply,
   memory,
   soak,
   peers,
