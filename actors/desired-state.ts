@@ -6,6 +6,7 @@ import {
   referencesForMasked,
   type Attributes,
   type DesiredInstance,
+  DEFAULT_RUN_USER,
 } from '../src/config/desired-state.js';
 import { defaultClientID } from '../src/config/tunnel-config.js';
 import { maskSecrets } from '../src/config/secret-mask.js';
@@ -338,7 +339,7 @@ export class DesiredStateApplier {
 /** What a new instance has before the desired state is made of it. */
 const NEW_INSTANCE: Attributes = {
   bootAtStart: false,
-  runUser: 'root',
+  runUser: DEFAULT_RUN_USER,
   labels: {},
   env: [],
   policy: {},

@@ -5,6 +5,7 @@ import test, { type ExecutionContext } from 'ava';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { PACKAGE_ROOT } from '../../../src/paths.js';
 import { cli, loggedIn } from '../../helpers/cli.js';
 import { disposeWithTunnels, startDaemon, tempDir, type Daemon } from '../../helpers/daemon.js';
 import { instanceSettings, statusOf, waitFor } from '../../helpers/instances.js';
@@ -305,4 +306,18 @@ test('an admin who may not read secrets exports references in their place, never
   t.regex(out.stderr, /web: secrets not exported .* set WEB_AUTH_TOKEN/);
   const state = parseYaml(out.stdout) as { instances: Array<{ name: string; env: string[] }> };
   t.deepEqual(state.instances.find((i) => i.name === 'web')!.env, ['WEB_AUTH_TOKEN']);
+});
+
+test('the example of docs/apply.md is a file apply reads and would apply', async (t) => {
+  const h = await host(t);
+  const example = join(PACKAGE_ROOT, 'examples', 'desired-state.yaml');
+  const dry = await cli(['apply', '-f', example, '--dry-run', '--diff'], { ...h.env, FRP_TOKEN: 'example-token' });
+  t.is(dry.code, 0, dry.stdout + dry.stderr);
+  t.regex(dry.stdout, /created\s+web: would be created: 2 proxies, 0 visitors/);
+  t.regex(dry.stdout, /created\s+db: would be created: 1 proxies, 0 visitors/);
+  t.regex(dry.stdout, /policy\.memoryMaxMB: \(none\) -> 64/);
+  t.is((await instances(h)).length, 0, 'a dry run creates nothing');
+  const toml = join(await tempDir('tunnelward-apply-', t), 'state.toml');
+  await writeFile(toml, '[[instances]]\nname = "web"\n\n[instances.frpc]\nserverAddr = "127.0.0.1"\n');
+  t.regex((await cli(['apply', '-f', toml, '--dry-run'], h.env)).stdout, /1 created/, 'TOML reads the same');
 });
