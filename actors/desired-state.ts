@@ -203,8 +203,10 @@ export class DesiredStateApplier {
       ...Object.fromEntries(current.env.filter((n) => !desired.env.includes(n)).map((n) => [n, null])),
     };
     const changes = attributeChanges(current, desired, changedEnv);
-    const state = instance.state !== undefined && instance.state !== record.desired ? instance.state : undefined;
-    if (state) changes.push(`state: ${record.desired} -> ${state}`);
+    // A tunnel the watchdog gave up on is not running, whatever was last asked of it.
+    const now = record.failed ? 'failed' : record.desired;
+    const state = instance.state !== undefined && instance.state !== now ? instance.state : undefined;
+    if (state) changes.push(`state: ${now} -> ${state}`);
     const options: ChangeOptions = { by: request.by, as: request.as, ...(request.dryRun ? { dryRun: true } : {}) };
     const content = frpcText(instance.frpc);
     const client = { host: this.host, instance: instance.name };

@@ -245,7 +245,8 @@ export function referencesForMasked(masked: unknown, clear: unknown, prefix: str
     );
   if (masked !== SECRET_MASK) return masked;
   if (isPlaceholder(clear)) return clear;
-  const name = prefix.toUpperCase().replace(/[^A-Z0-9_]/g, '_');
+  // An environment variable's name starts with a letter or `_`; an instance's name may start with a digit.
+  const name = prefix.toUpperCase().replace(/[^A-Z0-9_]/g, '_').replace(/^(?=\d)/, '_');
   names.push(name);
   return `{{ .Envs.${name} }}`;
 }

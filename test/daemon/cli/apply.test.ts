@@ -173,6 +173,22 @@ test('apply creates, a second apply changes nothing, a change goes through the p
   const envChanged = await cli(['apply', '-f', file, '--diff'], { ...h.env, DB_TOKEN: 'another-value-9' });
   t.regex(envChanged.stdout, /changed\s+db: changed \(not its file\)\n\s+env DB_TOKEN: changed/);
   t.false(envChanged.stdout.includes('another-value-9'));
+  const logged = h.daemon.output.join('\n');
+  for (const secret of [TOKEN, ENV_SECRET, 'another-value-9']) t.false(logged.includes(secret), 'no secret in the log');
+
+  // Stopped by the file: the state converges too, and then stays.
+  await writeFile(
+    file,
+    desired(7301, { webLocalPort: 2222 })
+      .replace('tier: front', 'tier: back')
+      .replace('state: running', 'state: stopped'),
+  );
+  t.regex(
+    (await apply(h, file, '--diff')).stdout,
+    /changed\s+web: changed \(not its file\); stopped\n\s+state: running -> stopped/,
+  );
+  t.is((await statusOf(h.daemon, h.token, web.id)).state, 'stopped');
+  t.regex((await apply(h, file)).stdout, /0 changed, 2 unchanged/);
 });
 
 test('a refused instance changes nothing of itself, the others still apply, and the CLI ends with 1', async (t) => {

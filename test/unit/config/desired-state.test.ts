@@ -106,6 +106,9 @@ test('a masked export gets a reference for each secret it does not carry, and ke
   });
   t.deepEqual(names, ['EDGE_1_AUTH_TOKEN', 'EDGE_1_PROXIES_ST_SECRETKEY']);
   t.false(JSON.stringify(out).includes('********'));
+  const digits: string[] = [];
+  referencesForMasked(maskSecrets(clear), clear, '9lives', digits);
+  t.is(digits[0], '_9LIVES_AUTH_TOKEN', 'a name that starts with a digit is made a variable name');
 });
 
 test('what writeDesiredState writes reads back the same, in YAML and in TOML (which leaves out what is null)', (t) => {
