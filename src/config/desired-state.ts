@@ -246,7 +246,10 @@ export function referencesForMasked(masked: unknown, clear: unknown, prefix: str
   if (masked !== SECRET_MASK) return masked;
   if (isPlaceholder(clear)) return clear;
   // An environment variable's name starts with a letter or `_`; an instance's name may start with a digit.
-  const name = prefix.toUpperCase().replace(/[^A-Z0-9_]/g, '_').replace(/^(?=\d)/, '_');
+  const name = prefix
+    .toUpperCase()
+    .replace(/[^A-Z0-9_]/g, '_')
+    .replace(/^(?=\d)/, '_');
   names.push(name);
   return `{{ .Envs.${name} }}`;
 }
