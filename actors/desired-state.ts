@@ -217,18 +217,35 @@ export class DesiredStateApplier {
       if (envChanged) await this.deps.modifyEnvironment(id, envChanges, request.as, request.by, true);
       file = await this.deps.converge(id, content, client, options);
     } else {
-      // The environment first: the new file may read a variable it brings (frpc verify and the start checks read it).
-      if (envChanged) await this.deps.modifyEnvironment(id, envChanges, request.as, request.by);
+      // The record first (a run user that does not exist is refused before anything else changes), then the
+      // environment (the new file may read a variable it brings: frpc verify and the start checks read it), then the
+      // file; a refusal at any step puts back what came before it, so the instance is as it was.
+      const undo: Array<() => Promise<unknown>> = [];
       try {
+        const system = systemChange(current, desired, instance);
+        if (Object.keys(system).length > 0) {
+          await this.deps.modifySystem(id, system, request.as, request.by);
+          const was = { expires: current.expiresAt === null ? null : new Date(current.expiresAt).toISOString() };
+          undo.push(() => this.deps.modifySystem(id, systemChange(desired, current, was), request.as, request.by));
+        }
+        const labels = labelChanges(current.labels, desired.labels);
+        if (Object.keys(labels).length > 0) {
+          await this.deps.modifyLabels(id, labels, request.as);
+          undo.push(() => this.deps.modifyLabels(id, labelChanges(desired.labels, current.labels), request.as));
+        }
+        if (envChanged) {
+          await this.deps.modifyEnvironment(id, envChanges, request.as, request.by);
+          const back = Object.fromEntries(Object.keys(envChanges).map((n) => [n, known[n] ?? null]));
+          undo.push(() => this.deps.modifyEnvironment(id, back, request.as, request.by));
+        }
         file = await this.deps.converge(id, content, client, options);
       } catch (err) {
-        if (envChanged) await this.restoreEnvironment(id, envChanges, known, request);
+        for (const step of undo.reverse())
+          await step().catch((failure: Error) =>
+            this.log.warn({ instanceID: id, err: failure.message }, 'cannot put back a change of a refused apply'),
+          );
         throw err;
       }
-      const system = systemChange(current, desired, instance);
-      if (Object.keys(system).length > 0) await this.deps.modifySystem(id, system, request.as, request.by);
-      const labels = labelChanges(current.labels, desired.labels);
-      if (Object.keys(labels).length > 0) await this.deps.modifyLabels(id, labels, request.as);
     }
     const fileChanged = file.applied !== 'unchanged';
     const outcome: InstanceOutcome = {
@@ -271,24 +288,6 @@ export class DesiredStateApplier {
     }
     outcome.outcome = 'failed';
     outcome.message += `; it could not ${command}: ${done.message} (the next apply tries again)`;
-  }
-
-  /** Puts back the environment a refused file change came with (names only in the log). */
-  private async restoreEnvironment(
-    id: number,
-    changed: Record<string, string | null>,
-    known: Record<string, string>,
-    request: ApplyRequest,
-  ): Promise<void> {
-    const back = Object.fromEntries(Object.keys(changed).map((n) => [n, known[n] ?? null]));
-    await this.deps
-      .modifyEnvironment(id, back, request.as, request.by)
-      .catch((err: Error) =>
-        this.log.warn(
-          { instanceID: id, names: Object.keys(back), err: err.message },
-          'cannot put the environment back',
-        ),
-      );
   }
 
   attributesOf(record: InstanceRecord): Attributes {
@@ -377,12 +376,12 @@ function valuesFor(
 }
 
 /** What of the record the catalogue's systemConfig change sets. */
-function systemChange(current: Attributes, desired: Attributes, instance: DesiredInstance) {
+function systemChange(current: Attributes, desired: Attributes, to: { expires?: string | null }) {
   const change: Parameters<InstanceSupervisor['modifySystem']>[1] = {};
   if (current.bootAtStart !== desired.bootAtStart) change.bootAtStart = desired.bootAtStart;
   if (current.runUser !== desired.runUser) change.runUser = desired.runUser;
   if (current.probes !== desired.probes) change.probes = desired.probes;
-  if (current.expiresAt !== desired.expiresAt) change.expires = instance.expires ?? null;
+  if (current.expiresAt !== desired.expiresAt) change.expires = to.expires ?? null;
   if (JSON.stringify(sorted(current.policy)) !== JSON.stringify(sorted(desired.policy))) {
     const keys = new Set([...Object.keys(current.policy), ...Object.keys(desired.policy)]);
     change.policy = Object.fromEntries(

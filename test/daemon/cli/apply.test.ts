@@ -221,6 +221,29 @@ test('a refused instance changes nothing of itself, the others still apply, and 
     t.is(now.revision, before.revision, `${name}: the revision as it was`);
   }
 
+  // A run user that does not exist, with a label and a proxy changed: refused before anything of it changes.
+  await writeFile(
+    file,
+    desired(7302, { webLocalPort: 2200 })
+      .replace('tier: front', 'tier: back')
+      .replace('probes: false', 'probes: false\n    runUser: no-such-user-x'),
+  );
+  const noUser = await applyJson(h, file);
+  t.is(noUser.code, 1);
+  t.regex(byName(noUser.data, 'web').message, /no-such-user-x/);
+  t.is((await fileOf(h, 'web')).text, web.text);
+  const webInfo = await h.daemon.get(`/tunnelAct/instanceMgr/getInfo?instanceID=${web.id}`, { token: h.token });
+  t.deepEqual(webInfo.body.data.labels, { team: 'web', tier: 'front' }, 'the labels as they were');
+  t.is(webInfo.body.data.runUser, 'root');
+
+  // A label and a refused file: the label is put back.
+  await writeFile(file, desired(7302, { webBroken: true }).replace('tier: front', 'tier: back'));
+  t.is((await apply(h, file)).code, 1);
+  const after = await h.daemon.get(`/tunnelAct/instanceMgr/getInfo?instanceID=${web.id}`, { token: h.token });
+  t.deepEqual(after.body.data.labels, { team: 'web', tier: 'front' }, 'the label put back');
+  t.is((await fileOf(h, 'web')).text, web.text);
+  await writeFile(file, desired(7302, { webBroken: true }));
+
   // One refused, one good: the good one applies.
   await writeFile(join(dir, 'db-frpc.toml'), DB_FRPC(7302).replace('localPort = 5432', 'localPort = 5433'));
   const mixed = await applyJson(h, file);
