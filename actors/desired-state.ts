@@ -67,6 +67,7 @@ export type ApplyDeps = Pick<
   | 'converge'
   | 'environmentValues'
   | 'allRecords'
+  | 'record'
 >;
 
 /** How many instances converge at once: each may run `frpc verify`, and the host has other work. */
@@ -178,7 +179,8 @@ export class DesiredStateApplier {
       message: `created: ${done.proxyCount} proxies, ${done.visitorCount} visitors`,
       changes,
       diff,
-      revision: done.record.revision,
+      // Its environment and policy are revisions of their own after the import's.
+      revision: this.deps.record(id).revision,
       notes,
     };
     if (instance.state === 'running') await this.run(id, 'start', outcome);
