@@ -87,3 +87,39 @@ test.serial(
     t.false(daemon.output.join('\n').includes(secret), 'nor logged');
   },
 );
+
+test.serial(
+  'a number given by reference (remotePort = {{ .Envs.PORT }}) round-trips through exportAll unchanged',
+  async (t) => {
+    const body = {
+      instances: [
+        {
+          name: 'by-ref',
+          env: ['EDGE_TOKEN', 'REMOTE_PORT'],
+          frpc: {
+            serverAddr: '127.0.0.1',
+            serverPort: 7502,
+            auth: { method: 'token', token: '{{ .Envs.EDGE_TOKEN }}' },
+            proxies: [
+              {
+                name: 'by-ref-ssh',
+                type: 'tcp',
+                localIP: '127.0.0.1',
+                localPort: 22,
+                remotePort: '{{ .Envs.REMOTE_PORT }}',
+              },
+            ],
+          },
+        },
+      ],
+      environment: { EDGE_TOKEN: 'x-token-1', REMOTE_PORT: '7702' },
+    };
+    const created = await daemon.post('/tunnelAct/instanceMgr/apply', body, { token: root });
+    t.like(created.body.data.counts, { created: 1, failed: 0 }, JSON.stringify(created.body.data.instances));
+    const exported = await daemon.get('/tunnelAct/instanceMgr/exportAll', { token: root });
+    const mine = exported.body.data.instances.filter((i: { name: string }) => i.name === 'by-ref');
+    t.is(mine[0].frpc.proxies[0].remotePort, '{{ .Envs.REMOTE_PORT }}');
+    const again = await daemon.post('/tunnelAct/instanceMgr/apply', { instances: mine }, { token: root });
+    t.like(again.body.data.counts, { unchanged: 1, changed: 0, failed: 0 }, JSON.stringify(again.body.data.instances));
+  },
+);
