@@ -286,7 +286,10 @@ export class InstanceCatalogue {
       // and a crash before the end is undone at the next start.
       await db.persist();
       crashPoint('create:recorded', record);
-      const version = config.version();
+      // The version of the file as it will be read back: a TOML import written as its own text with tunnelward's
+      // additions reads back in another key order, and its first revision must be the file's (else the next change
+      // finds it "changed outside tunnelward").
+      const version = TunnelConfig.parse(config.toString()).version();
       try {
         await mkdir(instancePath, { recursive: true, mode: 0o711 });
         await writeTunnelConfig(record.configPath, config, record.runUser);
@@ -551,6 +554,11 @@ export class InstanceCatalogue {
   /** The names of the instance's environment variables, each value masked. */
   environment(id: number): Record<string, string> {
     return this.deps.env.masked(this.recordOf(id).id);
+  }
+
+  /** The values of the instance's environment (write-only to the API: only the convergence compares them). */
+  environmentValues(id: number): Record<string, string> {
+    return this.deps.env.of(this.recordOf(id).id);
   }
 
   readConfig(id: number): Promise<TunnelConfig> {

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { healthView, proxyHealthIn, tunnelHealth, type Health, type HealthView } from '../src/instances/health.js';
 import { proxyHealthCounts, type HealthCounts } from '../src/instances/health-counts.js';
 import { createHash } from 'node:crypto';
@@ -25,6 +26,7 @@ import { unifiedDiff } from '../src/util/unified-diff.js';
 
 import type { BootService } from './boot-services.js';
 import { BootSync } from './boot-sync.js';
+import { DesiredStateApplier } from './desired-state.js';
 import { ChangePipeline, type ChangeAnswer, type ChangeOptions } from './change-pipeline.js';
 import {
   InstanceCatalogue,
@@ -151,6 +153,8 @@ export class InstanceSupervisor {
   private readonly healthSub: { unsubscribe(): void };
   /** Stops instances and disables proxies at their expiry. */
   readonly expiry: InstanceExpiry;
+  /** Converges the instances to a desired state (`tunnelward apply`) and writes theirs (`export --all`). */
+  readonly desired: DesiredStateApplier;
   /** The end-to-end probes of the tunnels that have them on, once the daemon has started them (actors/probes.ts). */
   probes: ProbeFacts | undefined;
   private readonly registry: InstanceRegistry;
@@ -231,6 +235,7 @@ export class InstanceSupervisor {
       touched: () => this.catalogue.touched(),
       changes$: this.catalogue.changes$,
     });
+    this.desired = new DesiredStateApplier(this, hostname(), log);
     this.status = new TunnelStatus(() => settings.get(), log);
     // systemd enforces a memory cap itself (MemoryMax=); elsewhere the policy reads the tunnels' RSS.
     this.healthPolicy = new HealthPolicy(
@@ -366,6 +371,21 @@ export class InstanceSupervisor {
 
   setProxyExpiry(id: number, proxy: string, expires: string | null, as: Accessor, by: Author) {
     return this.catalogue.setProxyExpiry(id, proxy, expires, as, by);
+  }
+
+  /** The instance's file made as a desired state has it, through the change pipeline (see changes.convergeTo). */
+  converge(id: number, content: string, client: { host: string; instance: string }, options: ChangeOptions) {
+    return this.pipeline.run(id, changes.convergeTo(content, client), options);
+  }
+
+  /** The values of the instance's environment, for the convergence to compare with (never answered). */
+  environmentValues(id: number): Record<string, string> {
+    return this.catalogue.environmentValues(id);
+  }
+
+  /** Every instance's record (a create in progress is not one yet). */
+  allRecords(): InstanceRecord[] {
+    return this.catalogue.records();
   }
 
   /** Whether the caller may do this to the instance (see src/accounts/access.ts); a 404 for an unknown one. */

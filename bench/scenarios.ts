@@ -16,6 +16,7 @@ import { writes } from './writes-scenario.js';
 import { changes } from './changes-scenario.js';
 import { fleet } from './fleet-scenario.js';
 import { prometheus } from './prometheus-scenario.js';
+import { apply } from './apply-scenario.js';
 import type { Row } from './run.js';
 
 export interface Scenario {
@@ -656,6 +657,7 @@ export const scenarios: Scenario[] = [
   writes,
   changes,
   fleet,
+  apply,
   memory,
   soak,
   peers,

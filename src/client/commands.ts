@@ -36,6 +36,7 @@ import { expire } from './expire-command.js';
 import { instanceTable } from './instance-table.js';
 import { context } from './context-commands.js';
 import { fleet } from './fleet-command.js';
+import { APPLY_COMMANDS, exportAll } from './apply-commands.js';
 import { SELECTION_USAGE } from './instance-refs.js';
 
 export type { Io } from './command.js';
@@ -438,10 +439,15 @@ const importCommand: Command = {
 };
 
 const exportCommand: Command = {
-  usage: 'export <name|#id> [-o FILE]',
-  summary: "an instance's config file in frpc's TOML (secrets masked unless you are a superuser)",
-  flags: [{ name: 'output', short: 'o', value: true }, ID_FLAG],
+  usage: 'export <name|#id> [-o FILE] | export --all [-o FILE] [--format yaml|toml]',
+  summary:
+    "an instance's config file in frpc's TOML (secrets masked unless you are a superuser); --all: every instance as a desired-state file for apply (a secret you may not read becomes a {{ .Envs.NAME }} reference)",
+  flags: [{ name: 'output', short: 'o', value: true }, ID_FLAG, { name: 'all' }, { name: 'format', value: true }],
   async run(ctx) {
+    if (has(ctx.args, 'all')) {
+      if (ctx.args.positional.length > 0) throw usageError('export --all takes no instance');
+      return exportAll(ctx);
+    }
     const client = await ctx.client();
     const { id } = await onlyInstance(client, ctx.args);
     const { data } = await client.get('/tunnelAct/instanceMgr/export', {
@@ -527,6 +533,7 @@ export const CLIENT_COMMANDS: Record<string, Command> = {
   rm,
   import: importCommand,
   export: exportCommand,
+  ...APPLY_COMMANDS,
   ...EDIT_COMMANDS,
   ...REVISION_COMMANDS,
   label,

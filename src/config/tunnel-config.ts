@@ -221,6 +221,13 @@ export class TunnelConfig {
     return createHash('sha256').update(this.exportText(false)).digest('hex').slice(0, 16);
   }
 
+  /** Whether `other` holds the same settings, proxies and visitors, key order and layout aside (the admin endpoint too). */
+  sameDocumentAs(other: TunnelConfig): boolean {
+    const { webServer: _mine, ...mine } = this.doc;
+    const { webServer: _theirs, ...theirs } = other.doc;
+    return sameTree(mine, theirs);
+  }
+
   /** Whether the top-level settings (all but proxies, visitors and the admin endpoint) are those of `other`. */
   sameSettingsAs(other: TunnelConfig): boolean {
     return sameTree(settingsOf(this.doc), settingsOf(other.doc));
@@ -506,6 +513,12 @@ export class TunnelConfig {
       delete doc.serverPort;
     }
     return unquoteBarePlaceholders(stringifyDocument(masked ? maskSecrets(doc) : doc), doc);
+  }
+
+  /** The document as exportText writes it, as a tree: without the admin endpoint, secrets masked unless `masked` is false. */
+  exportTree(masked: boolean): Table {
+    const { webServer: _ours, ...doc } = copyTree(this.doc);
+    return masked ? maskSecrets(doc) : doc;
   }
 
   /** The values of its secret keys as frpc reads them with this environment: what is masked wherever it shows. */

@@ -861,6 +861,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/tunnelAct/instanceMgr/apply": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Converge the instances to a desired state
+         * @description Each instance named is created when missing, changed where it differs (its file through the change pipeline: checked, verified by frpc, a revision, applied by a reload or a restart; its record as modify changes it), left alone when it is as asked; with prune, every other instance is deleted. Each instance is all-or-nothing and answered on its own: a refused one is left as it was and the others still converge (the reply is a 200 that counts it as failed). A second apply of the same state changes nothing. With dryRun nothing is written: the answer says what would change.
+         *
+         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp).
+         */
+        post: operations["instanceMgr.apply"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tunnelAct/instanceMgr/exportAll": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every instance as a desired state (what apply takes)
+         * @description Each instance's frpc file (without tunnelward's admin endpoint, and without its clientID where it is the default) and its attributes. A superuser gets the secrets as the files hold them; for anyone else each secret that is not already a {{ .Envs.NAME }} reference is replaced by one, named in the instance's env and in unexported, so that a mask is never applied as if it were the secret.
+         *
+         *     Access: admin: an admin or a superuser (X-Token or an API key scoped admin or higher, and X-Timestamp).
+         */
+        get: operations["instanceMgr.exportAll"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/tunnelAct/proxyMgr/create": {
         parameters: {
             query?: never;
@@ -3201,6 +3245,73 @@ export interface components {
             oldestKept?: number | null;
             message?: string;
         };
+        ApplyAnswer: {
+            dryRun: boolean;
+            counts: {
+                created: number;
+                changed: number;
+                unchanged: number;
+                deleted: number;
+                failed: number;
+            };
+            instances: {
+                name: string;
+                /** @description null for one not created (a refusal, or a dry run) */
+                instanceID: number | null;
+                /** @enum {string} */
+                outcome: "created" | "changed" | "unchanged" | "deleted" | "failed";
+                /** @description what was done, or why it was refused (then nothing of that instance changed) */
+                message: string;
+                /** @description what changed of tunnelward's own attributes, one line each; an environment variable by its name only */
+                changes: string[];
+                /** @description unified diff of its frpc file, secrets masked; empty when the file is as it was */
+                diff: string;
+                /** @description how the file's change reached the tunnel (the change pipeline's plan); null when the file did not change */
+                plan: {
+                    /** @enum {string} */
+                    action: "none" | "file only" | "reload" | "restart";
+                    reason: string;
+                } | null;
+                revision: number | null;
+                notes: string[];
+            }[];
+        };
+        DesiredInstance: {
+            /** @description the instance, by its name (the key of the convergence: a new name is a new instance) */
+            name: string;
+            /**
+             * @description running or stopped; left out, the instance is left as it runs (a new one stays stopped)
+             * @enum {string}
+             */
+            state?: "running" | "stopped";
+            /** @description start at boot, through its boot service (default false) */
+            bootAtStart?: boolean;
+            /** @description operating-system user the tunnel runs as (default root) */
+            runUser?: string;
+            /** @description its labels (default none) */
+            labels?: {
+                [key: string]: string;
+            };
+            /** @description the names of its environment variables, never their values (the file reads them as {{ .Envs.NAME }}); the values come with the apply (the CLI takes them from its own environment). Default none */
+            env?: string[];
+            /** @description its own health policy and memory cap; a figure left out follows the setting */
+            policy?: {
+                /** @description its own Health.DisconnectedSecs; left out: the setting's */
+                disconnectedSecs?: number;
+                /** @description its own Health.UnreachableSecs; left out: the setting's */
+                unreachableSecs?: number;
+                /** @description its own Instance.MemoryMaxMB; left out: the setting's */
+                memoryMaxMB?: number;
+            };
+            /** @description end-to-end probes of its proxies (default false) */
+            probes?: boolean;
+            /** @description when it is stopped by itself, as an ISO 8601 time; null or left out: never */
+            expires?: string | null;
+            /** @description the instance's frpc config in frpc's own shape (serverAddr, auth, transport, ..., proxies: [...], visitors: [...]); a secret may be a {{ .Envs.NAME }} reference. webServer is tunnelward's own admin endpoint and clientID defaults to <host>-<name> */
+            frpc: {
+                [key: string]: unknown;
+            };
+        };
         /** @description any JSON value but null, at any depth (settings.toml is TOML: no null) */
         TomlValue: unknown;
     };
@@ -3406,6 +3517,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -4971,6 +5083,89 @@ export interface operations {
             500: components["responses"]["InternalError"];
             /** @description The tunnel did not come up with the file: it was put back as it was. */
             502: components["responses"]["TunnelFailed"];
+        };
+    };
+    "instanceMgr.apply": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description every instance the host should have, by name */
+                    instances: components["schemas"]["DesiredInstance"][];
+                    /** @description values of the environment variables the instances' env lists name (write-only: never answered, logged or shown in a diff); a variable an instance gains needs one, a value given for one it has replaces it */
+                    environment?: {
+                        [key: string]: string | null;
+                    };
+                    /** @description delete every instance the desired state does not name (default false) */
+                    prune?: boolean;
+                    /** @description check and plan only: the answer says what would happen (diff, frpc verify, plan); nothing is written */
+                    dryRun?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description How each instance went */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope"] & {
+                        /** @constant */
+                        success?: true;
+                        data: components["schemas"]["ApplyAnswer"];
+                    };
+                };
+            };
+            /** @description The desired state does not fit its schema (the message names the field); nothing was done. */
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "instanceMgr.exportAll": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The desired state */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Envelope"] & {
+                        /** @constant */
+                        success?: true;
+                        data: {
+                            instances: components["schemas"]["DesiredInstance"][];
+                            /** @description whether secrets were replaced by references */
+                            masked: boolean;
+                            /** @description by instance, the variables made for the secrets that were not exported; their values must be given to apply */
+                            unexported: {
+                                [key: string]: string[];
+                            };
+                        };
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
         };
     };
     "proxyMgr.create": {

@@ -14,10 +14,12 @@ import { consoleAssets } from './console-assets.js';
 import { envelope, type ReplyRedactor } from './envelope.js';
 import { requestExposure, type Exposure } from './exposure.js';
 import { checkJsonBody, parseJsonBody, requireJsonBody } from './json-body.js';
+import { DEFAULTS } from '../settings/defaults.js';
 import { STREAM_PATHS } from './log-streams.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { accountRoutes } from './routes/accounts.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
+import { applyDesiredState, applyRoutes } from './routes/apply.js';
 import { instanceRoutes } from './routes/instances.js';
 import { metricsRoutes, type RequestCounts } from './routes/metrics.js';
 import { openApiRoutes } from './routes/openapi.js';
@@ -145,6 +147,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     apiKeyRoutes,
     settingsRoutes,
     instanceRoutes,
+    applyRoutes,
     proxyRoutes,
     openApiRoutes,
   ];
@@ -160,7 +163,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
 
   app.use(routeGate(routers, STREAM_PATHS));
   app.use(requireJsonBody);
-  app.use(parseJsonBody(deps.jsonLimit));
+  app.use(parseJsonBody(deps.jsonLimit, { [applyDesiredState.path]: DEFAULTS.applyJsonLimit }));
   app.use(checkJsonBody(deps.jsonMaxDepth));
   for (const router of routers) app.use(router.middleware());
   return app;

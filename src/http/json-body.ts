@@ -77,12 +77,12 @@ const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const ENCODINGS = new Set(['identity', 'gzip', 'deflate', 'br']);
 
 /**
- * Parses a JSON body into `ctx.request.body`: an object or array only (strict), at most `limit` once decompressed
+ * Parses a JSON body into `ctx.request.body`: an object or array only (strict), at most `limit` (by path, `larger`) once decompressed
  * (co-body's errors carry their status: 400 for invalid JSON, 413 over the limit). A body compressed as its
  * Content-Encoding says (gzip, deflate, br) is read; one that says another is refused before it is read, one whose
  * data is not what it says when the decompressor fails (its error has no status).
  */
-export function parseJsonBody(limit: string): Middleware {
+export function parseJsonBody(limit: string, larger: Readonly<Record<string, string>> = {}): Middleware {
   return async (ctx, next) => {
     if (PARSED_METHODS.has(ctx.method) && ctx.request.is('json')) {
       // Content codings are case-insensitive (RFC 9110, 8.4.1): GZIP is gzip, and the decompressor is told so.
@@ -92,7 +92,7 @@ export function parseJsonBody(limit: string): Middleware {
       }
       if (ctx.req.headers['content-encoding'] !== undefined) ctx.req.headers['content-encoding'] = encoding;
       try {
-        (ctx.request as { body?: unknown }).body = await json(ctx, { limit, strict: true });
+        (ctx.request as { body?: unknown }).body = await json(ctx, { limit: larger[ctx.path] ?? limit, strict: true });
       } catch (err) {
         const { code } = err as NodeJS.ErrnoException;
         // zlib's codes (Z_DATA_ERROR, Z_BUF_ERROR) and brotli's (ERR__ERROR_FORMAT_..., ERR_BROTLI_...).

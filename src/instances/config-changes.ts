@@ -67,3 +67,19 @@ export const rollbackTo = (number: number, text: string): FileChange<void> => ({
   ...replaceFile(text, 'rollback'),
   request: { to: number },
 });
+
+/**
+ * The file made as a desired state has it (`tunnelward apply`): the whole text replaced as an edit replaces it, the
+ * clientID defaulted as a create defaults it, and a file that reads the same (key order and layout aside, the admin
+ * endpoint kept) left exactly as it is, so that an apply of what is already there changes nothing.
+ */
+export const convergeTo = (content: string, client: { host: string; instance: string }): FileChange<void> => ({
+  kind: 'apply',
+  request: {},
+  edit: (draft) => {
+    const { config, notes } = draft.replacedBy(content);
+    config.nameClient(client.host, client.instance);
+    if (config.sameDocumentAs(draft)) return { config: draft, result: undefined };
+    return { config, result: undefined, notes };
+  },
+});

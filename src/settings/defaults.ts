@@ -18,6 +18,8 @@ export const DEFAULTS = {
   passwordHashMemoryKiB: 65536,
   /** Largest JSON body accepted by the HTTP API. */
   jsonLimit: '256kb',
+  /** Largest desired state an apply accepts (a thousand instances with a few proxies each is about 1 MB). */
+  applyJsonLimit: '16mb',
   /** Deepest nesting of containers accepted in a JSON body. */
   jsonMaxDepth: 64,
   /** How often expired sessions and idle rate-limit windows are swept. */

@@ -1,6 +1,7 @@
 import type { Operation } from '../operation.js';
 import { operations as accounts } from './accounts.js';
 import { operations as apiKeys } from './api-keys.js';
+import { operations as apply } from './apply.js';
 import { operations as instances } from './instances.js';
 import { operations as metrics } from './metrics.js';
 import { operations as document } from './openapi.js';
@@ -21,5 +22,6 @@ export const declaredOperations = (): Operation[] => [
   ...apiKeys,
   ...settings,
   ...instances,
+  ...apply,
   ...proxies,
 ];

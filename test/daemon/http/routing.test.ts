@@ -52,6 +52,8 @@ const CONTRACT: Record<string, Access> = {
   'GET /tunnelAct/instanceMgr/revision': 'visitor',
   'GET /tunnelAct/instanceMgr/diff': 'visitor',
   'POST /tunnelAct/instanceMgr/rollback': 'admin',
+  'POST /tunnelAct/instanceMgr/apply': 'admin',
+  'GET /tunnelAct/instanceMgr/exportAll': 'admin',
   'GET /openapi.json': 'public',
   'GET /system/audit': 'superuser',
   'POST /apiKeyMgr/create': 'visitor',
