@@ -143,6 +143,22 @@ export const AUDITED: Readonly<Record<string, Audited>> = {
       detail: { to: scalar(b, 'revision'), applied: scalar(d, 'applied'), revision: scalar(d, 'revision') },
     }),
   },
+  'POST /tunnelAct/instanceMgr/apply': {
+    action: 'instance.apply',
+    // The outcome of each instance by name, and the counts: never the files, their diffs or the environment.
+    describe: (b, d) => {
+      const outcomes = Array.isArray(d?.instances) ? (d.instances as unknown[]).map(object) : [];
+      const changed = outcomes.filter((o) => o && o.outcome !== 'unchanged').slice(0, 50);
+      return {
+        target: { type: 'instance', id: 'apply' },
+        detail: {
+          prune: b?.prune === true,
+          counts: object(d?.counts),
+          instances: changed.map((o) => `${scalar(o, 'name') ?? '?'}: ${scalar(o, 'outcome') ?? '?'}`),
+        },
+      };
+    },
+  },
   'POST /tunnelAct/instanceMgr/start': instanceAction('instance.start'),
   'POST /tunnelAct/instanceMgr/stop': instanceAction('instance.stop'),
   'POST /tunnelAct/instanceMgr/restart': instanceAction('instance.restart'),

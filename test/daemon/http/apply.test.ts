@@ -85,6 +85,13 @@ test.serial(
     t.deepEqual(exported.body.data.instances[0].env, ['EDGE_TOKEN']);
     t.is(exported.body.data.instances[0].frpc.auth.token, '{{ .Envs.EDGE_TOKEN }}');
     t.false(daemon.output.join('\n').includes(secret), 'nor logged');
+    // The trail has the apply (not its dry run) by outcome per instance, and never the value.
+    const trail = await daemon.get('/system/audit?action=instance.apply', { token: root });
+    const done200 = trail.body.data.entries.filter((e: { status: number }) => e.status === 200);
+    t.is(done200.length, 1, JSON.stringify(trail.body.data));
+    t.deepEqual(done200[0].detail.instances, ['edge-a: created', 'edge-b: failed']);
+    t.like(done200[0].detail.counts, { created: 1, failed: 1 });
+    t.false(JSON.stringify(trail.body).includes(secret));
   },
 );
 

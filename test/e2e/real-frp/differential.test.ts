@@ -913,10 +913,10 @@ ${proxy('checked', `localPort = ${echo.port}\nremotePort = ${await freePort()}\n
 // must be in some line the real frpc printed in the tests above.
 const READ: Array<[RegExp, ReturnType<typeof readLogLine>]> = [
   [/login to server success/, { connected: true, lookAgain: true }],
-  [/try to connect to server/, { connected: false, lookAgain: true }],
-  [/connect to server error/, { connected: false, lookAgain: true }],
-  [/heartbeat timeout/, { connected: false, lookAgain: true }],
-  [/^login to the server failed: /, { connected: false, lookAgain: true }],
+  [/try to connect to server/, { connected: false, lookAgain: false }],
+  [/connect to server error/, { connected: false, lookAgain: false }],
+  [/heartbeat timeout/, { connected: false, lookAgain: false }],
+  [/^login to the server failed: /, { connected: false, lookAgain: false }],
   [/start proxy success/, { lookAgain: true }],
   [/start error/, { lookAgain: true }],
   [/proxy added/, { lookAgain: true }],
