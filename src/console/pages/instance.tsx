@@ -303,6 +303,7 @@ export function InstancePage({ id }: { id: number }) {
         <Fact name="Service" value={info.serviceName} />
         <Fact name="Created" value={`${dateTime(info.createdAt)} by ${info.createdBy}`} />
         {!mayChange && <Fact name="Start at boot" value={info.bootAtStart ? 'yes' : 'no'} />}
+        {!mayChange && <Fact name="Probed end to end" value={info.probes ? 'yes' : 'no'} />}
         {!mayChange && info.runUser !== undefined && <Fact name="Runs as" value={info.runUser} />}
         {info.health.reason && <Fact name="Why not up" value={info.health.reason} wide />}
         {info.configPath !== undefined && <Fact name="Config file" value={info.configPath} wide />}
@@ -577,14 +578,16 @@ function ProxyStatus({ proxy, running }: { proxy: Proxy; running: boolean }) {
 function SystemConfig({ info, onSaved }: { info: InstanceInfo; onSaved: () => void }) {
   const { notify } = useSession();
   const [bootAtStart, setBootAtStart] = useState(info.bootAtStart);
+  const [probes, setProbes] = useState(info.probes);
   const [runUser, setRunUser] = useState(info.runUser ?? '');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState('');
   useEffect(() => {
     setBootAtStart(info.bootAtStart);
+    setProbes(info.probes);
     setRunUser(info.runUser ?? '');
-  }, [info.bootAtStart, info.runUser]);
-  const changed = bootAtStart !== info.bootAtStart || runUser.trim() !== (info.runUser ?? '');
+  }, [info.bootAtStart, info.probes, info.runUser]);
+  const changed = bootAtStart !== info.bootAtStart || probes !== info.probes || runUser.trim() !== (info.runUser ?? '');
 
   return (
     <section aria-labelledby="system-title" class="panel">
@@ -601,6 +604,7 @@ function SystemConfig({ info, onSaved }: { info: InstanceInfo; onSaved: () => vo
           try {
             const modifiedData: Record<string, unknown> = {};
             if (bootAtStart !== info.bootAtStart) modifiedData.bootAtStart = bootAtStart;
+            if (probes !== info.probes) modifiedData.probes = probes;
             if (runUser.trim() !== (info.runUser ?? '')) modifiedData.runUser = runUser.trim();
             const reply = await post<{ bootServiceError?: string }>('/tunnelAct/instanceMgr/modify', {
               instanceID: info.instanceID,
@@ -624,6 +628,12 @@ function SystemConfig({ info, onSaved }: { info: InstanceInfo; onSaved: () => vo
           checked={bootAtStart}
           onChange={setBootAtStart}
           hint="Started when the host boots (a boot service of the init system)"
+        />
+        <Check
+          label="Probe end to end"
+          checked={probes}
+          onChange={setProbes}
+          hint="While it runs, each tcp, http and https proxy is tried through its server and directly (Probe settings)"
         />
         <Field label="Run as user" error={runUser.trim() ? undefined : 'A user is required.'}>
           {({ id, describedBy, invalid }) => (

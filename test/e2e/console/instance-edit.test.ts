@@ -164,6 +164,28 @@ test.serial('an admin adds and removes labels on the instance page; a refusal ke
   noProblems(t, page);
 });
 
+test.serial('an admin turns end-to-end probes on and off on the instance page', async (t) => {
+  const { id } = await createInstance(daemon, adminToken, 'probed_page');
+  const probesOf = async () =>
+    (await daemon.get(`/tunnelAct/instanceMgr/getInfo?instanceID=${id}`, { token: root })).body.data.probes;
+  t.false(await probesOf(), 'off by default');
+  const page = await open(t);
+  await page.goto(`${daemon.url}/#/instances/${id}`);
+  const panel = page.getByRole('region', { name: 'Service' });
+  const probes = panel.getByLabel('Probe end to end');
+  t.false(await probes.isChecked());
+  await probes.check();
+  await panel.getByRole('button', { name: 'Save' }).click();
+  await page.getByRole('status').filter({ hasText: 'probed_page' }).first().waitFor();
+  t.true(await waitFor(probesOf, (v) => v === true, 5000));
+  await shot(page, 'instance-probes-on');
+  await probes.uncheck();
+  await panel.getByRole('button', { name: 'Save' }).click();
+  t.false(await waitFor(probesOf, (v) => v === false, 5000));
+  t.false(await probes.isChecked());
+  noProblems(t, page);
+});
+
 const PROXY = `
 [[proxies]]
 name = "web_ui"
