@@ -36,6 +36,7 @@ import { SettingsStore } from '../settings/settings-store.js';
 import { secretSettingValues } from '../settings/schema.js';
 import { Database } from '../storage/database.js';
 import { countStart, PersistentCounter } from '../storage/meta.js';
+import { preferDaemon } from '../system/priority.js';
 import { hostBootId } from '../system/proc.js';
 import { checkTunnelClient } from '../system/tunnel-client.js';
 import { loadSoftwareInfo } from '../system/software-info.js';
@@ -99,6 +100,10 @@ async function startLocked(
   });
   if (unknownKeys.length > 0)
     log.warn({ keys: unknownKeys }, 'settings.toml has keys tunnelward does not know; kept as they are');
+  // Before the spawner and the thread pool's threads are made: they inherit it (src/system/priority.ts).
+  const priority = preferDaemon();
+  if ('refused' in priority)
+    log.info({ reason: priority.refused }, 'the daemon runs at the priority it was given, the same as its tunnels');
   const settingsSub = settings.changes$.subscribe(({ changed, settings: s }) => {
     if (changed.includes('Debug')) log.level = s.Debug ? 'debug' : 'info';
     if (changed.some((key) => SECRET_KEYS.has(key))) secrets.set('settings', secretSettingValues(s));

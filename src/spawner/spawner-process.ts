@@ -12,7 +12,19 @@
 // finds it by that argument and sends it SIGTERM (src/spawner/output-keeper.ts); otherwise it goes.
 import { spawn } from 'node:child_process';
 import { closeSync, constants, openSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { keepOutput } from './output-keeper.js';
+
+// The tunnels run at the priority the daemon was given, below the one it took (src/system/priority.ts): this thread,
+// which forks them, goes back there first (raising a nice value needs no privilege).
+const tunnelNice = Number(process.env.TUNNELWARD_TUNNEL_NICE);
+if (Number.isInteger(tunnelNice)) {
+  try {
+    setPriority(tunnelNice);
+  } catch {
+    // Left as it is: the tunnels then run at the daemon's priority.
+  }
+}
 
 interface SpawnMessage {
   type: 'spawn';

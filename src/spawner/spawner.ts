@@ -1,5 +1,6 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { NODE_FLAGS } from '../system/node-flags.js';
+import { TUNNEL_NICE_VARIABLE, tunnelNice } from '../system/priority.js';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../log/logger.js';
 import { SPAWNER_SCRIPT } from './output-keeper.js';
@@ -155,7 +156,11 @@ export class Spawner {
     const child = fork(SPAWNER_MAIN, this.output ? [this.output().dir] : [], {
       execArgv: [...this.nodeArgs],
       // A clean environment: the daemon's own may hold secrets, and each tunnel gets its environment per spawn.
-      env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin' },
+      env: {
+        PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+        // The tunnels' priority, below the daemon's (src/system/priority.ts).
+        [TUNNEL_NICE_VARIABLE]: String(tunnelNice()),
+      },
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     });
     this.child = child;

@@ -1,8 +1,10 @@
 import { NODE_FLAGS } from '../../../src/system/node-flags.js';
+import { DAEMON_NICE } from '../../../src/system/priority.js';
 // Tunnels are started by the spawner, a small process of the daemon's: it is their parent (exit codes known),
 // and losing it loses no tunnel.
 import test from 'ava';
-import { readFile, rm } from 'node:fs/promises';
+import { readdir, readFile, rm } from 'node:fs/promises';
+import { getPriority } from 'node:os';
 import { join } from 'node:path';
 import { disposeWithTunnels, startWithRoot } from '../../helpers/daemon.js';
 import { createInstance, instanceSettings, statusOf, tunnelPids, waitFor } from '../../helpers/instances.js';
@@ -149,4 +151,38 @@ test("a tunnel's output pipe removed while it runs, then its spawner killed: the
     (pids) => pids.length === 1 && pids[0] !== pid,
   );
   t.like(await statusOf(daemon, root, a.id), { restarts: 1 });
+});
+
+/** The nice value of each thread of a process. */
+const nicesOf = async (pid: number) => {
+  const tids = (await readdir(`/proc/${pid}/task`)).map(Number);
+  return Promise.all(
+    tids.map(async (tid) => {
+      const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'latin1');
+      // Fields after the command: state is 3rd, nice the 19th of the file.
+      return { tid, nice: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]) };
+    }),
+  );
+};
+
+test('the daemon runs above its tunnels: its threads at DAEMON_NICE, the spawner that forks them and the tunnels at the priority it was given', async (t) => {
+  t.is(getPriority(), 0, 'the tests run at the normal priority');
+  const { daemon, root } = await startWithRoot({ settingsToml: instanceSettings() });
+  t.teardown(() => disposeWithTunnels(daemon, root));
+  const inst = await createInstance(daemon, root, 'sp_nice');
+  t.true((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: inst.id }, { token: root })).body.success);
+  const daemonThreads = await nicesOf(daemon.pid);
+  t.true(daemonThreads.length > 1);
+  t.deepEqual(
+    daemonThreads.filter((th) => th.nice !== DAEMON_NICE),
+    [],
+    'every thread of the daemon, those made after its start included',
+  );
+  const spawner = (await spawnerOf(daemon.pid))!;
+  t.is((await nicesOf(spawner)).find((th) => th.tid === spawner)?.nice, 0, "the spawner's forking thread");
+  const [tunnel] = await tunnelPids(inst.configPath);
+  t.deepEqual(
+    (await nicesOf(tunnel!)).map((th) => th.nice),
+    (await nicesOf(tunnel!)).map(() => 0),
+  );
 });
