@@ -634,8 +634,10 @@ export const realFrp: Scenario = {
       const down0 = Date.now();
       listMs.length = 0;
       const sched0 = schedMs(daemon.pid);
-      await frps.down();
-      const lost = await watchList(daemon, watched, { lost: (i) => i.connected === false }, 60_000);
+      // Read while frps goes, not after: a first read that began once it was gone would see every tunnel at once.
+      const down = frps.down();
+      const lost = await watchList(daemon, watched, { lost: (i) => i.connected === false }, 60_000, down);
+      await down;
       const sched1 = schedMs(daemon.pid);
       const lostLogged = await firstLogged(dataDir, watched, /try to connect to server|connect to server error/, down0);
       const lostApi = delays(lost.lost!, down0);

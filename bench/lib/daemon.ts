@@ -67,6 +67,8 @@ export class BenchDaemon {
           ...options.env,
         },
         stdio: ['ignore', 'pipe', 'inherit'],
+        // A session of its own, as a service manager starts it (src/system/priority.ts gives such a session its weight).
+        detached: true,
       },
     );
     const daemon = new BenchDaemon(proc, dataDir);

@@ -104,6 +104,7 @@ async function startLocked(
   const priority = preferDaemon();
   if ('refused' in priority)
     log.info({ reason: priority.refused }, 'the daemon runs at the priority it was given, the same as its tunnels');
+  else log.debug({ ...priority }, 'the daemon runs above its tunnels');
   const settingsSub = settings.changes$.subscribe(({ changed, settings: s }) => {
     if (changed.includes('Debug')) log.level = s.Debug ? 'debug' : 'info';
     if (changed.some((key) => SECRET_KEYS.has(key))) secrets.set('settings', secretSettingValues(s));

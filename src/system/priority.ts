@@ -1,4 +1,4 @@
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 
 /**
@@ -20,11 +20,16 @@ export const DAEMON_NICE = -10;
 let given: number | undefined;
 
 /**
- * Gives every thread of this process the daemon's priority (on Linux a nice value is a thread's: each thread is set,
- * and threads made later inherit it from the one that makes them). Lowering a nice value needs root or CAP_SYS_NICE:
- * without, the daemon runs at the priority it was given, and the answer says why.
+ * Gives the daemon its priority. On Linux a nice value is a thread's: every thread is set, and threads made later
+ * inherit it from the one that makes them. Where the kernel groups each session (autogroup: kernel.
+ * sched_autogroup_enabled, on in Debian's and Ubuntu's kernels), a thread's nice value weighs only within its session,
+ * and every tunnel leads a session of its own (it is started detached): the daemon's session is given the weight too,
+ * when the daemon leads it (a service manager starts it so; never a session it shares with the shell it was typed
+ * in). Lowering a nice value needs root or CAP_SYS_NICE: without, the daemon runs at the priority it was given, and
+ * the answer says why.
  */
-export function preferDaemon(): { nice: number } | { refused: string } {
+export function preferDaemon():
+  { nice: number; session: 'set' | 'not its own' | 'no autogroup' } | { refused: string } {
   given ??= getPriority();
   let threads: number[];
   try {
@@ -34,9 +39,24 @@ export function preferDaemon(): { nice: number } | { refused: string } {
   }
   try {
     for (const tid of threads) setPriority(tid, DAEMON_NICE);
-    return { nice: DAEMON_NICE };
   } catch (err) {
     return { refused: (err as Error).message };
+  }
+  return { nice: DAEMON_NICE, session: preferSession() };
+}
+
+/** Sets the autogroup's nice value of the session this process leads (see `preferDaemon`). */
+function preferSession(): 'set' | 'not its own' | 'no autogroup' {
+  try {
+    const stat = readFileSync('/proc/self/stat', 'latin1');
+    // After the command's closing parenthesis: state, ppid, pgrp, session.
+    const session = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]);
+    if (session !== process.pid) return 'not its own';
+    if (readFileSync('/proc/sys/kernel/sched_autogroup_enabled', 'latin1').trim() !== '1') return 'no autogroup';
+    writeFileSync('/proc/self/autogroup', String(DAEMON_NICE));
+    return 'set';
+  } catch {
+    return 'no autogroup';
   }
 }
 

@@ -31,6 +31,8 @@ export interface StartOptions {
   wrap?: string[];
   /** The tunnelward to run (a copy of this one elsewhere); this checkout's by default. */
   cli?: string;
+  /** In a session of its own, as a service manager starts it (the test's otherwise). */
+  ownSession?: boolean;
 }
 
 export interface Response<T = any> {
@@ -249,7 +251,7 @@ export async function startDaemon(options: StartOptions = {}): Promise<Daemon> {
   const proc = spawnCli(
     ['serve', '--data-dir', dataDir, '--port', '0', ...(options.args ?? [])],
     options.env,
-    { uid: options.uid, gid: options.gid },
+    { uid: options.uid, gid: options.gid, detached: options.ownSession },
     options.wrap,
     options.cli,
   );

@@ -186,3 +186,26 @@ test('the daemon runs above its tunnels: its threads at DAEMON_NICE, the spawner
     (await nicesOf(tunnel!)).map(() => 0),
   );
 });
+
+test('a daemon that leads its session (as a service manager starts it) gives the session its priority: each tunnel leads one of its own, and the kernel weighs sessions against each other', async (t) => {
+  const autogroup = (await readFile('/proc/sys/kernel/sched_autogroup_enabled', 'latin1').catch(() => '0')).trim();
+  const { daemon, root } = await startWithRoot({ settingsToml: instanceSettings(), ownSession: true });
+  t.teardown(() => disposeWithTunnels(daemon, root));
+  const inst = await createInstance(daemon, root, 'sp_session');
+  t.true((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: inst.id }, { token: root })).body.success);
+  const [tunnel] = await tunnelPids(inst.configPath);
+  const groupOf = (pid: number) => readFile(`/proc/${pid}/autogroup`, 'latin1').catch(() => '');
+  if (autogroup !== '1') {
+    t.log("kernel.sched_autogroup_enabled is not 1 here: only the threads' priority applies");
+    t.deepEqual(
+      (await nicesOf(daemon.pid)).filter((th) => th.nice !== DAEMON_NICE),
+      [],
+    );
+    return;
+  }
+  t.regex(await groupOf(daemon.pid), new RegExp(`nice ${DAEMON_NICE}\\n?$`));
+  t.regex(await groupOf(tunnel!), /nice 0\n?$/, "the tunnel's session keeps the normal weight");
+  t.not((await groupOf(daemon.pid)).split(' ')[0], (await groupOf(tunnel!)).split(' ')[0]);
+  // A daemon in the session of whoever started it leaves that session's weight alone.
+  t.regex(await groupOf(process.pid), /nice 0\n?$/);
+});
