@@ -82,7 +82,8 @@ test('a server gone: down with "server unreachable" and the dial error, the disc
   const { next } = await alertsOf(t, daemon, root);
   // `tunnelward events` as an operator follows it: the proxy by name, and why.
   const env = await loggedIn(daemon, t);
-  const follow = spawn(process.execPath, [CLI, 'events'], { env: { ...process.env, ...env } });
+  // From the first event kept: a CLI slow to start on a loaded machine must not miss what came before it connected.
+  const follow = spawn(process.execPath, [CLI, 'events', '--since', '0'], { env: { ...process.env, ...env } });
   t.teardown(() => follow.kill('SIGKILL'));
   let printed = '';
   follow.stdout.on('data', (chunk: Buffer) => (printed += chunk.toString()));
