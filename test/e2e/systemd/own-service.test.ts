@@ -4,6 +4,7 @@ import test from 'ava';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { DAEMON_NICE } from '../../../src/system/priority.js';
 import { CLI, tempDir } from '../../helpers/daemon.js';
 import { freePort } from '../../helpers/frp.js';
 import { SystemdHost } from '../../helpers/systemd-host.js';
@@ -46,6 +47,13 @@ test('install runs this build with its --host, --port and --data-dir, started an
   t.is(await answers(url), 200, 'it answers on the port it was given');
   const pid = Number((await host.show('tunnelward.service', 'MainPID')).MainPID);
   t.is(Number(await readFile(join(dataDir, 'tunnelward.pid'), 'utf8')), pid, 'it runs on that data dir');
+  // A service leads its session: the daemon's threads and, where the kernel groups sessions, its session run above
+  // the tunnels (src/system/priority.ts).
+  const stat = (await host.run('cat', `/proc/${pid}/stat`)).stdout;
+  t.is(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]), DAEMON_NICE, 'its main thread');
+  const autogroup = await readFile('/proc/sys/kernel/sched_autogroup_enabled', 'latin1').catch(() => '0');
+  if (autogroup.trim() === '1')
+    t.regex((await host.run('cat', `/proc/${pid}/autogroup`)).stdout, new RegExp(`nice ${DAEMON_NICE}$`, 'm'));
 
   const uninstall = await host.run(process.execPath, CLI, 'service', 'uninstall', '--data-dir', dataDir);
   t.is(uninstall.code, 0, uninstall.stderr);
