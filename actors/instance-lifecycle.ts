@@ -70,6 +70,11 @@ interface Live extends VerdictCache {
   run: RunInfo;
   /** Checked in the slot of the command that starts it: the spawn that follows reads nothing again. */
   prepared?: Prepared;
+  /**
+   * When its latest spawn left the queue of SPAWNS_AT_ONCE (null while it waits there): a command's time limit counts
+   * from then, as waiting for its turn among thousands started together is part of no stuck course.
+   */
+  spawnBegan?: number | null;
 }
 
 /** A start checked in its slot: the file as read, for the spawn. */
@@ -396,11 +401,13 @@ export class InstanceLifecycle {
 
   /** The machine's spawn: the process is recorded before the machine learns of it, so a crash of ours loses nothing. */
   private async spawn(id: number): Promise<{ pid: number }> {
+    this.liveOf(id).spawnBegan = null;
     const { record, proc } = await this.spawns.run(async () => {
-      const record = this.store.get(id);
-      if (!record) throw new Error(`instance ${id} no longer exists`);
       // An operator's start was checked in its slot; the watchdog's restarts are checked here, with one read.
       const live = this.liveOf(id);
+      live.spawnBegan = Date.now();
+      const record = this.store.get(id);
+      if (!record) throw new Error(`instance ${id} no longer exists`);
       const prepared = live.prepared;
       live.prepared = undefined;
       if (!prepared) {
@@ -522,7 +529,8 @@ export class InstanceLifecycle {
 
   /**
    * Sends a command event to an actor and resolves with the outcome it emits for it. Every state answers every
-   * command, so the time limit is only a last safety net: past it the request fails and says so, never hangs.
+   * command, so the time limit is only a last safety net: past it the request fails and says so, never hangs. It
+   * counts from the later of the send and the spawn's turn (see Live.spawnBegan).
    */
   private outcome(actor: InstanceActor, type: 'START' | 'STOP' | 'RESTART'): Promise<CommandDone> {
     const ref = ++this.refs;
@@ -536,8 +544,14 @@ export class InstanceLifecycle {
         resolve(event);
       };
       const sub = actor.on('commandDone', (event) => event.ref === ref && done(event));
-      const timer = setTimeout(() => {
+      const expire = () => {
         const { instanceId } = actor.getSnapshot().context;
+        const began = this.live.get(instanceId)?.spawnBegan;
+        const left = began === null ? limitMs : began === undefined ? 0 : began + limitMs - Date.now();
+        if (left > 0) {
+          timer = setTimeout(expire, left);
+          return;
+        }
         this.log.error({ instanceID: instanceId, command, limitMs }, 'a command got no outcome in time');
         done({
           type: 'commandDone',
@@ -548,7 +562,8 @@ export class InstanceLifecycle {
           unchanged: false,
           message: `had no outcome within ${limitMs} ms`,
         });
-      }, limitMs);
+      };
+      let timer = setTimeout(expire, limitMs);
       actor.send({ type, ref });
     });
   }
