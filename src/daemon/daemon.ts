@@ -101,7 +101,7 @@ async function startLocked(
   if (unknownKeys.length > 0)
     log.warn({ keys: unknownKeys }, 'settings.toml has keys tunnelward does not know; kept as they are');
   // Before the spawner and the thread pool's threads are made: they inherit it (src/system/priority.ts).
-  const priority = preferDaemon();
+  const priority = preferDaemon(options.daemonNice);
   if ('refused' in priority)
     log.info({ reason: priority.refused }, 'the daemon runs at the priority it was given, the same as its tunnels');
   else log.debug({ ...priority }, 'the daemon runs above its tunnels');

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { LOG_FORMATS, type LogFormat } from '../log/pretty-line.js';
 import { DEFAULTS } from '../settings/defaults.js';
+import { DAEMON_NICE } from '../system/priority.js';
 
 /** What the daemon runs with, resolved from flags, then the environment, then settings.toml, then defaults. */
 export interface DaemonOptions {
@@ -17,6 +18,8 @@ export interface DaemonOptions {
   hashMemoryKiB: number;
   /** The database journal's size past which a snapshot is written; TUNNELWARD_DB_JOURNAL_BYTES changes it. */
   databaseJournalBytes: number;
+  /** The daemon's nice value above its tunnels' (src/system/priority.ts); TUNNELWARD_DAEMON_NICE changes it. */
+  daemonNice: number;
 }
 
 /** Flags of `serve`, as given on the command line. */
@@ -70,6 +73,13 @@ function journalBytes(value: string | undefined): number {
   return Number(value);
 }
 
+function daemonNice(value: string | undefined): number {
+  if (value === undefined || value === '') return DAEMON_NICE;
+  if (!/^-?\d{1,2}$/.test(value) || Number(value) < -20 || Number(value) > 19)
+    throw new Error('TUNNELWARD_DAEMON_NICE must be a nice value from -20 to 19');
+  return Number(value);
+}
+
 function hashMemory(value: string | undefined): number {
   if (value === undefined || value === '') return DEFAULTS.passwordHashMemoryKiB;
   if (!/^\d{1,8}$/.test(value) || Number(value) < 8192 || Number(value) > 4_194_304) {
@@ -99,5 +109,6 @@ export function resolveOptions(
     rateWindowMs: positiveMs(env.TUNNELWARD_RATE_WINDOW_MS, 'TUNNELWARD_RATE_WINDOW_MS', DEFAULTS.rateLimitWindowMs),
     hashMemoryKiB: hashMemory(env.TUNNELWARD_ARGON2_MEMORY_KIB),
     databaseJournalBytes: journalBytes(env.TUNNELWARD_DB_JOURNAL_BYTES),
+    daemonNice: daemonNice(env.TUNNELWARD_DAEMON_NICE),
   };
 }

@@ -28,8 +28,9 @@ let given: number | undefined;
  * in). Lowering a nice value needs root or CAP_SYS_NICE: without, the daemon runs at the priority it was given, and
  * the answer says why.
  */
-export function preferDaemon():
-  { nice: number; session: 'set' | 'not its own' | 'no autogroup' } | { refused: string } {
+export function preferDaemon(
+  nice: number = DAEMON_NICE,
+): { nice: number; session: 'set' | 'not its own' | 'no autogroup' } | { refused: string } {
   given ??= getPriority();
   let threads: number[];
   try {
@@ -38,22 +39,22 @@ export function preferDaemon():
     threads = [0];
   }
   try {
-    for (const tid of threads) setPriority(tid, DAEMON_NICE);
+    for (const tid of threads) setPriority(tid, nice);
   } catch (err) {
     return { refused: (err as Error).message };
   }
-  return { nice: DAEMON_NICE, session: preferSession() };
+  return { nice, session: preferSession(nice) };
 }
 
 /** Sets the autogroup's nice value of the session this process leads (see `preferDaemon`). */
-function preferSession(): 'set' | 'not its own' | 'no autogroup' {
+function preferSession(nice: number): 'set' | 'not its own' | 'no autogroup' {
   try {
     const stat = readFileSync('/proc/self/stat', 'latin1');
     // After the command's closing parenthesis: state, ppid, pgrp, session.
     const session = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]);
     if (session !== process.pid) return 'not its own';
     if (readFileSync('/proc/sys/kernel/sched_autogroup_enabled', 'latin1').trim() !== '1') return 'no autogroup';
-    writeFileSync('/proc/self/autogroup', String(DAEMON_NICE));
+    writeFileSync('/proc/self/autogroup', String(nice));
     return 'set';
   } catch {
     return 'no autogroup';

@@ -153,6 +153,9 @@ test("a tunnel's output pipe removed while it runs, then its spawner killed: the
   t.like(await statusOf(daemon, root, a.id), { restarts: 1 });
 });
 
+/** The daemon's own priority, not the one the other tests start it with (test/helpers/daemon.ts). */
+const DEFAULT_PRIORITY = { TUNNELWARD_DAEMON_NICE: '' };
+
 /** The nice value of each thread of a process. */
 const nicesOf = async (pid: number) => {
   const tids = (await readdir(`/proc/${pid}/task`)).map(Number);
@@ -167,7 +170,7 @@ const nicesOf = async (pid: number) => {
 
 test('the daemon runs above its tunnels: its threads at DAEMON_NICE, the spawner that forks them and the tunnels at the priority it was given', async (t) => {
   t.is(getPriority(), 0, 'the tests run at the normal priority');
-  const { daemon, root } = await startWithRoot({ settingsToml: instanceSettings() });
+  const { daemon, root } = await startWithRoot({ settingsToml: instanceSettings(), env: DEFAULT_PRIORITY });
   t.teardown(() => disposeWithTunnels(daemon, root));
   const inst = await createInstance(daemon, root, 'sp_nice');
   t.true((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: inst.id }, { token: root })).body.success);
@@ -189,7 +192,11 @@ test('the daemon runs above its tunnels: its threads at DAEMON_NICE, the spawner
 
 test('a daemon that leads its session (as a service manager starts it) gives the session its priority: each tunnel leads one of its own, and the kernel weighs sessions against each other', async (t) => {
   const autogroup = (await readFile('/proc/sys/kernel/sched_autogroup_enabled', 'latin1').catch(() => '0')).trim();
-  const { daemon, root } = await startWithRoot({ settingsToml: instanceSettings(), ownSession: true });
+  const { daemon, root } = await startWithRoot({
+    settingsToml: instanceSettings(),
+    ownSession: true,
+    env: DEFAULT_PRIORITY,
+  });
   t.teardown(() => disposeWithTunnels(daemon, root));
   const inst = await createInstance(daemon, root, 'sp_session');
   t.true((await daemon.post('/tunnelAct/instanceMgr/start', { instanceID: inst.id }, { token: root })).body.success);
