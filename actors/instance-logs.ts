@@ -46,6 +46,8 @@ export interface LogFaultEvent {
 
 /** How long without new output before the pipe counts as drained after a tunnel exits. */
 const QUIET_MS = 5;
+/** How long `quiet` waits for a reader paused by the log file's pressure before it answers with what was read. */
+const PAUSED_WAIT_MS = 2000;
 /** Lines of a run kept to explain its exit. */
 const TAIL_LINES = 5;
 /** A line longer than this is cut: a tunnel cannot make us buffer without bound. */
@@ -243,10 +245,17 @@ export class LogChannel {
    */
   async quiet(): Promise<void> {
     if (this.reader instanceof Socket) {
+      const reader = this.reader;
+      const pausedUntil = Date.now() + PAUSED_WAIT_MS;
       for (;;) {
         const before = this.chunks;
         // The first turn reaches the end of the current one; the second runs after a poll of the pipe.
         for (let turn = 0; turn < 2; turn++) await new Promise((r) => setImmediate(r));
+        // Paused while the log file catches up (its pressure): what waits in the pipe is read once it resumes.
+        if (reader.isPaused() && this.reader === reader && Date.now() < pausedUntil) {
+          await new Promise((r) => setTimeout(r, QUIET_MS));
+          continue;
+        }
         if (this.chunks === before) return;
       }
     }

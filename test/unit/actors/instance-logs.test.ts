@@ -143,3 +143,26 @@ test('half a line read when the daemon closes is written masked, as every line i
   t.regex(file, /whole line \*\*\*\n.*half \*\*\*$/s);
   t.false(file.includes('hunter2-secret'));
 });
+
+test("an exit's last lines wait for a reader the log file paused: a line written in two parts is read whole", async (t) => {
+  const dir = await tempDir('tunnelward-logs-');
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const logs = new InstanceLogs(dir, () => ({ maxBytes: 1 << 20, files: 1 }), pino({ enabled: false }));
+  const channel = logs.channel(1);
+  channel.newRun();
+  const writer = openSync(await channel.prepareForTunnel(), constants.O_WRONLY);
+  const stamp = '2026-11-25 10:00:00.000';
+  writeSync(writer, `${stamp} [W] [client/service.go:323] connect to server`);
+  await pause(50);
+  // As the log file's pressure does when the disk falls behind (LogFileWriter's `pressure`).
+  const reader = (channel as unknown as { reader: { pause(): void; resume(): void } }).reader;
+  reader.pause();
+  writeSync(writer, ' error: dial tcp 127.0.0.1:7000: connect: connection refused\n');
+  closeSync(writer);
+  setTimeout(() => reader.resume(), 100);
+  const tail = await channel.exitTail();
+  t.deepEqual(tail, [
+    `${stamp} [W] [client/service.go:323] connect to server error: dial tcp 127.0.0.1:7000: connect: connection refused`,
+  ]);
+  channel.close();
+});
