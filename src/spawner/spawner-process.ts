@@ -13,11 +13,12 @@
 import { spawn } from 'node:child_process';
 import { closeSync, constants, openSync } from 'node:fs';
 import { setPriority } from 'node:os';
+import { TUNNEL_NICE_VARIABLE } from '../system/priority.js';
 import { keepOutput } from './output-keeper.js';
 
 // The tunnels run at the priority the daemon was given, below the one it took (src/system/priority.ts): this thread,
 // which forks them, goes back there first (raising a nice value needs no privilege).
-const tunnelNice = Number(process.env.TUNNELWARD_TUNNEL_NICE);
+const tunnelNice = Number(process.env[TUNNEL_NICE_VARIABLE]);
 if (Number.isInteger(tunnelNice)) {
   try {
     setPriority(tunnelNice);

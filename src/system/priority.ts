@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
+import { statFields } from './proc.js';
 
 /**
  * The daemon's CPU priority above its tunnels'. When a server goes, every tunnel of it retries its login at once: at
@@ -49,10 +50,8 @@ export function preferDaemon(
 /** Sets the autogroup's nice value of the session this process leads (see `preferDaemon`). */
 function preferSession(nice: number): 'set' | 'not its own' | 'no autogroup' {
   try {
-    const stat = readFileSync('/proc/self/stat', 'latin1');
-    // After the command's closing parenthesis: state, ppid, pgrp, session.
-    const session = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]);
-    if (session !== process.pid) return 'not its own';
+    // state, ppid, pgrp, session.
+    if (Number(statFields(process.pid)?.[3]) !== process.pid) return 'not its own';
     if (readFileSync('/proc/sys/kernel/sched_autogroup_enabled', 'latin1').trim() !== '1') return 'no autogroup';
     writeFileSync('/proc/self/autogroup', String(nice));
     return 'set';
