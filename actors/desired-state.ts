@@ -58,6 +58,7 @@ export type ApplyDeps = Pick<
   InstanceSupervisor,
   | 'importConfig'
   | 'checkImport'
+  | 'checkRunUser'
   | 'remove'
   | 'modifySystem'
   | 'modifyEnvironment'
@@ -216,6 +217,7 @@ export class DesiredStateApplier {
 
     let file: ChangeAnswer<void>;
     if (request.dryRun) {
+      if (desired.runUser !== current.runUser) await this.deps.checkRunUser(desired.runUser);
       if (envChanged) await this.deps.modifyEnvironment(id, envChanges, request.as, request.by, true);
       file = await this.deps.converge(id, content, client, options);
     } else {

@@ -584,7 +584,7 @@ function checkInstanceName(name: string): void {
 }
 
 /** A run user must exist, and its config file must be one it can read and no other user can. */
-async function checkRunUser(runUser: string): Promise<void> {
+export async function checkRunUser(runUser: string): Promise<void> {
   if (!lookupOsUser(runUser)) throw badRequest(`runUser ${JSON.stringify(runUser)} is not a user on this system`);
   const access = await configFileAccess(runUser);
   if (access.form === 'own' && access.refused) throw badRequest(access.refused);

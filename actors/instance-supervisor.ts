@@ -30,6 +30,7 @@ import { DesiredStateApplier } from './desired-state.js';
 import { ChangePipeline, type ChangeAnswer, type ChangeOptions } from './change-pipeline.js';
 import {
   InstanceCatalogue,
+  checkRunUser,
   type CreateInstance,
   type ImportInstance,
   type SystemConfigChange,
@@ -359,6 +360,11 @@ export class InstanceSupervisor {
     const done = await this.catalogue.modifySystem(id, change, as, by);
     if (change.policy) this.healthPolicy.policyChanged(id);
     return done;
+  }
+
+  /** Refuses (400) a run user that does not exist or could not hold a config file of its own: what a change checks. */
+  checkRunUser(runUser: string): Promise<void> {
+    return checkRunUser(runUser);
   }
 
   modifyEnvironment(id: number, changes: Record<string, unknown>, as: Accessor, by: Author, dryRun = false) {

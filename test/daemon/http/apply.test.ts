@@ -130,3 +130,18 @@ test.serial(
     t.like(again.body.data.counts, { unchanged: 1, changed: 0, failed: 0 }, JSON.stringify(again.body.data.instances));
   },
 );
+
+test.serial(
+  'a run user that does not exist is refused by the dry run as by the apply, and nothing changes',
+  async (t) => {
+    const body = { instances: [instance('edge-a', { runUser: 'tw-no-such-user' })], environment: { EDGE_TOKEN: 'x' } };
+    const before = await daemon.get('/tunnelAct/instanceMgr/exportAll', { token: root });
+    for (const dryRun of [true, false]) {
+      const res = await daemon.post('/tunnelAct/instanceMgr/apply', { ...body, dryRun }, { token: root });
+      t.like(res.body.data.counts, { failed: 1, changed: 0 }, JSON.stringify(res.body.data));
+      t.regex(res.body.data.instances[0].message, /runUser "tw-no-such-user" is not a user on this system/);
+    }
+    const after = await daemon.get('/tunnelAct/instanceMgr/exportAll', { token: root });
+    t.deepEqual(after.body.data, before.body.data);
+  },
+);
