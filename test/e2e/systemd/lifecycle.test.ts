@@ -271,7 +271,8 @@ test('kill -9 of tunnelward, a crash while it is down: systemd restarts it, the 
 });
 
 test("PID 1 logging to its console only: crashes are still seen (systemd's signals), output still comes from the journal, and signals lost to a re-exec come back", async (t) => {
-  const s = await setup(t, {}, { logTarget: 'console' });
+  // Three kills in a row: crashes, each restarted, never enough to give the tunnel up (the helper's limit is 3).
+  const s = await setup(t, { 'Watchdog.StartLimit': 10 }, { logTarget: 'console' });
   const { host, daemon, token } = s;
   const { id, configPath } = await createInstance(daemon, token, 'sd_quiet', {
     metadatas: { 'fixture.logEveryMs': '100' },
