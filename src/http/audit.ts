@@ -1,5 +1,6 @@
 import type { Middleware } from 'koa';
 import type { AuditRecord, AuditTrail } from '../audit/audit-trail.js';
+import { clipMiddle } from '../util/clip-middle.js';
 import { viaApiKey, type AppState } from './auth.js';
 
 type Fields = Record<string, unknown>;
@@ -218,11 +219,14 @@ export function auditRequests(trail: AuditTrail, now: () => number = Date.now): 
         target,
         detail,
         status: ctx.status,
-        message: typeof reply?.message === 'string' ? reply.message.slice(0, 500) : '',
+        message: typeof reply?.message === 'string' ? clipMiddle(reply.message, MESSAGE_CHARS) : '',
       })
       .catch((err: unknown) => ctx.app.emit('error', err, ctx));
   };
 }
+
+/** How much of a reply's message an entry keeps. */
+const MESSAGE_CHARS = 500;
 
 function numberOr(data: unknown, name: string): number | null {
   const value = object(data)?.[name];
