@@ -1,12 +1,8 @@
-import { join } from 'node:path';
-import { PACKAGE_ROOT } from '../src/paths.js';
+import { REAL_FRPC } from '../test/helpers/frp.js';
 import { BenchDaemon } from './lib/daemon.js';
 import { LIFTED } from './lib/tunnels.js';
 import type { Scenario } from './scenarios.js';
 import type { Row } from './run.js';
-
-/** The fixture frpc: `frpc verify` of each new or changed file is a Node process of its own, as the real one is a Go one. */
-const FIXTURE = join(PACKAGE_ROOT, 'test', 'fixtures', 'frpc.mjs');
 
 /** A desired state of `count` instances (stopped: the apply is measured, not the starts), two proxies each. */
 function desiredState(count: number, localPort: number) {
@@ -35,15 +31,16 @@ function desiredState(count: number, localPort: number) {
 
 /**
  * `tunnelward apply` at scale: a desired state of 1000 instances applied to an empty host (each an import: checks,
- * frpc verify, file, first revision), the same again (nothing to change: no verify, no write), and one proxy of every
- * instance changed (each through the change pipeline: verify, revision, file).
+ * the real frpc's verify, file, first revision), the same again (nothing to change: no verify, no write), and one
+ * proxy of every instance changed (each through the change pipeline: verify, revision, file). The real frpc, built by
+ * test/setup/build-frp.sh, since a verify is a process of its own and the time of its start is frpc's.
  */
 export const apply: Scenario = {
   name: 'apply',
   async run({ quick }) {
     const count = quick ? 100 : 1000;
     const rows: Omit<Row, 'scenario'>[] = [];
-    const daemon = await BenchDaemon.start({ settingsToml: `TunnelPath = ${JSON.stringify(FIXTURE)}\n${LIFTED}` });
+    const daemon = await BenchDaemon.start({ settingsToml: `TunnelPath = ${JSON.stringify(REAL_FRPC)}\n${LIFTED}` });
     try {
       await daemon.login();
       const timed = async (what: string, body: unknown, expect: string) => {
