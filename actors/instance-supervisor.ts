@@ -513,10 +513,13 @@ export class InstanceSupervisor {
     masked: boolean,
   ): Promise<{ diff: string; from: number; to: number | 'live' }> {
     const record = this.catalogue.record(id);
-    const textOf = async (n: number) =>
-      TunnelConfig.parse(await this.revisions.textOf(id, this.revisionOf(id, n).version)).exportText(masked);
-    const before = await textOf(from);
-    const after = to === undefined ? (await this.catalogue.readConfig(id)).exportText(masked) : await textOf(to);
+    const configOf = async (n: number) =>
+      TunnelConfig.parse(await this.revisions.textOf(id, this.revisionOf(id, n).version));
+    const older = await configOf(from);
+    const newer = to === undefined ? await this.catalogue.readConfig(id) : await configOf(to);
+    const before = older.exportText(masked);
+    // Masked, a secret that changed shows as changed (never its value).
+    const after = masked ? newer.exportTextBeside(older) : newer.exportText(false);
     const label = (n: number | undefined) => `${record.name} (${n === undefined ? 'live file' : `revision ${n}`})`;
     return { diff: unifiedDiff(before, after, label(from), label(to)), from, to: to ?? 'live' };
   }

@@ -14,6 +14,36 @@ export function maskSecrets(doc: Table): Table {
 }
 
 /**
+ * Shown in a diff's new side in place of a secret that is not what the old side held there: a changed token shows
+ * as changed without showing either value.
+ */
+export const NEW_SECRET_MASK = `${SECRET_MASK} (new value)`;
+
+/**
+ * The document masked as maskSecrets masks it, beside `before`: each masked value that `before` does not hold at the
+ * same place (a proxy or visitor found by its name) is NEW_SECRET_MASK. The new side of a masked diff.
+ */
+export function maskSecretsBeside(doc: Table, before: Table): Table {
+  const was = new Map<string, string | undefined>();
+  mapValues(before, (name, spec, value) => {
+    if (!spec || spec.secret) was.set(placeOf(before, name), JSON.stringify(value));
+    return value;
+  });
+  return mapValues(doc, (name, spec, value) => {
+    if (spec && !spec.secret) return value;
+    return was.get(placeOf(doc, name)) === JSON.stringify(value) ? SECRET_MASK : NEW_SECRET_MASK;
+  });
+}
+
+/** A value's place in the document with a proxy or visitor named by its name, not its index: `proxies["web"].x`. */
+function placeOf(doc: Table, name: string): string {
+  return name.replace(/^(proxies|visitors)\[(\d+)\]/, (whole, kind: string, index: string) => {
+    const block = (doc[kind] as unknown[] | undefined)?.[Number(index)];
+    return isTable(block) && typeof block.name === 'string' ? `${kind}[${JSON.stringify(block.name)}]` : whole;
+  });
+}
+
+/**
  * The values of the document's secret keys as frpc reads them (placeholders rendered with `env`): what must never be
  * shown, wherever it turns up.
  */

@@ -15,7 +15,7 @@ import { normalizeDocument } from './legacy-shape.js';
 import { editProxy, readProxyChanges, type ProxyInput } from './proxy-edit.js';
 import { REMOTE_PORT_TYPES } from './proxy-keys.js';
 import { SECRET_MASK, viewOf, visitorViewOf, type ProxyView, type VisitorView } from './proxy-view.js';
-import { markBarePlaceholders, maskSecrets, secretValues, unmaskSecrets } from './secret-mask.js';
+import { markBarePlaceholders, maskSecrets, maskSecretsBeside, secretValues, unmaskSecrets } from './secret-mask.js';
 import { checkTree, copyTree, deletePath, getPath, isTable, sameTree, setPath, text, type Table } from './toml-tree.js';
 import { checkEntryName, checkValue, messageOf, safeLabel } from './value-check.js';
 import { textWithAdditions } from './toml-text.js';
@@ -513,6 +513,16 @@ export class TunnelConfig {
       delete doc.serverPort;
     }
     return unquoteBarePlaceholders(stringifyDocument(masked ? maskSecrets(doc) : doc), doc);
+  }
+
+  /**
+   * The file as exportText(true) writes it, where a secret that `before` does not hold at the same place shows as
+   * changed (NEW_SECRET_MASK): the new side of a masked diff from `before`.
+   */
+  exportTextBeside(before: TunnelConfig): string {
+    const { webServer: _ours, ...doc } = this.doc;
+    const { webServer: _theirs, ...old } = before.doc;
+    return unquoteBarePlaceholders(stringifyDocument(maskSecretsBeside(doc, old)), doc);
   }
 
   /** The document as exportText writes it, as a tree: without the admin endpoint, secrets masked unless `masked` is false. */

@@ -253,6 +253,11 @@ test('history, one revision, diffs and a rollback: a rollback is a change like a
   // Diffs between two revisions, and from one to the live file.
   const diff = await get(`/tunnelAct/instanceMgr/diff?instanceID=${id}&from=2&to=3`, admin.token);
   t.regex(diff.body.data.diff, /^\+loginFailExit = true$/m);
+  t.regex(
+    diff.body.data.diff,
+    /^-token = "\*{8}"\n\+token = "\*{8} \(new value\)"$/m,
+    'a changed secret shows as changed',
+  );
   t.false(diff.body.data.diff.includes('tok-'));
   const live = await get(`/tunnelAct/instanceMgr/diff?instanceID=${id}&from=3`, admin.token);
   t.is(live.body.data.to, 'live');

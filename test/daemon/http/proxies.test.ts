@@ -242,6 +242,7 @@ test('modify configFile changes top-level keys only; proxies stay as they were',
   t.like(res.body.data, { instanceID: Number(id), configPath, applied: 'on next start', verify: { verified: true } });
   t.regex(res.body.data.diff, /^\+serverAddr = "new.example.com"$/m, 'the diff says what changed');
   t.false(res.body.data.diff.includes('"old"'), 'secrets masked on both sides');
+  t.regex(res.body.data.diff, /^\+token = "\*{8} \(new value\)"$/m, 'the token shows as changed');
   const after = parse(await readFile(configPath, 'utf8')) as any;
   t.like(after, { serverAddr: 'new.example.com', serverPort: 7443, auth: { token: 'new-secret' } });
   t.deepEqual(after.proxies, before);

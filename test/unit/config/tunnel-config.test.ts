@@ -1528,3 +1528,37 @@ test('an unknown key names the key it was likely meant as: remotPort, auth.tokn,
   );
   fails(t, () => config.setCommon({ serverAdr: 'x' }), 400, /did you mean serverAddr\?/);
 });
+
+test('exportTextBeside: a secret that changed, or is new, shows as changed; one as it was, as the mask; never a value', (t) => {
+  const file = (token: string, keys: Record<string, string>) =>
+    [
+      'serverAddr = "127.0.0.1"',
+      'serverPort = 7000',
+      '[auth]',
+      `token = "${token}"`,
+      ...Object.entries(keys).flatMap(([name, key]) => [
+        '[[proxies]]',
+        `name = "${name}"`,
+        'type = "stcp"',
+        'localPort = 22',
+        `secretKey = "${key}"`,
+      ]),
+      '',
+    ].join('\n');
+  const before = TunnelConfig.parse(file('old-token', { a: 'key-a', b: 'key-b' }));
+  // The proxies in another order: each is found by its name. Proxy b's key changed, c is new.
+  const after = TunnelConfig.parse(file('new-token', { b: 'key-b2', a: 'key-a', c: 'key-c' }));
+  const text = after.exportTextBeside(before);
+  const shown = parse(text) as { auth: { token: string }; proxies: Array<{ name: string; secretKey: string }> };
+  t.is(shown.auth.token, '******** (new value)');
+  t.deepEqual(
+    shown.proxies.map((p) => [p.name, p.secretKey]),
+    [
+      ['b', '******** (new value)'],
+      ['a', '********'],
+      ['c', '******** (new value)'],
+    ],
+  );
+  t.false(/token-|key-/.test(text), text);
+  t.is(before.exportTextBeside(before), before.exportText(true), 'nothing changed: as exportText masks it');
+});
