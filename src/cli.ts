@@ -140,7 +140,11 @@ async function main(argv: string[]): Promise<void> {
       return;
   }
   const { CLIENT_COMMANDS, runClientCommand } = await clientCommands();
-  if (!Object.hasOwn(CLIENT_COMMANDS, command)) throw new UsageError(`unknown command ${command}`);
+  if (!Object.hasOwn(CLIENT_COMMANDS, command)) {
+    const { withSuggestions } = await import('./util/closest.js');
+    const known = [...Object.keys(CLIENT_COMMANDS), 'serve', 'service', 'version', 'help'];
+    throw new UsageError(`unknown command ${withSuggestions([command], known)}`);
+  }
   const { useColour } = await import('./client/render.js');
   const code = await runClientCommand(command, args, {
     out: (text) => void process.stdout.write(text),

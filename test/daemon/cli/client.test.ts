@@ -62,6 +62,9 @@ test('exit codes: 2 for usage, 3 for a daemon not reachable, 4 for a wrong passw
   t.is(usage.code, 2);
   t.regex(usage.stderr, /unknown flag --bogus/);
   t.is((await cli(['frobnicate'], home)).code, 2);
+  const slip = await cli(['key', 'ls'], home);
+  t.is(slip.code, 2);
+  t.regex(slip.stderr, /^tunnelward: unknown command key \(did you mean keys\?\)/);
   t.is((await cli(['start'], home)).code, 2, 'start needs names or --all');
 
   const unreachable = await cli(['login', '--url', 'http://127.0.0.1:1', '--user', 'admin'], {
