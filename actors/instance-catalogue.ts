@@ -173,7 +173,8 @@ export class InstanceCatalogue {
       serverAddr: input.serverAddr,
       serverPort: input.serverPort,
       auth_method: input.authMethod,
-      additionalProperties: Object.keys(input.additional),
+      // The keys it set beside those, never their values; none: left out.
+      ...(Object.keys(input.additional).length > 0 ? { additionalProperties: Object.keys(input.additional) } : {}),
     };
     return this.deps.lifecycle.counted(() => this.register(input, owner, config, { by, kind: 'create', request }));
   }

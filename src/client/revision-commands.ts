@@ -58,8 +58,9 @@ const history: Command = {
 function describeRequest(request: Record<string, unknown>): string {
   const parts: string[] = [];
   for (const [key, value] of Object.entries(request)) {
-    if (Array.isArray(value)) parts.push(`${key}=${value.join(',')}`);
-    else if (value !== null && typeof value === 'object') continue;
+    if (Array.isArray(value)) {
+      if (value.length > 0) parts.push(`${key}=${value.join(',')}`);
+    } else if (value !== null && typeof value === 'object') continue;
     else parts.push(`${key}=${String(value)}`);
   }
   return parts.join(' ').slice(0, 60);

@@ -13,7 +13,7 @@ type Rolled = components['schemas']['InstanceConfigReplaced'];
 /** What a revision's request names, short: `proxy=web keys=localPort,type`. */
 function describe(request: Record<string, unknown>): string {
   return Object.entries(request)
-    .filter(([, v]) => v === null || typeof v !== 'object' || Array.isArray(v))
+    .filter(([, v]) => v === null || typeof v !== 'object' || (Array.isArray(v) && v.length > 0))
     .map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : String(v)}`)
     .join(' ');
 }

@@ -341,6 +341,9 @@ test.serial(
     const history = page.getByRole('region', { name: 'History' });
     await history.locator('tr[data-revision="3"]').waitFor();
     await history.getByText('at revision 3; 3 kept').waitFor();
+    const created = await history.locator('tr[data-revision="1"]').innerText();
+    t.regex(created, /create name=hi_page serverAddr=127\.0\.0\.1 serverPort=\d+ auth_method=token/);
+    t.false(created.includes('additionalProperties'), `no empty list of other keys: ${created}`);
 
     // The diff of revision 3: what it added.
     await history.locator('tr[data-revision="3"]').getByRole('button', { name: 'Diff' }).click();
