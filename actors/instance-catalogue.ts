@@ -287,10 +287,7 @@ export class InstanceCatalogue {
       // and a crash before the end is undone at the next start.
       await db.persist();
       crashPoint('create:recorded', record);
-      // The version of the file as it will be read back: a TOML import written as its own text with tunnelward's
-      // additions reads back in another key order, and its first revision must be the file's (else the next change
-      // finds it "changed outside tunnelward").
-      const version = TunnelConfig.parse(config.toString()).version();
+      const version = config.version();
       try {
         await mkdir(instancePath, { recursive: true, mode: 0o711 });
         await writeTunnelConfig(record.configPath, config, record.runUser);

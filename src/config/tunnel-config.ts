@@ -216,9 +216,13 @@ export class TunnelConfig {
   /**
    * What an operator reads of the file, as a short hash: it changes with any change of theirs or of another's, and
    * not with tunnelward's own admin endpoint. An edit of the whole file names the version it started from.
+   * It is the version of the file as it reads back: an edit kept in the layout of an operator's text (an import, an
+   * apply) with tunnelward's additions reads back in another key order, and the revision that writes it must have
+   * the version the file is found at (else the next change finds it "changed outside tunnelward").
    */
   version(): string {
-    return createHash('sha256').update(this.exportText(false)).digest('hex').slice(0, 16);
+    const read = this.source === undefined ? this : TunnelConfig.parse(this.toString());
+    return createHash('sha256').update(read.exportText(false)).digest('hex').slice(0, 16);
   }
 
   /** Whether `other` holds the same settings, proxies and visitors, key order and layout aside (the admin endpoint too). */

@@ -145,3 +145,48 @@ test.serial(
     t.deepEqual(after.body.data, before.body.data);
   },
 );
+
+test.serial(
+  'a file an apply changed is at the version its revision says: the next change finds nothing changed outside',
+  async (t) => {
+    const file = (token: string) => ({
+      instances: [
+        {
+          name: 'layout',
+          frpc: {
+            serverAddr: '127.0.0.1',
+            serverPort: 7502,
+            auth: { token },
+            proxies: [{ name: 'layout-ssh', type: 'tcp', localIP: '127.0.0.1', localPort: 22, remotePort: 7610 }],
+          },
+        },
+      ],
+    });
+    const apply = (token: string) => daemon.post('/tunnelAct/instanceMgr/apply', file(token), { token: root });
+    t.like((await apply('first-token')).body.data.counts, { created: 1 });
+    // tunnelward's additions (log.disablePrintColor, loginFailExit, clientID) land among the file's own keys.
+    t.like((await apply('second-token')).body.data.counts, { changed: 1 });
+    const id = (await daemon.get('/tunnelAct/instanceMgr/list', { token: root })).body.data.find(
+      (i: { name: string }) => i.name === 'layout',
+    ).instanceID;
+    const added = await daemon.post(
+      '/tunnelAct/proxyMgr/create',
+      {
+        instanceID: id,
+        proxyInfo: { name: 'layout-web', type: 'tcp', localIP: '127.0.0.1', localPort: '80', remotePort: '7611' },
+      },
+      { token: root },
+    );
+    t.true(added.body.success, added.body.message);
+    const history = await daemon.get(`/tunnelAct/instanceMgr/history?instanceID=${id}`, { token: root });
+    t.deepEqual(
+      history.body.data.revisions.map((r: { revision: number; kind: string }) => [r.revision, r.kind]),
+      [
+        [3, 'proxy.create'],
+        [2, 'apply'],
+        [1, 'import'],
+      ],
+      'no revision "found" on disk between them',
+    );
+  },
+);
