@@ -155,7 +155,7 @@ export class ChangePipeline {
     const after = config.version();
     const diff = unifiedDiff(
       current.exportText(true),
-      config.exportTextBeside(current),
+      config.readBack().exportTextBeside(current),
       `${record.name} (revision ${revision})`,
       `${record.name} (${options.dryRun ? 'dry run' : `revision ${revision + 1}`})`,
     );

@@ -221,8 +221,15 @@ export class TunnelConfig {
    * the version the file is found at (else the next change finds it "changed outside tunnelward").
    */
   version(): string {
-    const read = this.source === undefined ? this : TunnelConfig.parse(this.toString());
-    return createHash('sha256').update(read.exportText(false)).digest('hex').slice(0, 16);
+    return createHash('sha256').update(this.readBack().exportText(false)).digest('hex').slice(0, 16);
+  }
+
+  /**
+   * The config as its file reads back once written: in the file's key order, which an edit kept in an operator's
+   * layout changes (tunnelward's additions go among the text's own keys). What diffs and versions are made from.
+   */
+  readBack(): TunnelConfig {
+    return this.source === undefined ? this : TunnelConfig.parse(this.toString());
   }
 
   /** Whether `other` holds the same settings, proxies and visitors, key order and layout aside (the admin endpoint too). */

@@ -165,7 +165,12 @@ test.serial(
     const apply = (token: string) => daemon.post('/tunnelAct/instanceMgr/apply', file(token), { token: root });
     t.like((await apply('first-token')).body.data.counts, { created: 1 });
     // tunnelward's additions (log.disablePrintColor, loginFailExit, clientID) land among the file's own keys.
-    t.like((await apply('second-token')).body.data.counts, { changed: 1 });
+    const second = await apply('second-token');
+    t.like(second.body.data.counts, { changed: 1 });
+    const changed = (second.body.data.instances[0].diff as string)
+      .split('\n')
+      .filter((line) => /^[-+](?![-+])/.test(line));
+    t.deepEqual(changed, ['-token = "********"', '+token = "******** (new value)"'], 'the token alone, no key moved');
     const id = (await daemon.get('/tunnelAct/instanceMgr/list', { token: root })).body.data.find(
       (i: { name: string }) => i.name === 'layout',
     ).instanceID;
