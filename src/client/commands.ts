@@ -31,7 +31,7 @@ import { frp } from './frp-command.js';
 import { keys, loginWithKey } from './key-commands.js';
 import { ask } from './prompt.js';
 import { proxyTable, visitorTable } from './proxy-tables.js';
-import { forTerminal, paint, table } from './render.js';
+import { detailLines, forTerminal, paint, table } from './render.js';
 import { expire } from './expire-command.js';
 import { instanceTable } from './instance-table.js';
 import { context } from './context-commands.js';
@@ -143,13 +143,7 @@ const status: Command = {
     for (const { id } of await resolveAll(client, ctx.args.positional, ids))
       infos.push((await client.get('/tunnelAct/instanceMgr/getInfo', { instanceID: id })).data);
     if (ctx.json) return print(ctx, infos);
-    for (const info of infos) {
-      const shown = Object.entries(info).filter(([, v]) => v !== null && v !== undefined && v !== '');
-      const width = Math.max(...shown.map(([k]) => k.length));
-      ctx.io.out(
-        `${shown.map(([k, v]) => `${k.padEnd(width)}  ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`).join('\n')}\n\n`,
-      );
-    }
+    for (const info of infos) ctx.io.out(`${detailLines(info as Record<string, unknown>)}\n`);
   },
 };
 

@@ -83,3 +83,37 @@ export const HEALTH_COLOURS: Record<string, Colour> = {
   failed: 'red',
   stopped: 'grey',
 };
+
+/**
+ * An object as `key  value` lines, its keys aligned: what `status NAME` prints. Values read as words: a health as
+ * `down: <reason> (since <time>)`, switches as the names of those on, counts as `name n`, nothing as `-`.
+ */
+export function detailLines(info: Record<string, unknown>): string {
+  const shown = Object.entries(info).filter(([, v]) => v !== null && v !== undefined && v !== '');
+  const width = Math.max(...shown.map(([k]) => k.length));
+  return shown.map(([k, v]) => `${k.padEnd(width)}  ${detailValue(v)}`).join('\n') + '\n';
+}
+
+const isoTime = (text: string) => text.replace('T', ' ').replace(/(\.\d+)?Z$/, '');
+
+function detailValue(value: unknown): string {
+  if (Array.isArray(value)) return value.length === 0 ? '-' : value.map(detailValue).join(', ');
+  if (value === null || typeof value !== 'object') return String(value);
+  const entries = Object.entries(value).filter(([, v]) => v !== null && v !== undefined);
+  if (entries.length === 0) return '-';
+  const record = value as Record<string, unknown>;
+  if (typeof record.state === 'string' && 'since' in record) {
+    const reason = typeof record.reason === 'string' ? `: ${record.reason}` : '';
+    const since = typeof record.since === 'string' ? ` (since ${isoTime(record.since)})` : '';
+    return `${record.state}${reason}${since}`;
+  }
+  if (entries.every(([, v]) => typeof v === 'boolean')) {
+    const on = entries.filter(([, v]) => v).map(([k]) => k);
+    return on.length === 0 ? 'none' : on.join(', ');
+  }
+  return entries
+    .map(([k, v]) =>
+      typeof v === 'number' ? `${k} ${v}` : `${k}=${typeof v === 'object' ? JSON.stringify(v) : String(v)}`,
+    )
+    .join(', ');
+}
