@@ -36,6 +36,7 @@ import { expire } from './expire-command.js';
 import { instanceTable } from './instance-table.js';
 import { context } from './context-commands.js';
 import { fleet } from './fleet-command.js';
+import { wait } from './wait-command.js';
 import { APPLY_COMMANDS, exportAll } from './apply-commands.js';
 import { SELECTION_USAGE } from './instance-refs.js';
 
@@ -520,6 +521,7 @@ export const CLIENT_COMMANDS: Record<string, Command> = {
   start: lifecycle('start'),
   stop: lifecycle('stop'),
   restart: lifecycle('restart'),
+  wait,
   logs,
   proxies,
   events,
