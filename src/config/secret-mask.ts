@@ -17,7 +17,7 @@ export function maskSecrets(doc: Table): Table {
  * Shown in a diff's new side in place of a secret that is not what the old side held there: a changed token shows
  * as changed without showing either value.
  */
-export const NEW_SECRET_MASK = `${SECRET_MASK} (new value)`;
+const NEW_SECRET_MASK = `${SECRET_MASK} (new value)`;
 
 /**
  * The document masked as maskSecrets masks it, beside `before`: each masked value that `before` does not hold at the
