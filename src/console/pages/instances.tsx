@@ -340,6 +340,9 @@ export function Instances() {
                       </th>
                       <td data-label="State" class="state-cell">
                         <StateBadge state={i.state} health={i.health} />
+                        {i.state === 'running' && i.health?.state !== 'up' && i.health?.reason && (
+                          <div class="why">{i.health.reason}</div>
+                        )}
                       </td>
                       <td data-label="PID" class="num">
                         {i.pid ?? '—'}

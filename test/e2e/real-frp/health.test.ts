@@ -64,6 +64,11 @@ test('a wrong token: down, "login refused" with frps\'s words, in every view and
   await badge.filter({ hasText: 'running · down' }).waitFor();
   t.regex((await badge.getAttribute('title')) ?? '', /login refused: token in login doesn't match/);
   t.regex((await badge.getAttribute('class')) ?? '', /\bhealth-down\b/);
+  t.regex(
+    await page.locator('tr[data-instance="hl_token"] .state-cell .why').innerText(),
+    /^not connected to the server: login refused: token in login doesn't match/,
+    'the reason under the state, as ls prints it',
+  );
   await shot(page, 'health-down-list');
   await page.locator('tr[data-instance="hl_token"] a').first().click();
   await page.getByText(/^not connected to the server: login refused/).waitFor();
