@@ -325,9 +325,8 @@ test('exit codes as the real frpc gives them: a config error, a failed first log
   await statusUntil(daemon, root, patient.id, (s) => s.connected === true, 30_000);
   await statusUntil(daemon, root, strict.id, (s) => s.state === 'running' && s.connected === true, 30_000);
   // An operator's restart begins a new count of crashes and restarts (those of the wait above are a crash loop).
-  t.true(
-    (await daemon.post('/tunnelAct/instanceMgr/restart', { instanceID: strict.id }, { token: root })).body.success,
-  );
+  const restarted = await daemon.post('/tunnelAct/instanceMgr/restart', { instanceID: strict.id }, { token: root });
+  t.true(restarted.body.success, restarted.body.message);
   await statusUntil(daemon, root, strict.id, (s) => s.state === 'running' && s.connected === true, 30_000);
   const [strictPid] = frpcPids(strict.configPath);
   await frps.down();
