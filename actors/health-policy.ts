@@ -108,12 +108,14 @@ export class HealthPolicy {
       disconnectReason: live.disconnectReason,
     };
     // A proxy frpc says runs, that its probes find unreachable from outside (not a local service down: a restart of
-    // frpc does not bring a service back), the one failing longest.
+    // frpc does not bring a service back), the one failing longest. Counted from when frpc said it runs: failures
+    // from before (the run a restart ended) are not this run's, or a restart would be followed by another at once.
     for (const [proxy, failure] of this.probes?.failuresOf(id) ?? []) {
       const seen = live.proxies.get(proxy);
       if (failure.where !== 'outside' || !seen || !isUp(seen.status)) continue;
-      if (!facts.unreachable || failure.since < facts.unreachable.since)
-        facts.unreachable = { proxy, since: failure.since, error: failure.error };
+      const since = Math.max(failure.since, seen.since);
+      if (!facts.unreachable || since < facts.unreachable.since)
+        facts.unreachable = { proxy, since, error: failure.error };
     }
     return facts;
   }

@@ -276,7 +276,8 @@ test("half-open: the health policy restarts a tunnel whose connection is held op
   t.log(`carried again ${recoveredMs} ms after the cut (probes: 1 s x 2 failures, policy 3 s, a restart)`);
   t.true(recoveredMs < 30_000, `recovered in ${recoveredMs} ms`);
   t.is(after.restarts, 0, 'not a crash');
-  t.true(after.healthRestarts >= 1);
+  // One: the failures of the run it ended are not the new run's (they once made a second restart at once).
+  t.is(after.healthRestarts, 1);
 });
 
 test("an http proxy is probed through frps's vhost port with its domain as Host", async (t) => {
