@@ -326,7 +326,14 @@ test('exit codes as the real frpc gives them: a config error, a failed first log
   await statusUntil(daemon, root, strict.id, (s) => s.state === 'running' && s.connected === true, 30_000);
   // An operator's restart begins a new count of crashes and restarts (those of the wait above are a crash loop).
   const restarted = await daemon.post('/tunnelAct/instanceMgr/restart', { instanceID: strict.id }, { token: root });
-  t.true(restarted.body.success, restarted.body.message);
+  // frps 0.71 refuses a login whose clientID is still online: when it has not yet seen the old tunnel's connection
+  // close (a loaded host), the new one's first login is refused and, with loginFailExit, it exits: retried like
+  // any failed first login, and up once frps lets the old one go.
+  if (!restarted.body.success)
+    t.regex(
+      restarted.body.message,
+      /tried again at the backoff's pace until its server answers; last log lines:.*is already online/s,
+    );
   await statusUntil(daemon, root, strict.id, (s) => s.state === 'running' && s.connected === true, 30_000);
   const [strictPid] = frpcPids(strict.configPath);
   await frps.down();
