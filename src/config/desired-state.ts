@@ -189,7 +189,9 @@ function readYaml(text: string): unknown {
   try {
     return parseYaml(text, { maxAliasCount: 100 }) as unknown;
   } catch (err) {
-    throw badRequest(`the desired-state file is not YAML: ${(err as Error).message.split('\n')[0]}`);
+    // The parser's first line says what and where; the lines after it quote the file (left out: it may hold secrets).
+    const first = (err as Error).message.split('\n')[0]!.replace(/:$/, '');
+    throw badRequest(`the desired-state file is not YAML: ${first}`);
   }
 }
 
@@ -197,7 +199,10 @@ function readToml(text: string): unknown {
   try {
     return parseToml(text);
   } catch (err) {
-    throw badRequest(`the desired-state file is not TOML: ${(err as Error).message.split('\n')[0]}`);
+    // As for YAML: the first line and the place, not the quoted file.
+    const { message, line, column } = err as Error & { line?: number; column?: number };
+    const first = message.split('\n')[0]!.replace(/^Invalid TOML document: /, '');
+    throw badRequest(`the desired-state file is not TOML: ${first}${line ? ` at line ${line}, column ${column}` : ''}`);
   }
 }
 

@@ -42,7 +42,8 @@ test('YAML and TOML read to the same desired state, each format guessed or named
 });
 
 test('a file that breaks the schema is refused whole, the field named', (t) => {
-  const refused = (text: string) => t.throws(() => readDesiredState(text, 'yaml'))?.message ?? '';
+  const refused = (text: string, format: 'yaml' | 'toml' = 'yaml') =>
+    t.throws(() => readDesiredState(text, format))?.message ?? '';
   t.regex(
     refused('instances:\n  - { name: a, frpc: {} }\n  - { name: a, frpc: {} }\n'),
     /instances\.1\.name: a is named twice/,
@@ -51,7 +52,10 @@ test('a file that breaks the schema is refused whole, the field named', (t) => {
   t.regex(refused('instances:\n  - { name: a, frpc: {}, configFile: x.toml }\n'), /give frpc .* or configFile/);
   t.regex(refused('instances:\n  - { name: a, frpc: {}, expires: 2h }\n'), /expires: must be an ISO 8601 time/);
   t.regex(refused('instances:\n  - { name: a, frpc: {}, colour: red }\n'), /colour/);
-  t.regex(refused('instances: [\n'), /not YAML/);
+  t.regex(refused('instances: [\n'), /not YAML: .* at line 2, column 1$/);
+  const toml = refused('instances = "secret-x"\nb = = 1\n', 'toml');
+  t.regex(toml, /not TOML: invalid value at line 2, column 5$/);
+  t.false(toml.includes('secret-x'), 'the file is not quoted');
 });
 
 test('attributes left out are the defaults a create gives; changes are said by name, never by an environment value', (t) => {
