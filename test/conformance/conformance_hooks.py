@@ -2,13 +2,15 @@
 # credential (X-Token, or an API key) gets a fresh X-Timestamp and the role's token, as the daemon asks of every
 # request; a request the run makes without one (to see it refused) is left without it. The run never ends its own
 # footing: the role's session, its user, or that user's role stay as they are (such a request names another), and a
-# valid rate limit it sets is the highest one (a low one would leave the rest of the runs only 429s to look at).
+# valid rate limit it sets is the highest one (a low one would leave the rest of the runs only 429s to look at); a
+# directory it sets is one in its scratch directory.
 import os
 import time
 
 import schemathesis
 
 NOBODY = 999999999
+DIRECTORIES = {"InstancePath", "Systemd.UnitDir", "InitD.ScriptDir", "InitD.PidDir", "InitD.LogDir"}
 
 
 def _id(value):
@@ -49,3 +51,7 @@ def before_call(ctx, case, **kwargs):
             valid = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 1000000
             if key.startswith("RateLimit.") and valid:
                 body[key] = 1000000
+            # A directory tunnelward writes into (the instances' files, units, scripts) stays in the run's own
+            # scratch directory: an absolute path the run drew ("/") would have files written on the host.
+            if key in DIRECTORIES and isinstance(value, str) and value.startswith("/"):
+                body[key] = os.path.join(os.environ["TUNNELWARD_SCRATCH"], "dirs", key.replace(".", "-"))

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { STREAM_PATHS } from '../../../src/http/log-streams.js';
 import { PACKAGE_ROOT } from '../../../src/paths.js';
 import { SETTING_KEYS } from '../../../src/settings/table.js';
-import { dispose, startDaemon, tempDir } from '../../helpers/daemon.js';
+import { disposeWithTunnels, startDaemon, tempDir } from '../../helpers/daemon.js';
 import { createInstance, instanceSettings, tcpProxy } from '../../helpers/instances.js';
 
 const ST = join(PACKAGE_ROOT, '.cache', 'schemathesis', 'bin', 'st');
@@ -59,8 +59,10 @@ test('schemathesis, as a visitor, an admin and a superuser: every answer as docu
   t.timeout(RUN_LIMIT_MS + 60_000);
   const daemon = await startDaemon({ settingsToml: instanceSettings({ 'RateLimit.Register': 100000 }) });
   const reports = await tempDir('conformance-', t);
-  t.teardown(() => dispose(daemon));
-  const root = await daemon.login();
+  // The run starts tunnels too (loginFailExit false: they run on), and tunnels outlive a daemon by design.
+  let root = '';
+  t.teardown(() => disposeWithTunnels(daemon, root));
+  root = await daemon.login();
   // Something to find: an instance with a proxy, and a user of each role.
   const { id } = await createInstance(daemon, root, 'conformance');
   await daemon.post(
@@ -112,6 +114,7 @@ test('schemathesis, as a visitor, an admin and a superuser: every answer as docu
         TUNNELWARD_SESSION: String(who.body.data.sessionID),
         TUNNELWARD_USER_ID: String(who.body.data.userID),
         TUNNELWARD_SETTING_KEYS: SETTING_KEYS.join(','),
+        TUNNELWARD_SCRATCH: reports,
         PYTHONPATH: join(PACKAGE_ROOT, 'test', 'conformance'),
         SCHEMATHESIS_HOOKS: 'conformance_hooks',
       },
