@@ -48,25 +48,29 @@ export const wait: Command = {
     const ids = found.map((t) => t.id);
     const shown = new Set<number>();
     for (;;) {
-      const now = new Map(list.map((i) => [i.instanceID, i]));
+      const byId = new Map(list.map((i) => [i.instanceID, i]));
       for (const id of ids) {
-        const i = now.get(id);
+        const i = byId.get(id);
         if (i?.health?.state !== 'up' || shown.has(id)) continue;
         shown.add(id);
         if (!ctx.json) outcomeLine(ctx, true, `${describe(i)}: up`);
       }
-      const notUp = ids.filter((id) => now.get(id)?.health?.state !== 'up');
+      const notUp = ids.filter((id) => byId.get(id)?.health?.state !== 'up');
       // Deleted, stopped or failed: nothing brings it up while we wait.
-      const settled = notUp.some((id) => WILL_NOT_COME_UP.has(now.get(id)?.health?.state ?? 'stopped'));
+      const settled = notUp.some((id) => WILL_NOT_COME_UP.has(byId.get(id)?.health?.state ?? 'stopped'));
       if (notUp.length === 0 || settled || Date.now() >= deadline) {
         if (ctx.json)
           print(
             ctx,
-            ids.map((id) => ({ instanceID: id, name: now.get(id)?.name ?? null, health: now.get(id)?.health ?? null })),
+            ids.map((id) => ({
+              instanceID: id,
+              name: byId.get(id)?.name ?? null,
+              health: byId.get(id)?.health ?? null,
+            })),
           );
         else {
           for (const id of notUp) {
-            const i = now.get(id);
+            const i = byId.get(id);
             const why = i?.health?.reason ? `: ${i.health.reason}` : '';
             outcomeLine(ctx, false, i ? `${describe(i)}: ${i.health?.state ?? i.state}${why}` : `#${id}: deleted`);
           }

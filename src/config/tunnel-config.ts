@@ -518,12 +518,7 @@ export class TunnelConfig {
    * secret masked unless `masked` is false, and without the server's address and port unless `withServer`.
    */
   exportText(masked: boolean, withServer = true): string {
-    const { webServer: _ours, ...doc } = this.doc;
-    if (!withServer) {
-      delete doc.serverAddr;
-      delete doc.serverPort;
-    }
-    return unquoteBarePlaceholders(stringifyDocument(masked ? maskSecrets(doc) : doc), doc);
+    return this.exportedText(masked ? maskSecrets : (doc) => doc, withServer);
   }
 
   /**
@@ -531,9 +526,17 @@ export class TunnelConfig {
    * changed (NEW_SECRET_MASK): the new side of a masked diff from `before`.
    */
   exportTextBeside(before: TunnelConfig): string {
+    return this.exportedText((doc) => maskSecretsBeside(doc, before.doc));
+  }
+
+  /** The text of the document without the admin endpoint (and without the server unless `withServer`), `mask`ed. */
+  private exportedText(mask: (doc: Table) => Table, withServer = true): string {
     const { webServer: _ours, ...doc } = this.doc;
-    const { webServer: _theirs, ...old } = before.doc;
-    return unquoteBarePlaceholders(stringifyDocument(maskSecretsBeside(doc, old)), doc);
+    if (!withServer) {
+      delete doc.serverAddr;
+      delete doc.serverPort;
+    }
+    return unquoteBarePlaceholders(stringifyDocument(mask(doc)), doc);
   }
 
   /** The document as exportText writes it, as a tree: without the admin endpoint, secrets masked unless `masked` is false. */
